@@ -1,0 +1,1 @@
+"""MMLongBench-Doc and web-extraction benchmarks: loading, corpus conversion, scoring, the built-in suite."""

@@ -1,0 +1,199 @@
+"""A local model endpoint speaking the OpenAI Chat Completions and Anthropic Messages wire formats.
+
+Tests drive it through the real ``openai`` and ``anthropic`` SDKs:
+
+    with LLMStub() as stub:
+        stub.push("openai", openai_reply(text="Paris"))
+        client = openai.OpenAI(base_url=stub.openai_base_url, api_key="test")
+        ...
+        assert stub.requests_for("openai")[0].json()["model"] == "gpt-test"
+
+Replies are served from a per-protocol FIFO queue; when a queue is empty, ``responder`` (a
+callable ``(protocol, Request) -> Reply``) answers, and without one a short default text reply.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
+
+from tests.support.http_server import LocalServer, Reply, Request
+
+Protocol = Literal["openai", "anthropic"]
+Responder = Callable[[Protocol, Request], Reply]
+
+_ids = itertools.count(1)
+
+
+def openai_reply(
+    text: str | None = "stub answer",
+    *,
+    tool_calls: Sequence[tuple[str, str, str]] = (),
+    prompt_tokens: int = 10,
+    completion_tokens: int = 5,
+    cached_tokens: int | None = None,
+    reasoning_tokens: int | None = None,
+    reasoning_content: str | None = None,
+    model: str = "stub-model",
+    finish_reason: str | None = None,
+    delay: float = 0.0,
+) -> Reply:
+    """A Chat Completions response. ``tool_calls`` are (id, function name, JSON arguments)."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if reasoning_content is not None:
+        message["reasoning_content"] = reasoning_content
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+            for call_id, name, args in tool_calls
+        ]
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    if reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    body = {
+        "id": f"chatcmpl-{next(_ids)}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
+            }
+        ],
+        "usage": usage,
+    }
+    return Reply.json(body, delay=delay)
+
+
+def anthropic_reply(
+    text: str | None = "stub answer",
+    *,
+    tool_uses: Sequence[tuple[str, str, dict[str, Any]]] = (),
+    thinking: str | None = None,
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    cache_read_input_tokens: int | None = None,
+    cache_creation_input_tokens: int | None = None,
+    model: str = "stub-model",
+    stop_reason: str | None = None,
+    delay: float = 0.0,
+) -> Reply:
+    """A Messages response. ``tool_uses`` are (id, tool name, input object)."""
+    content: list[dict[str, Any]] = []
+    if thinking is not None:
+        content.append({"type": "thinking", "thinking": thinking, "signature": "sig"})
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    for tool_id, name, arguments in tool_uses:
+        content.append({"type": "tool_use", "id": tool_id, "name": name, "input": arguments})
+    usage: dict[str, Any] = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    if cache_read_input_tokens is not None:
+        usage["cache_read_input_tokens"] = cache_read_input_tokens
+    if cache_creation_input_tokens is not None:
+        usage["cache_creation_input_tokens"] = cache_creation_input_tokens
+    body = {
+        "id": f"msg_{next(_ids)}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason or ("tool_use" if tool_uses else "end_turn"),
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    return Reply.json(body, delay=delay)
+
+
+def error_reply(
+    protocol: Protocol,
+    status: int,
+    message: str = "stub error",
+    *,
+    retry_after: float | None = None,
+    delay: float = 0.0,
+) -> Reply:
+    """An error in the provider's own JSON error shape, optionally with Retry-After."""
+    headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
+    if protocol == "openai":
+        body: dict[str, Any] = {
+            "error": {"message": message, "type": "stub_error", "code": None, "param": None}
+        }
+    else:
+        body = {"type": "error", "error": {"type": "api_error", "message": message}}
+    return Reply.json(body, status=status, headers=headers, delay=delay)
+
+
+def _default_responder(protocol: Protocol, request: Request) -> Reply:
+    return openai_reply() if protocol == "openai" else anthropic_reply()
+
+
+class LLMStub:
+    """Both providers' endpoints on one loopback server."""
+
+    def __init__(self, responder: Responder | None = None) -> None:
+        self.responder = responder or _default_responder
+        self._queues: dict[Protocol, deque[Reply]] = {"openai": deque(), "anthropic": deque()}
+        self._lock = threading.Lock()
+        self.server = LocalServer(
+            {
+                "/v1/chat/completions": lambda r: self._answer("openai", r),
+                "/chat/completions": lambda r: self._answer("openai", r),
+                "/v1/messages": lambda r: self._answer("anthropic", r),
+            }
+        )
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.server.base + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.server.base
+
+    @property
+    def requests(self) -> list[Request]:
+        return self.server.requests
+
+    def requests_for(self, protocol: Protocol) -> list[Request]:
+        suffix = "/chat/completions" if protocol == "openai" else "/v1/messages"
+        return [r for r in self.server.requests if r.path.endswith(suffix)]
+
+    def push(self, protocol: Protocol, *replies: Reply) -> None:
+        with self._lock:
+            self._queues[protocol].extend(replies)
+
+    def extend(self, protocol: Protocol, replies: Iterable[Reply]) -> None:
+        self.push(protocol, *replies)
+
+    def pending(self, protocol: Protocol) -> int:
+        return len(self._queues[protocol])
+
+    def _answer(self, protocol: Protocol, request: Request) -> Reply:
+        with self._lock:
+            queue = self._queues[protocol]
+            reply = queue.popleft() if queue else None
+        return reply if reply is not None else self.responder(protocol, request)
+
+    def start(self) -> LLMStub:
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def __enter__(self) -> LLMStub:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
