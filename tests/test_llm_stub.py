@@ -10,7 +10,9 @@ from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai
 
 
 def test_openai_sdk_round_trip_with_tool_call_and_usage(llm_stub: LLMStub) -> None:
-    llm_stub.push("openai", openai_reply(None, tool_calls=[("c1", "grep", '{"pattern": "x"}')], cached_tokens=4))
+    llm_stub.push(
+        "openai", openai_reply(None, tool_calls=[("c1", "grep", '{"pattern": "x"}')], cached_tokens=4)
+    )
     client = openai.OpenAI(base_url=llm_stub.openai_base_url, api_key="k", max_retries=0)
     reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     call = reply.choices[0].message.tool_calls[0]

@@ -1,0 +1,53 @@
+"""The contract every model client meets; the agent loop knows nothing else about models."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from harness.messages import Message, ToolCall, ToolSpec
+from harness.usage import Usage
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model call's outcome.
+
+    ``latency_s`` covers the whole call including retries and their back-off; ``retries`` counts
+    the attempts after the first; ``raw`` is the provider's response as plain JSON data.
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    latency_s: float
+    retries: int = 0
+    stop_reason: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+class ModelError(Exception):
+    """A model call that failed for good (after retries). ``kind``: timeout, rate_limit, api, malformed."""
+
+    def __init__(self, kind: str, message: str, *, retries: int = 0, status: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.retries = retries
+        self.status = status
+
+
+@runtime_checkable
+class Model(Protocol):
+    name: str  # as configured, e.g. "openai/gpt-4o" or "baseline/keyword"
+    supports_images: bool
+    is_baseline: bool  # True only for offline policies: reports label them a floor, never a model result
+
+    async def generate(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        max_output_tokens: int,
+    ) -> Turn: ...

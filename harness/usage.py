@@ -1,0 +1,189 @@
+"""The usage record: one normalised account of the tokens a model call spent.
+
+Providers count differently, and mixing their conventions is the most common bug in published
+harnesses:
+
+- OpenAI Chat Completions: ``prompt_tokens`` INCLUDES ``prompt_tokens_details.cached_tokens``;
+  ``completion_tokens`` includes ``completion_tokens_details.reasoning_tokens``.
+- Anthropic Messages: ``input_tokens`` EXCLUDES the cache; ``cache_read_input_tokens`` and
+  ``cache_creation_input_tokens`` come separately; ``output_tokens`` includes thinking.
+
+Here every input token is counted exactly once: ``input_total = input_uncached + cache_read +
+cache_write``, and ``output`` includes ``reasoning`` (which is reported for information only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+UsageRole = Literal["agent", "tool-side", "extractor"]
+
+TOOL_USAGE_META_KEY = "io.github.docab/usage"
+"""Where a tool reports the tokens it spent in a result's ``_meta`` (see docs/architecture.md)."""
+
+
+def _int(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
+    current: Any = obj
+    for key in path:
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(key)
+    return current
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_uncached: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+    reasoning: int = 0  # part of ``output``, never added to it
+    role: UsageRole = "agent"
+    model: str = ""
+    raw: dict[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def input_total(self) -> int:
+        return self.input_uncached + self.cache_read + self.cache_write
+
+    @property
+    def total(self) -> int:
+        return self.input_total + self.output
+
+    @classmethod
+    def from_openai(
+        cls, raw: Mapping[str, Any] | None, *, role: UsageRole = "agent", model: str = ""
+    ) -> Usage:
+        prompt = _int(_get(raw, "prompt_tokens"))
+        cached = min(prompt, _int(_get(raw, "prompt_tokens_details", "cached_tokens")))
+        return cls(
+            input_uncached=prompt - cached,
+            cache_read=cached,
+            output=_int(_get(raw, "completion_tokens")),
+            reasoning=_int(_get(raw, "completion_tokens_details", "reasoning_tokens")),
+            role=role,
+            model=model,
+            raw=dict(raw) if raw else None,
+        )
+
+    @classmethod
+    def from_anthropic(
+        cls, raw: Mapping[str, Any] | None, *, role: UsageRole = "agent", model: str = ""
+    ) -> Usage:
+        return cls(
+            input_uncached=_int(_get(raw, "input_tokens")),
+            cache_read=_int(_get(raw, "cache_read_input_tokens")),
+            cache_write=_int(_get(raw, "cache_creation_input_tokens")),
+            output=_int(_get(raw, "output_tokens")),
+            role=role,
+            model=model,
+            raw=dict(raw) if raw else None,
+        )
+
+    @classmethod
+    def from_tool_meta(cls, meta: Mapping[str, Any] | None) -> Usage | None:
+        """Read a sidecar's report (``_meta[TOOL_USAGE_META_KEY]``); None when the tool reported none."""
+        report = _get(meta, TOOL_USAGE_META_KEY)
+        if not isinstance(report, Mapping):
+            return None
+        total_in = _int(report.get("input_tokens"))
+        cache_read = min(total_in, _int(report.get("cached_tokens")))
+        cache_write = min(total_in - cache_read, _int(report.get("cache_write_tokens")))
+        model = str(report.get("model") or "")
+        provider = str(report.get("provider") or "")
+        return cls(
+            input_uncached=total_in - cache_read - cache_write,
+            cache_read=cache_read,
+            cache_write=cache_write,
+            output=_int(report.get("output_tokens")),
+            reasoning=_int(report.get("reasoning_tokens")),
+            role="tool-side",
+            model=f"{provider}/{model}" if provider and model else model or provider,
+            raw=dict(report),
+        )
+
+    def with_role(self, role: UsageRole) -> Usage:
+        return replace(self, role=role)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "model": self.model,
+            "input_uncached": self.input_uncached,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+            "output": self.output,
+            "reasoning": self.reasoning,
+            "raw": self.raw,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        return cls(
+            input_uncached=_int(data.get("input_uncached")),
+            cache_read=_int(data.get("cache_read")),
+            cache_write=_int(data.get("cache_write")),
+            output=_int(data.get("output")),
+            reasoning=_int(data.get("reasoning")),
+            role=data.get("role", "agent"),
+            model=str(data.get("model", "")),
+            raw=data.get("raw"),
+        )
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    """Sums of usage records, per role. ``calls`` counts the records summed."""
+
+    input_uncached: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+    reasoning: int = 0
+    calls: int = 0
+
+    @property
+    def input_total(self) -> int:
+        return self.input_uncached + self.cache_read + self.cache_write
+
+    @property
+    def total(self) -> int:
+        return self.input_total + self.output
+
+    def add(self, usage: Usage) -> UsageTotals:
+        return UsageTotals(
+            self.input_uncached + usage.input_uncached,
+            self.cache_read + usage.cache_read,
+            self.cache_write + usage.cache_write,
+            self.output + usage.output,
+            self.reasoning + usage.reasoning,
+            self.calls + 1,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_uncached": self.input_uncached,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+            "output": self.output,
+            "reasoning": self.reasoning,
+            "input_total": self.input_total,
+            "total": self.total,
+            "calls": self.calls,
+        }
+
+
+def totals_by_role(records: Iterable[Usage]) -> dict[str, UsageTotals]:
+    totals: dict[str, UsageTotals] = {}
+    for usage in records:
+        totals[usage.role] = totals.get(usage.role, UsageTotals()).add(usage)
+    return totals
