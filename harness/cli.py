@@ -14,7 +14,11 @@ from collections.abc import Sequence
 
 from harness.errors import CommandError
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "harness.commands.run",
+    "harness.commands.demo",
+    "harness.commands.merge",
+)
 
 EPILOG = """\
 Start here:

@@ -36,7 +36,7 @@ from harness.messages import Block, Image, Text, ToolResult, ToolSpec
 
 SessionScope = Literal["sample", "worker"]
 CLOSE_TIMEOUT_S = 10.0  # the SDK's own shutdown escalates to SIGKILL within about 6 s
-_PLACEHOLDER = re.compile(r"\{(workspace|python|env:[A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"\{(workspace|python|cwd|env:[A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class MCPStartError(Exception):
@@ -46,8 +46,10 @@ class MCPStartError(Exception):
 @dataclass(frozen=True)
 class MCPServerSpec:
     """How to start one MCP server. Placeholders in ``command``, ``args`` and ``env`` values:
-    ``{workspace}`` (the sample's workspace root), ``{python}`` (this Python interpreter) and
-    ``{env:NAME}`` (an environment variable of the harness, e.g. an API key)."""
+    ``{workspace}`` (the sample's workspace root), ``{python}`` (this Python interpreter), ``{cwd}``
+    (the directory the harness was started from) and ``{env:NAME}`` (an environment variable of
+    the harness, e.g. an API key). The server runs with the workspace as its working directory,
+    so relative paths the model passes resolve inside the workspace."""
 
     name: str
     command: str
@@ -72,6 +74,8 @@ class MCPServerSpec:
                     return str(workspace)
                 if key == "python":
                     return sys.executable
+                if key == "cwd":
+                    return os.getcwd()
                 var = key.removeprefix("env:")
                 if var not in environ:
                     raise MCPStartError(

@@ -35,3 +35,61 @@ def write_document(folder: Path, pages: tuple[str, ...] = PAGES, title: str = "A
     (folder / "document.md").write_text("\n".join(lines) + "\n")
     (folder / "meta.json").write_text(json.dumps({"pages": len(pages), "page_lines": spans}))
     return folder
+
+
+COMPANIES = (
+    "Acme Robotics",
+    "Borealis Foods",
+    "Cobalt Mining",
+    "Delta Shipping",
+    "Ember Labs",
+    "Fjord Energy",
+)
+
+
+def company_pages(index: int) -> tuple[str, ...]:
+    name = COMPANIES[index % len(COMPANIES)]
+    return (
+        f"### Overview\n{name} was founded in {1980 + index} in Lyon.\nIt works in {name.split()[1].lower()}.",
+        f"### Staff\nEmployees: {100 * (index + 1)}\nOffices: {index + 2}",
+        f"### Products\nThe flagship product is called Model-{index}.\nIt sells in {index + 3} countries.",
+    )
+
+
+def make_dataset(root: Path, documents: int = 2, name: str = "test-suite"):  # type: ignore[no-untyped-def]
+    """A small dataset in the harness's own types: ``documents`` converted documents, 4 questions each."""
+    from harness.dataset import Dataset, Sample
+
+    samples = []
+    for index in range(documents):
+        doc_id = f"company-{index}.pdf"
+        folder = write_document(
+            root / f"company-{index}", company_pages(index), title=COMPANIES[index % len(COMPANIES)]
+        )
+        name_ = COMPANIES[index % len(COMPANIES)]
+        questions = (
+            (f"In what year was {name_} founded?", str(1980 + index), "Int", (1,)),
+            (f"How many employees does {name_} have?", str(100 * (index + 1)), "Int", (2,)),
+            ("What is the flagship product called?", f"Model-{index}", "Str", (3,)),
+            (f"Who is the chief executive of {name_}?", "Not answerable", "None", ()),
+        )
+        for number, (question, answer, answer_format, pages) in enumerate(questions):
+            samples.append(
+                Sample(
+                    qid=f"{doc_id}#{number}",
+                    doc_id=doc_id,
+                    doc_type="Test",
+                    question=question,
+                    answer=answer,
+                    answer_format=answer_format,
+                    evidence_pages=pages,
+                    evidence_sources=("Pure-text (Plain-text)",) if pages else (),
+                    document_dir=folder,
+                )
+            )
+    return Dataset(name, "1", tuple(samples))
+
+
+def exact_scorer(gold: str, prediction: str, answer_format: str) -> float:
+    """Stands in for the benchmark's scorer: case-insensitive exact match."""
+    return float(gold.strip().lower() == prediction.strip().lower())
