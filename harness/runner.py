@@ -25,6 +25,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -42,8 +43,8 @@ from harness.store import RunStore, utc_now
 from harness.tools.base import Tool
 from harness.tools.filesystem import filesystem_tools
 from harness.tools.mcp_session import MCPServerSpec, MCPSession, MCPStartError
-from harness.transcript import transcript_document, transcript_path
-from harness.workspace import WorkspaceError, populate
+from harness.transcript import transcript_path
+from harness.workspace import WorkspaceError, WorkspaceSlot
 
 Scorer = Callable[[str, str, str], float]  # (gold, prediction, answer_format) -> score in [0, 1]
 
@@ -61,6 +62,7 @@ class RunContext:
     extractor: AnswerExtractor | None = None
     workspace_parent: Path | None = None  # default: the system's temporary folder
     server_specs: dict[str, MCPServerSpec] = field(default_factory=dict)
+    page_maps: dict[Path, PageMap] = field(default_factory=dict)  # per document, shared by workers
     _logs: dict[str, IO[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -85,6 +87,8 @@ class _Worker:
         self.ctx = ctx
         self.index = index
         self.root = root
+        self.slot = WorkspaceSlot(root)
+        self.fs_tools: list[Tool] = []  # built once: the workspace root never changes
         self.sessions: dict[str, MCPSession] = {}  # worker-scoped servers, by name
 
     async def session(self, spec: MCPServerSpec) -> MCPSession:
@@ -110,18 +114,23 @@ async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: 
         queue.put_nowait(unit)
     parent = Path(tempfile.mkdtemp(prefix=f"docab-{ctx.run_id[:40]}-", dir=ctx.workspace_parent))
     ctx.store.open()
+    # One writer thread: transcripts, images and records are written in the order samples finish,
+    # off the event loop (file creation is slow on some disks and would stall every sample).
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docab-writer")
     try:
         workers = [_Worker(ctx, i, parent / f"w{i:03d}") for i in range(max(1, min(concurrency, len(units))))]
         for worker in workers:
             worker.root.mkdir()
-        await asyncio.gather(*(_work(worker, queue) for worker in workers))
+        await asyncio.gather(*(_work(worker, queue, writer) for worker in workers))
     finally:
+        writer.shutdown(wait=True)
         ctx.store.close()
         ctx.close_logs()
         shutil.rmtree(parent, ignore_errors=True)
 
 
-async def _work(worker: _Worker, queue: asyncio.Queue[WorkUnit]) -> None:
+async def _work(worker: _Worker, queue: asyncio.Queue[WorkUnit], writer: ThreadPoolExecutor) -> None:
+    loop = asyncio.get_running_loop()
     try:
         while True:
             try:
@@ -129,14 +138,17 @@ async def _work(worker: _Worker, queue: asyncio.Queue[WorkUnit]) -> None:
             except asyncio.QueueEmpty:
                 return
             for arm in unit.arms:
-                record = await run_sample(worker, unit.sample, unit.epoch, arm)
-                worker.ctx.store.append(record)
+                record, transcript = await run_sample(worker, unit.sample, unit.epoch, arm)
+                await loop.run_in_executor(writer, worker.ctx.store.commit, record, transcript)
                 worker.ctx.progress.update(record)
     finally:
         await worker.close()
 
 
-async def run_sample(worker: _Worker, sample: Sample, epoch: int, arm_name: str) -> RunRecord:
+async def run_sample(
+    worker: _Worker, sample: Sample, epoch: int, arm_name: str
+) -> tuple[RunRecord, dict[str, Any]]:
+    """Run one sample; returns its record and the arguments of its transcript (written by the caller)."""
     ctx = worker.ctx
     config = ctx.config
     arm = config.arm(arm_name)
@@ -154,13 +166,20 @@ async def run_sample(worker: _Worker, sample: Sample, epoch: int, arm_name: str)
     used_sessions: list[MCPSession] = []
     loop_started = 0.0
     try:
-        document = populate(worker.root, sample.document_dir)
-        tracker = ReadTracker(
-            PageMap.from_markdown((document / "document.md").read_text(encoding="utf-8", errors="replace")),
-            workspace_root=str(worker.root),
-        )
+        # File work runs in a thread: on a slow disk it would otherwise stall every sample in flight.
+        if worker.slot.reusable(sample.document_dir):
+            document = worker.root / "document"
+        else:
+            document = await asyncio.to_thread(worker.slot.prepare, sample.document_dir)
+        page_map = ctx.page_maps.get(sample.document_dir)
+        if page_map is None:
+            text = (document / "document.md").read_text(encoding="utf-8", errors="replace")
+            page_map = ctx.page_maps[sample.document_dir] = PageMap.from_markdown(text)
+        tracker = ReadTracker(page_map, workspace_root=str(worker.root))
         if "fs" in arm.tools:
-            tools.extend(filesystem_tools(worker.root))
+            if not worker.fs_tools:
+                worker.fs_tools = filesystem_tools(worker.root)
+            tools.extend(worker.fs_tools)
         for server in arm.mcp_servers:
             spec = ctx.server_specs[server]
             if spec.scope == "worker":
@@ -237,21 +256,18 @@ async def run_sample(worker: _Worker, sample: Sample, epoch: int, arm_name: str)
             "extraction_usage": [u.to_dict() for u in extraction.usage] if extraction else [],
         }
     )
-    ctx.store.write_transcript(
-        rel,
-        transcript_document(
-            run_id=ctx.run_id,
-            arm=arm_name,
-            qid=sample.qid,
-            epoch=epoch,
-            model=ctx.model.name,
-            system=system,
-            tools=[t.spec for t in tools],
-            events=events,
-            store_image=ctx.store.store_image,
-        ),
-    )
-    return RunRecord(
+    transcript = {
+        "rel": rel,
+        "run_id": ctx.run_id,
+        "arm": arm_name,
+        "qid": sample.qid,
+        "epoch": epoch,
+        "model": ctx.model.name,
+        "system": system,
+        "tools": [t.spec for t in tools],
+        "events": events,
+    }
+    record = RunRecord(
         run_id=ctx.run_id,
         arm=arm_name,
         qid=sample.qid,
@@ -282,6 +298,7 @@ async def run_sample(worker: _Worker, sample: Sample, epoch: int, arm_name: str)
         transcript=rel,
         started_at=started_at,
     )
+    return record, transcript
 
 
 async def preflight(specs: Sequence[MCPServerSpec], scratch_parent: Path | None = None) -> dict[str, Any]:

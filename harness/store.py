@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from harness.messages import Image
 from harness.records import RECORD_VERSION, RunRecord
-from harness.transcript import image_path
+from harness.transcript import image_path, transcript_document
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
@@ -95,6 +95,12 @@ class RunStore:
         self.dir = run_dir
         self.records_path = run_dir / RECORDS
         self._handle: IO[bytes] | None = None
+        self._made: set[Path] = set()  # folders known to exist (mkdir is slow on some disks)
+
+    def _folder(self, path: Path) -> None:
+        if path not in self._made:
+            path.mkdir(parents=True, exist_ok=True)
+            self._made.add(path)
 
     # -- manifest -------------------------------------------------------------------------
     def read_manifest(self) -> dict[str, Any] | None:
@@ -159,14 +165,26 @@ class RunStore:
         rel = image_path(image)
         path = self.dir / rel
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
+            self._folder(path.parent)
             _atomic_write(path, image.data)
         return rel
 
     def write_transcript(self, rel: str, document: dict[str, Any]) -> None:
         path = self.dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._folder(path.parent)
         _atomic_write(path, json.dumps(document, ensure_ascii=False).encode("utf-8"))
+
+    def commit(self, record: RunRecord, transcript: dict[str, Any]) -> None:
+        """Write a finished sample: its transcript (and images) first, then its record line.
+
+        ``transcript`` holds :func:`harness.transcript.transcript_document`'s arguments and ``rel``,
+        the transcript's path. A kill between the two leaves a transcript without a record: the
+        sample is run again on resume and its transcript rewritten.
+        """
+        args = dict(transcript)
+        rel = args.pop("rel")
+        self.write_transcript(rel, transcript_document(**args, store_image=self.store_image))
+        self.append(record)
 
     def log_file(self, name: str) -> IO[str]:
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,11 @@ MCP servers see only that root: the document's original file name, the corpus, t
 the results are all elsewhere. Files are hard-linked when the corpus is on the same filesystem
 (every tool is read-only), else copied; symlinks in the corpus are skipped, never followed, and
 the converter's ``meta.json`` (harness bookkeeping, which names the source PDF) is left out.
+
+A :class:`WorkspaceSlot` skips the copy when the next sample uses the same document (the arms of
+one question always do) and the workspace is exactly as it was placed: same entries, same inodes,
+sizes and modification times. Anything a server or tool left behind, or changed, triggers a fresh
+copy, so every sample still starts from the pristine document.
 """
 
 from __future__ import annotations
@@ -49,6 +54,48 @@ def populate(root: Path, source: Path) -> Path:
             f"could not prepare the workspace for {source.name!r}: {exc.strerror or exc}"
         ) from None
     return target
+
+
+Snapshot = frozenset[tuple[str, bool, int, int, int]]
+
+
+def snapshot(root: Path) -> Snapshot:
+    """Every entry under ``root`` with its kind, inode, size and mtime (without following links)."""
+    entries: list[tuple[str, bool, int, int, int]] = []
+    pending = [("", str(root))]
+    while pending:
+        prefix, folder = pending.pop()
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                st = entry.stat(follow_symlinks=False)
+                is_dir = entry.is_dir(follow_symlinks=False)
+                entries.append((prefix + entry.name, is_dir, st.st_ino, st.st_size, st.st_mtime_ns))
+                if is_dir:
+                    pending.append((prefix + entry.name + "/", entry.path))
+    return frozenset(entries)
+
+
+class WorkspaceSlot:
+    """One worker's workspace root, refilled per sample (reused when nothing changed)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._source: Path | None = None
+        self._placed: Snapshot | None = None
+        self.copies = 0  # how many times a document was placed (for tests and benchmarks)
+
+    def reusable(self, source: Path) -> bool:
+        """Is the document already in place, untouched? (a few ``lstat`` calls)"""
+        return self._source == source and self._placed is not None and snapshot(self.root) == self._placed
+
+    def prepare(self, source: Path) -> Path:
+        if self.reusable(source):
+            return self.root / DOCUMENT_DIR
+        self._source = self._placed = None
+        target = populate(self.root, source)
+        self.copies += 1
+        self._source, self._placed = source, snapshot(self.root)
+        return target
 
 
 def clear(root: Path) -> None:

@@ -85,8 +85,12 @@ class Workspace:
 
     def show(self, path: Path) -> str:
         """A real path inside the workspace as the model sees it."""
-        rel = os.path.relpath(path, self.root)
-        return "." if rel == "." else rel.replace(os.sep, "/")
+        text, root = str(path), str(self.root)
+        if text == root:
+            return "."
+        if text.startswith(root + os.sep):  # always so for resolved paths; a cheap relpath
+            return text[len(root) + 1 :].replace(os.sep, "/")
+        return os.path.relpath(text, root).replace(os.sep, "/")
 
     def walk_files(self, base: Path) -> Iterator[Path]:
         """Regular files under ``base`` in sorted order, skipping anything that resolves outside."""
@@ -249,25 +253,26 @@ class ReadFile(_FsTool):
         if not path.exists():
             raise ToolInputError(f"no such file: {shown}; use list_files to see the workspace")
         size = path.stat().st_size
-        with path.open("rb") as handle:
-            head = handle.read(16)
-        media_type = sniff_image_type(head)
+        if size > MAX_TEXT_BYTES and path.suffix.lower() not in IMAGE_SUFFIXES:
+            raise ToolInputError(
+                f"{shown} is {size:,} bytes, over the {MAX_TEXT_BYTES:,}-byte limit for text files"
+            )
+        if size > MAX_IMAGE_BYTES and path.suffix.lower() in IMAGE_SUFFIXES:
+            raise ToolInputError(
+                f"{shown} is an image of {size:,} bytes, over the {MAX_IMAGE_BYTES:,}-byte limit"
+            )
+        raw = path.read_bytes()  # one open: reads are the hot path of every sample
+        media_type = sniff_image_type(raw[:16])
         if media_type is not None:
             if size > MAX_IMAGE_BYTES:
                 raise ToolInputError(
                     f"{shown} is an image of {size:,} bytes, over the {MAX_IMAGE_BYTES:,}-byte limit"
                 )
-            data = path.read_bytes()
             return ToolResult(
-                blocks=(Text(f"{shown} ({media_type}, {size:,} bytes)"), Image(data, media_type))
+                blocks=(Text(f"{shown} ({media_type}, {size:,} bytes)"), Image(raw, media_type))
             )
         if path.suffix.lower() in IMAGE_SUFFIXES:
             raise ToolInputError(f"{shown} has an image name but is not a PNG, JPEG, GIF or WebP image")
-        if size > MAX_TEXT_BYTES:
-            raise ToolInputError(
-                f"{shown} is {size:,} bytes, over the {MAX_TEXT_BYTES:,}-byte limit for text files"
-            )
-        raw = path.read_bytes()
         if b"\x00" in raw[:8192]:
             raise ToolInputError(f"{shown} is a binary file, not text or a supported image")
         lines = raw.decode("utf-8", errors="replace").splitlines()
