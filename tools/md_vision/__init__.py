@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING
 
 try:
     __version__ = version("docab")
@@ -58,16 +57,3 @@ def __getattr__(name: str):
     if module is None:
         raise AttributeError(f"module 'md_vision' has no attribute {name!r}")
     return getattr(import_module(module), name)
-
-
-if TYPE_CHECKING:  # pragma: no cover
-    from md_vision.document import Document, Heading, ImageRef, parse_document
-    from md_vision.index import FileIndex, FileProblem, IndexRow, format_index
-    from md_vision.library import (
-        index_markdown_file,
-        index_markdown_folder,
-        index_markdown_text,
-        read_markdown,
-    )
-    from md_vision.service import ImageBlock, IndexResult, MdVision, ReadResult, TextBlock, ToolFailure
-    from md_vision.settings import Limits, Settings

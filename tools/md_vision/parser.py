@@ -80,7 +80,7 @@ def _dispatcher(rules: list[BlockRule]) -> BlockRule:
         chosen = by_key.get(key)
         if chosen is None:
             chosen = by_key[key] = candidates(first, table_possible)
-        for rule in chosen:
+        for rule in chosen:  # noqa: SIM110 - a plain loop is measurably faster than any() here
             if rule(state, line, end_line, silent):
                 return True
         return False
