@@ -32,9 +32,7 @@ _SMALL_LOSSLESS_PIXELS = 1_000_000  # below this, lossless sources stay PNG
 _FIRST_JPEG_QUALITY = 85
 _BUDGET_JPEG_QUALITY = 72
 _MIN_SIDE = 160  # an image that only fits below this is dropped instead of shown unreadable
-_SVG_SNIFF = re.compile(
-    rb"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*|<!DOCTYPE[^>]*>\s*)*<svg[\s>]", re.S | re.I
-)
+_SVG_TAG = re.compile(rb"<svg[\s>]", re.I)
 _XLINK = "{http://www.w3.org/1999/xlink}href"
 
 # Our own pixel check runs first and is the one that applies; Pillow's warning would only add
@@ -78,7 +76,8 @@ def looks_like_svg(data: bytes, name: str = "") -> bool:
         return True
     if data[:2] == b"\x1f\x8b":
         return lowered.endswith(".svgz")
-    return bool(_SVG_SNIFF.match(data[:4096].lstrip(b"\xef\xbb\xbf")))
+    head = data[:4096].lstrip(b"\xef\xbb\xbf").lstrip()
+    return head.startswith(b"<") and bool(_SVG_TAG.search(head))
 
 
 def prepare_image(
@@ -131,6 +130,15 @@ def _open(data: bytes, max_pixels: int) -> Image.Image:
     return image
 
 
+def _decodes(image: Image.Image) -> bool:
+    """Decode fully before passing bytes through: a broken image can make a client drop the turn."""
+    try:
+        image.load()
+    except Exception as exc:
+        raise ImageRejected("the image data is corrupt or truncated and could not be decoded") from exc
+    return True
+
+
 def _orientation(image: Image.Image) -> int:
     try:
         return int(image.getexif().get(0x0112, 1) or 1)
@@ -177,7 +185,7 @@ def _prepare_raster(data: bytes, *, max_side: int, max_pixels: int, byte_budget:
     source_size = image.size
     frames = getattr(image, "n_frames", 1) or 1
     orientation = _orientation(image)
-    budget = byte_budget if byte_budget is not None else len(data) + 1
+    budget = byte_budget if byte_budget is not None else len(data) + (1 << 40)
     if (
         source_format in _PASS_THROUGH
         and frames == 1
@@ -185,6 +193,7 @@ def _prepare_raster(data: bytes, *, max_side: int, max_pixels: int, byte_budget:
         and max(source_size) <= max_side
         and len(data) <= budget
         and not (source_format == "JPEG" and image.mode not in ("RGB", "L"))
+        and _decodes(image)
     ):
         return PreparedImage(
             data=data,

@@ -95,6 +95,10 @@ def _dispatching_ruler(stock: Ruler) -> Ruler:
     ruler.push("dispatch", _dispatcher(list(stock.getRules(""))), {"alt": []})
     for chain in _CHAINS[1:]:
         ruler.push(f"terminate_{chain}", _dispatcher(list(stock.getRules(chain))), {"alt": [chain]})
+    if "code" in stock.get_active_rules():
+        # StateBlock enables indented code blocks only when a rule *named* "code" is active.
+        # The real rule runs inside the dispatcher; this entry is never reached.
+        ruler.push("code", rb.code, {"alt": []})
     return ruler
 
 
