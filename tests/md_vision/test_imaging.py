@@ -36,7 +36,7 @@ def test_animated_gif_sends_its_first_frame() -> None:
     frames[0].save(buffer, "GIF", save_all=True, append_images=frames[1:], duration=100, loop=0)
     prepared = prepare_image(buffer.getvalue())
     assert prepared.mime_type == "image/png"
-    red, green, blue = _open(prepared.data).convert("RGB").getpixel((15, 15))
+    red, _green, blue = _open(prepared.data).convert("RGB").getpixel((15, 15))
     assert red > 200 and blue < 50
 
 

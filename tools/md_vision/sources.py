@@ -98,24 +98,21 @@ def check_uri(uri: str) -> str:
 
 
 def decode_markdown(data: bytes, charset: str | None = None) -> str:
-    """UTF-8 (BOM dropped) first, then the declared charset, then a detected one."""
+    """UTF-8 (BOM dropped), else the declared charset, else Windows-1252 (then Latin-1).
+
+    Guessing among legacy code pages from short texts goes wrong too often (Baltic for French);
+    Windows-1252 is what non-UTF-8 markdown almost always is.
+    """
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    if charset:
+    for encoding in ("utf-8", charset, "cp1252"):
+        if not encoding:
+            continue
         try:
-            return data.decode(charset)
+            return data.decode(encoding)
         except (LookupError, UnicodeDecodeError):
-            pass
-    from charset_normalizer import from_bytes
-
-    best = from_bytes(data).best()
-    if best is not None:
-        return str(best)
-    return data.decode("utf-8", errors="replace")
+            continue
+    return data.decode("latin-1")
 
 
 def looks_binary(data: bytes) -> bool:
