@@ -106,17 +106,18 @@ class ResultCache:
             return None
         return answer
 
-    def put(self, key: str, answer: CachedAnswer) -> None:
-        """Store ``answer``; a cache that cannot be written is logged, never fatal."""
+    def put(self, key: str, *, text: str, usage: TokenUsage, answer_from: str = "content") -> None:
+        """Store an answer, stamped with the cache's clock; a cache that cannot be written is
+        logged, never fatal."""
         if not self.enabled:
             return
         entry = {
             "format": ENTRY_FORMAT,
             "key": key,
-            "created": answer.created,
-            "text": answer.text,
-            "answer_from": answer.answer_from,
-            "usage": answer.usage.to_dict(),
+            "created": self.clock(),
+            "text": text,
+            "answer_from": answer_from,
+            "usage": usage.to_dict(),
         }
         try:
             self._ensure_directory()

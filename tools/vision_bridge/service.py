@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vision_bridge.backends.base import (
     Detail,
@@ -37,7 +37,7 @@ from vision_bridge.backends.base import (
     VisionRequest,
     is_url_fetch_failure,
 )
-from vision_bridge.cache import CachedAnswer, ResultCache, cache_key
+from vision_bridge.cache import ResultCache, cache_key
 from vision_bridge.errors import ErrorCause, VisionError, input_error
 from vision_bridge.inputs import ImageBytes, ImageLoader, ImageUrl, ResolvedImage
 from vision_bridge.metering import CallMeter, metering
@@ -52,6 +52,9 @@ from vision_bridge.prompts import (
     parse_languages,
 )
 from vision_bridge.usage import DETAILS_META_KEY, USAGE_META_KEY, TokenUsage, UsageReport
+
+if TYPE_CHECKING:
+    from vision_bridge.config import Settings
 
 log = logging.getLogger("vision_bridge")
 
@@ -109,7 +112,6 @@ class VisionService:
         timeout_s: float,
         max_image_side: int | None = None,
         clock: Callable[[], float] = time.monotonic,
-        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.backend = backend
         self.loader = loader
@@ -117,7 +119,6 @@ class VisionService:
         self.timeout_s = timeout_s
         self.image_limits = backend.image_limits.with_side_cap(max_image_side)
         self.clock = clock
-        self.wall_clock = wall_clock
 
     # -- the three tools --------------------------------------------------------------------
 
@@ -233,7 +234,7 @@ class VisionService:
         request = await self._request(job, resolved, call)
         answer = await self._ask(request, job, resolved, call, deadline)
         call.phase = "writing the cache"
-        self.cache.put(key, CachedAnswer(answer.text, self.wall_clock(), answer.usage, answer.answer_from))
+        self.cache.put(key, text=answer.text, usage=answer.usage, answer_from=answer.answer_from)
         return answer, False
 
     async def _ask(
@@ -335,14 +336,18 @@ class VisionService:
 
 
 def create_service(
-    settings: Any, *, loader: ImageLoader | None = None, clock: Callable[[], float] | None = None
+    settings: Settings, *, loader: ImageLoader | None = None, cache_clock: Callable[[], float] | None = None
 ) -> VisionService:
-    """Wire a service from :class:`~vision_bridge.config.Settings` (raises ConfigError for Tesseract problems)."""
+    """Wire a service from settings (raises ConfigError when the Tesseract program is unusable).
+
+    ``loader`` replaces the image loader (tests inject a clipboard runner or a DNS resolver);
+    ``cache_clock`` replaces the wall clock that dates cache entries (tests of the TTL).
+    """
     from vision_bridge.backends import create_backend
 
     backend = create_backend(settings)
     loader = loader or ImageLoader(allowed_paths=settings.allowed_paths, allow_hosts=settings.allow_hosts)
-    cache = ResultCache(settings.cache_dir, settings.cache_ttl_s, **({"clock": clock} if clock else {}))
+    cache = ResultCache(settings.cache_dir, settings.cache_ttl_s, clock=cache_clock or time.time)
     return VisionService(
         backend, loader, cache, timeout_s=settings.timeout_s, max_image_side=settings.max_image_side
     )

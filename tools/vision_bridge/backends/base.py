@@ -117,6 +117,7 @@ _FETCH_WORDS = re.compile(
     r"|failed to (?:load|access|process|read)|image[ _]?url|\burl\b|media",
     re.IGNORECASE,
 )
+_JSON_MESSAGE = re.compile(r'^\s*\{.*?"message"\s*:\s*"((?:[^"\\]|\\.)*)', re.DOTALL)
 _NOT_ABOUT_FETCHING = frozenset({401, 403, 404, 408, 429})
 
 
@@ -140,14 +141,22 @@ def provider_message(body: object) -> str:
         return json.dumps(body, ensure_ascii=False)[: ERROR_DETAIL_CHARS * 2]
     if body is None:
         return ""
-    return str(body)
+    text = str(body)
+    # An error body cut at the byte cap is no longer valid JSON; its message usually survives.
+    match = _JSON_MESSAGE.search(text[:4096])
+    if match is not None:
+        try:
+            return json.loads(f'"{match.group(1)}"')
+        except ValueError:
+            return match.group(1)
+    return text
 
 
 def shorten_detail(text: str, limit: int = ERROR_DETAIL_CHARS) -> str:
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+    return f"{text[:limit]}… (detail cut at {limit:,} characters)"
 
 
 _STATUS_HINTS = {
