@@ -66,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="vision-bridge: %(message)s",
         stream=sys.stderr,
     )
+    if level != "DEBUG":
+        # One INFO line per provider request from the HTTP clients is noise in a host's server log.
+        for name in ("httpx", "httpx2", "httpcore"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     try:
         settings = load_settings(os.environ)
         from vision_bridge.service import create_service

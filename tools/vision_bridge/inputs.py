@@ -211,24 +211,37 @@ class ImageLoader:
         if ext not in LOCAL_EXTENSIONS:
             kinds = ", ".join(e.lstrip(".") for e in LOCAL_EXTENSIONS)
             raise input_error(f"{shown!r} is not an image file; accepted extensions: {kinds}")
+        # Open first, then check what was opened (fstat on the descriptor): no window between the
+        # check and the read. O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: the
+        # real path has no symlink left, so one appearing now is refused.
+        flags = (
+            os.O_RDONLY
+            | getattr(os, "O_NONBLOCK", 0)
+            | getattr(os, "O_NOFOLLOW", 0)
+            | getattr(os, "O_BINARY", 0)
+        )
         try:
-            info = os.stat(path)
+            fd = os.open(path, flags)
         except FileNotFoundError:
             raise input_error(f"{shown!r} does not exist") from None
+        except IsADirectoryError:
+            raise input_error(f"{shown!r} is not a regular file") from None
         except OSError:
             raise input_error(f"{shown!r} cannot be read") from None
-        if not stat.S_ISREG(info.st_mode):
-            raise input_error(f"{shown!r} is not a regular file")
-        if info.st_size > self.max_bytes:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > self.max_bytes:
+            os.close(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise input_error(f"{shown!r} is not a regular file")
             raise input_error(
                 f"{shown!r} is {info.st_size:,} bytes, over the limit of {self.max_bytes:,} per image"
             )
-        try:
-            with open(path, "rb") as handle:
-                # Read one byte past the cap: a file that grew since stat() is still caught.
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                # One byte past the cap: a file that grew since fstat() is still caught.
                 data = handle.read(self.max_bytes + 1)
-        except OSError:
-            raise input_error(f"{shown!r} cannot be read") from None
+            except OSError:
+                raise input_error(f"{shown!r} cannot be read") from None
         if len(data) > self.max_bytes:
             raise input_error(f"{shown!r} is over the limit of {self.max_bytes:,} bytes per image")
         if not data:

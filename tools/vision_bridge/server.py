@@ -69,7 +69,10 @@ def build_server(service: VisionService) -> MCPServer:
                 await warm_up
             await service.aclose()
 
-    app = MCPServer("vision-bridge", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
+    # log_level: the SDK would otherwise install its own INFO logging in a process that embeds us.
+    app = MCPServer(
+        "vision-bridge", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING"
+    )
 
     @app.tool(
         name="analyze_image",
