@@ -40,7 +40,7 @@ OVERHEAD_TARGET_MS = 30.0
 
 
 def screenshot_png() -> bytes:
-    """A 1280x800 screenshot-like PNG (flat areas, text, a gradient): about 60 kB."""
+    """A 1280x800 screenshot-like PNG (flat areas, text, a gradient): about 150 kB."""
     from PIL import Image, ImageDraw, ImageFont
 
     picture = Image.new("RGB", (1280, 800), (245, 246, 248))

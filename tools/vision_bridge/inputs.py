@@ -22,9 +22,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from vision_bridge.clipboard import ClipboardReader
 from vision_bridge.errors import ErrorCause, VisionError, input_error
+
+if TYPE_CHECKING:
+    from mcpguard import Resolver
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 """Largest image accepted from any source (file, download, data URL, clipboard), as in the reference."""
@@ -167,7 +171,7 @@ class ImageLoader:
     allow_hosts: tuple[str, ...] = ()
     clipboard: ClipboardReader = field(default_factory=ClipboardReader)
     max_bytes: int = MAX_IMAGE_BYTES
-    resolver: object | None = None  # an mcpguard Resolver; None means the system's DNS
+    resolver: Resolver | None = None  # None: the system's DNS (tests map names to addresses)
 
     def __post_init__(self) -> None:
         from mcpguard import PathPolicy

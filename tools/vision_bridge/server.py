@@ -71,7 +71,11 @@ def build_server(service: VisionService) -> MCPServer:
 
     # log_level: the SDK would otherwise install its own INFO logging in a process that embeds us.
     app = MCPServer(
-        "vision-bridge", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING"
+        "vision-bridge",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level="WARNING",
     )
 
     @app.tool(
