@@ -117,3 +117,11 @@ def test_default_cache_dir_per_platform(tmp_path: Path) -> None:
     assert default_cache_dir({"XDG_CACHE_HOME": "rel"}, platform="linux", home=tmp_path) == (
         tmp_path / ".cache/vision-bridge"
     )
+
+
+def test_a_server_started_in_the_filesystem_root_defaults_to_home_not_the_whole_disk(tmp_path: Path) -> None:
+    root = os.path.abspath(os.sep)
+    home = tmp_path / "home"
+    home.mkdir()
+    settings = load_settings(API, cwd=root, tempdir=str(tmp_path), home=home, platform="linux")
+    assert settings.allowed_paths == (os.path.realpath(home), os.path.realpath(tmp_path))

@@ -41,7 +41,8 @@ Environment (API backends need the first three):
   VISION_CACHE_TTL       seconds a result stays cached (default 3600; 0 disables the cache)
   VISION_CACHE_DIR       cache folder (default: the user cache dir + /vision-bridge), created private
   VISION_ALLOWED_PATHS   folders local images may be read from, separated by '{os.pathsep}'
-                         (default: the working directory and the temp directory)
+                         (default: the working directory, or the home directory when the server
+                         starts in the filesystem root, and the temp directory)
   VISION_ALLOW_HOSTS     comma-separated exact hosts that downloads may reach on loopback or private
                          addresses (default none: such addresses are refused)
   VISION_MAX_IMAGE_SIDE  optional cap in pixels on an image's long side before it is sent
@@ -181,7 +182,9 @@ def load_settings(
         else default_cache_dir(env, platform=platform, home=home)
     )
 
-    allowed = _allowed_paths(env, problems, cwd=cwd or os.getcwd(), tempdir=tempdir or tempfile.gettempdir())
+    allowed = _allowed_paths(
+        env, problems, cwd=cwd or os.getcwd(), tempdir=tempdir or tempfile.gettempdir(), home=home
+    )
     hosts = tuple(h.strip() for h in env.get("VISION_ALLOW_HOSTS", "").split(",") if h.strip())
     tesseract_cmd = env.get("VISION_TESSERACT_CMD", "").strip() or "tesseract"
 
@@ -204,11 +207,18 @@ def load_settings(
     )
 
 
-def _allowed_paths(env: Mapping[str, str], problems: _Problems, *, cwd: str, tempdir: str) -> tuple[str, ...]:
+def _allowed_paths(
+    env: Mapping[str, str], problems: _Problems, *, cwd: str, tempdir: str, home: Path
+) -> tuple[str, ...]:
     from mcpguard import PathPolicy
 
     raw = env.get("VISION_ALLOWED_PATHS", "")
-    dirs = [d for d in raw.split(os.pathsep) if d.strip()] if raw.strip() else [cwd, tempdir]
+    if raw.strip():
+        dirs = [d for d in raw.split(os.pathsep) if d.strip()]
+    else:
+        # Desktop hosts often start servers in "/": that default would open the whole disk.
+        working = Path(cwd).resolve()
+        dirs = [str(home) if working.parent == working else cwd, tempdir]
     try:
         return PathPolicy.from_dirs(dirs, what="VISION_ALLOWED_PATHS entry").roots
     except ValueError as exc:

@@ -8,9 +8,9 @@ carrying the token report under ``io.github.docab/usage`` and details under
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Literal
 
@@ -54,19 +54,28 @@ def to_result(outcome: ToolOutcome) -> CallToolResult:
     )
 
 
+def _quietly(action: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        with contextlib.suppress(Exception):  # a failed warm-up only means a slower first call
+            action()
+
+    return run
+
+
 def build_server(service: VisionService) -> MCPServer:
     offline = "analyze" not in service.backend.tasks
     unavailable = _OFFLINE if offline else ""
 
     @asynccontextmanager
     async def lifespan(_app: MCPServer) -> AsyncIterator[None]:
-        # The provider SDKs take seconds to import: do it beside the handshake, not in the first call.
-        warm_up = asyncio.get_running_loop().run_in_executor(None, service.backend.warm_up)
+        # The provider SDKs take seconds to import: do it beside the handshake, not in the first
+        # call. A daemon thread, so that a server told to stop never waits for an import.
+        threading.Thread(
+            target=_quietly(service.backend.warm_up), name="vision-bridge-warm-up", daemon=True
+        ).start()
         try:
             yield None
         finally:
-            with contextlib.suppress(Exception):
-                await warm_up
             await service.aclose()
 
     # log_level: the SDK would otherwise install its own INFO logging in a process that embeds us.
