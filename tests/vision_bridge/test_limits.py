@@ -17,7 +17,7 @@ from vision_bridge.backends.transport import CappedTransport
 from vision_bridge.metering import CallMeter, metering
 
 from tests.support.http_server import LocalServer, Reply
-from tests.support.llm_stub import LLMStub, error_reply, openai_reply
+from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
 from tests.vision_bridge.conftest import settings_for, with_service
 
 
@@ -101,13 +101,16 @@ def test_long_error_bodies_are_capped_in_the_message(
     assert "HTTP 502: <html>yyy" in anthropic_outcome.text
 
 
-def test_timeout_while_waiting_for_headers(llm_stub: LLMStub, tmp_path: Path, picture: Path) -> None:
-    llm_stub.push("openai", openai_reply("late", delay=3))
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_timeout_while_waiting_for_headers(
+    llm_stub: LLMStub, tmp_path: Path, picture: Path, fmt: str
+) -> None:
+    llm_stub.push(fmt, openai_reply("late", delay=3) if fmt == "openai" else anthropic_reply("late", delay=3))
 
     async def scenario(service):
         return await service.analyze(str(picture))
 
-    outcome = with_service(settings_for(llm_stub, tmp_path, VISION_TIMEOUT="0.5"), scenario)
+    outcome = with_service(settings_for(llm_stub, tmp_path, fmt, VISION_TIMEOUT="0.5"), scenario)
     assert outcome.is_error
     assert outcome.text == (
         "[vision_error] timeout: no answer within VISION_TIMEOUT (0.5 s) while waiting for the vision model"

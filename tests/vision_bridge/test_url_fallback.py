@@ -131,3 +131,20 @@ def test_compare_downloads_every_url_once(llm_stub: LLMStub, tmp_path: Path) -> 
     assert (
         sum(1 for p in parts if p["type"] == "image_url" and p["image_url"]["url"].startswith("data:")) == 3
     )
+
+
+def test_the_deadline_covers_the_download(llm_stub: LLMStub, tmp_path: Path) -> None:
+    llm_stub.server.route("/slow.png", Reply(body=PNG, content_type="image/png", delay=3))
+    url = llm_stub.server.url("/slow.png")
+    llm_stub.push("openai", error_reply("openai", 400, FETCH_ERROR.format(url=url)))
+    settings = settings_for(llm_stub, tmp_path, VISION_ALLOW_HOSTS="127.0.0.1", VISION_TIMEOUT="1.5")
+
+    async def scenario(service):
+        service.backend.warm_up()  # as the server does at start: the SDK import is not what we time here
+        return await analyze(service, url)
+
+    outcome = with_service(settings, scenario)
+    assert outcome.is_error and outcome.details["error_cause"] == "timeout"
+    # Whichever fires first, the download's own limit (the time left) or the call's deadline:
+    assert outcome.text.startswith("[vision_error] timeout:") and "download" in outcome.text
+    assert len(llm_stub.requests_for("openai")) == 1
