@@ -108,6 +108,7 @@ def test_timeout_while_waiting_for_headers(
     llm_stub.push(fmt, openai_reply("late", delay=3) if fmt == "openai" else anthropic_reply("late", delay=3))
 
     async def scenario(service):
+        service.backend.warm_up()  # as the server does at start: imports are not what is timed here
         return await service.analyze(str(picture))
 
     outcome = with_service(settings_for(llm_stub, tmp_path, fmt, VISION_TIMEOUT="0.5"), scenario)
@@ -127,6 +128,7 @@ def test_timeout_covers_a_body_that_trickles(llm_stub: LLMStub, tmp_path: Path, 
     llm_stub.push("openai", Reply(body=pieces, chunk_delay=0.15, content_type="application/json"))
 
     async def scenario(service):
+        service.backend.warm_up()
         return await service.analyze(str(picture))
 
     for fmt in ("openai", "anthropic"):
