@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from lxml import etree
 
-# The reader view must keep at least this share of the page's visible text, or at least
-# READER_MIN_CHARS characters, before its result is trusted over converting the whole body.
+# The reader view is trusted when it keeps at least READER_MIN_CHARS characters (trafilatura's
+# own minimum for an extraction) and at least READER_MIN_SHARE of the page's visible text;
+# below either, the page's main region converted whole is used when it has more to say.
 READER_MIN_SHARE = 0.05
-READER_MIN_CHARS = 200
+READER_MIN_CHARS = 250
 # Main-region candidates for the whole-body fallback, strongest first.
 MAIN_REGION_XPATHS = ("//main", "//*[@role='main']", "//article", "//*[@id='content' or @id='main']")
 BOILERPLATE_TAGS = ("nav", "header", "footer", "aside", "form", "menu", "dialog")
@@ -83,9 +84,12 @@ def extract_article(page_html: str, url: str | None = None) -> Article:
 
     body = _reader_view(tree, base_url, prepared.code_languages)
     method = "reader"
-    if _text_length(body) < max(READER_MIN_CHARS, READER_MIN_SHARE * page_chars) or not body.strip():
+    reader_chars = _text_length(body)
+    if reader_chars < max(READER_MIN_CHARS, READER_MIN_SHARE * page_chars):
         whole = _whole_body(tree, base_url, prepared.code_languages)
-        if _text_length(whole) > _text_length(body):
+        # The whole region wins when the reader view kept less; when the two are about the same
+        # size the region keeps the page's structure (lists, headings) that a text dump loses.
+        if _text_length(whole) >= 0.8 * reader_chars and whole.strip():
             body, method = whole, "full-body"
     body = tidy_markdown(body)
     if not body.strip():

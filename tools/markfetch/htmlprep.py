@@ -76,13 +76,18 @@ def _drop(element: etree._Element) -> None:
 
 
 def remove_hidden(tree: etree._Element) -> int:
-    """Remove what a browser would not render; returns how many subtrees went."""
+    """Remove what a browser would not render; returns how many subtrees went.
+
+    ``<noscript>`` counts as hidden: a browser running scripts never shows it, and on a
+    client-rendered page it holds only "enable JavaScript", which is no article.
+    """
     doomed = []
     for element in tree.iter():
         if not isinstance(element.tag, str) or element.tag in _NEVER_REMOVED:
             continue
         if (
-            element.get("hidden") is not None
+            element.tag in ("noscript", "template")
+            or element.get("hidden") is not None
             or (element.get("aria-hidden") or "").strip().lower() == "true"
             or _HIDDEN_STYLE.search(element.get("style") or "")
         ):
@@ -122,9 +127,16 @@ def normalise_code_blocks(tree: etree._Element) -> dict[str, str]:
             _drop(element)
     for table in list(tree.xpath("//table[.//pre]")):
         pres = table.findall(".//pre")
-        if "highlighttable" in _classes(table) or (len(pres) == 1 and len(table.findall(".//td")) <= 2):
+        parent = table.getparent()
+        if parent is not None and (
+            "highlighttable" in _classes(table) or (len(pres) == 1 and len(table.findall(".//td")) <= 2)
+        ):
             code_pre = pres[-1]
-            table.getparent().replace(table, code_pre) if table.getparent() is not None else None
+            language = language_hint(code_pre)  # before the wrapper that names it is gone
+            if language:
+                code_pre.set("class", f"language-{language}")
+            code_pre.tail = table.tail
+            parent.replace(table, code_pre)
     for pre in list(tree.iter("pre")):
         language = language_hint(pre)
         text = code_block_text(pre)
