@@ -51,7 +51,7 @@ _ESCAPE_ALWAYS = re.compile(r"([\\`*\[\]])")
 _ESCAPE_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 # Underscore and tilde only where they could open or close emphasis: not inside a word.
 _ESCAPE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-_ESCAPE_TILDES = re.compile(r"~(?=~)")
+_ESCAPE_TILDES = re.compile(r"~")  # GFM strikes through single tildes too
 # Markers that mean something only at the start of a line.
 _BLOCK_START = re.compile(
     r"^(?P<indent> {0,3})(?:(?P<hash>#{1,6})(?=[ \t]|$)|(?P<quote>>)|(?P<bullet>[-+*])(?=[ \t]|$)"
