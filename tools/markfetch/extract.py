@@ -122,7 +122,43 @@ def _reader_view(tree: etree._Element, base_url: str | None, languages: dict[str
     )
     if document is None or getattr(document, "body", None) is None:
         return ""
-    return html_to_markdown(to_html(document.body), base_url=base_url, code_languages=languages)
+    body = prune_trailing_link_clusters(to_html(document.body))
+    return html_to_markdown(body, base_url=base_url, code_languages=languages)
+
+
+# A trailing block is boilerplate ("You may also like", related links, tag lists) when it is
+# mostly link text, or so short that it cannot be prose; the run is cut only if it holds links.
+TRAILING_LINK_SHARE = 0.5
+TRAILING_SHORT_CHARS = 30
+TRAILING_MAX_CHARS = 400
+
+
+def _text_and_link_chars(element: etree._Element) -> tuple[int, int]:
+    text = len(" ".join("".join(element.itertext()).split()))
+    links = sum(len(" ".join("".join(a.itertext()).split())) for a in element.iter("a"))
+    return text, links
+
+
+def prune_trailing_link_clusters(body: etree._Element) -> etree._Element:
+    """Cut the run of link lists and link-only lines that ends many extracted articles."""
+    blocks = [child for child in body if isinstance(child.tag, str)]
+    tail: list[etree._Element] = []
+    linky_seen = False
+    for block in reversed(blocks):
+        text, links = _text_and_link_chars(block)
+        limit = TRAILING_MAX_CHARS * (3 if block.tag in ("ul", "ol") else 1)
+        linky = text > 0 and links / text >= TRAILING_LINK_SHARE and text < limit
+        short = text < TRAILING_SHORT_CHARS or (
+            block.tag in ("h1", "h2", "h3", "h4", "h5", "h6") and text < limit
+        )
+        if not (linky or short):
+            break
+        tail.append(block)
+        linky_seen = linky_seen or linky
+    if linky_seen and len(tail) < len(blocks):
+        for block in tail:
+            body.remove(block)
+    return body
 
 
 # trafilatura's XML vocabulary -> HTML
@@ -184,7 +220,7 @@ def _whole_body(tree: etree._Element, base_url: str | None, languages: dict[str,
             continue
         if element.tag in BOILERPLATE_TAGS or (element.get("role") or "") in BOILERPLATE_ROLES:
             htmlprep._drop(element)
-    return html_to_markdown(region, base_url=base_url, code_languages=languages)
+    return html_to_markdown(region, base_url=base_url, code_languages=languages, images=False)
 
 
 def main_region(tree: etree._Element) -> etree._Element:

@@ -168,8 +168,28 @@ def keep_footnote_asides(tree: etree._Element) -> None:
             aside.tag = "section"
 
 
+def drop_headers(tree: etree._Element) -> None:
+    """Remove ``<header>`` regions: masthead, headline, standfirst, byline and share bar.
+
+    The reader view shows the title separately; the rest is not the article. A header holding
+    most of the page's text is a misused tag and stays.
+    """
+    headers = [h for h in tree.iter("header") if not any(a.tag == "header" for a in h.iterancestors())]
+    if not headers:
+        return
+    page = visible_text_length(tree)
+    for header in headers:
+        if header.getparent() is not None and _text_chars(header) * 2 < page:
+            _drop(header)
+
+
+def _text_chars(element: etree._Element) -> int:
+    return len(" ".join("".join(element.itertext()).split()))
+
+
 def prepare(tree: etree._Element) -> PreparedPage:
     remove_hidden(tree)
+    drop_headers(tree)
     clean_heading_anchors(tree)
     keep_footnote_asides(tree)
     mark_task_items(tree)
