@@ -228,3 +228,20 @@ def test_cache_keeps_no_errors_and_ignores_corrupt_entries(
 def test_cache_does_not_bypass_the_host_policy(server: LocalServer, settings, tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path, ttl_s=60)
     assert error_of(settings, "file:///etc/passwd", cache=cache).code is ErrorCode.NETWORK_ERROR
+
+
+# -- proxy -----------------------------------------------------------------------------------
+
+
+def test_requests_go_through_the_configured_proxy_and_targets_are_still_checked(
+    server: LocalServer, settings
+) -> None:
+    # The loopback server plays a forward proxy: it receives absolute-form request targets.
+    server.route("/via-proxy", Reply(body=page("article"), content_type=HTML))
+    proxied = replace(settings, proxy=server.base)
+    assert "Tide pools" in run_document(proxied, "http://site.test/via-proxy")
+    assert server.requests[-1].headers["host"] == "site.test"
+    # A name that resolves to an internal address and is not allowed is refused before the proxy sees it.
+    error = error_of(proxied, "http://other.test/via-proxy")
+    assert error.code is ErrorCode.NETWORK_ERROR and "loopback" in error.message
+    assert len(server.requests) == 1
