@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from harness.errors import CommandError
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("harness.report_cli",)
 
 EPILOG = """\
 Start here:

@@ -52,13 +52,14 @@ class Interval:
         return bool(self.low > 0 or self.high < 0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"low": _finite(self.low), "high": _finite(self.high), "method": self.method}
+        return {"low": json_number(self.low), "high": json_number(self.high), "method": self.method}
 
 
 NO_INTERVAL = Interval(math.nan, math.nan, "none")
 
 
-def _finite(value: float) -> float | None:
+def json_number(value: float | None) -> float | None:
+    """A float for JSON: None for NaN and infinities (JSON has neither)."""
     return None if value is None or not math.isfinite(value) else float(value)
 
 
@@ -181,7 +182,7 @@ class McNemar:
     p_value: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"b": self.b, "c": self.c, "p_value": _finite(self.p_value)}
+        return {"b": self.b, "c": self.c, "p_value": json_number(self.p_value)}
 
 
 def mcnemar_exact(correct_a: ArrayLike, correct_b: ArrayLike) -> McNemar:
@@ -202,7 +203,11 @@ class SignedRank:
     n_nonzero: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"statistic": _finite(self.statistic), "p_value": _finite(self.p_value), "n": self.n_nonzero}
+        return {
+            "statistic": json_number(self.statistic),
+            "p_value": json_number(self.p_value),
+            "n": self.n_nonzero,
+        }
 
 
 def wilcoxon_signed_rank(a: ArrayLike, b: ArrayLike) -> SignedRank:
@@ -222,7 +227,7 @@ class PairedRatio:
     n_excluded: int  # pairs with a zero (or missing) value on either side
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ratio": _finite(self.geometric_mean), "n": self.n_used, "excluded": self.n_excluded}
+        return {"ratio": json_number(self.geometric_mean), "n": self.n_used, "excluded": self.n_excluded}
 
 
 def paired_ratio(a: ArrayLike, b: ArrayLike) -> PairedRatio:
@@ -255,9 +260,9 @@ class Spread:
     def to_dict(self) -> dict[str, Any]:
         return {
             "n": self.n,
-            "mean": _finite(self.mean),
-            "median": _finite(self.median),
-            "p90": _finite(self.p90),
+            "mean": json_number(self.mean),
+            "median": json_number(self.median),
+            "p90": json_number(self.p90),
         }
 
 
@@ -302,7 +307,11 @@ class BootstrapEstimate:
     undefined: int = 0  # resamples where the statistic was not defined (e.g. no usable pair)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"estimate": _finite(self.estimate), **self.interval.to_dict(), "undefined": self.undefined}
+        return {
+            "estimate": json_number(self.estimate),
+            **self.interval.to_dict(),
+            "undefined": self.undefined,
+        }
 
 
 Statistic = Callable[[Mapping[str, Array]], Array]
@@ -593,22 +602,22 @@ class PairedAnalysis:
             "n": self.n,
             "clusters": self.clusters,
             "accuracy": {
-                "a": _finite(self.accuracy_a),
-                "b": _finite(self.accuracy_b),
+                "a": json_number(self.accuracy_a),
+                "b": json_number(self.accuracy_b),
                 "difference": self.accuracy_difference.to_dict(),
-                "difference_clustered_t": {"se": _finite(t.se), **t.interval.to_dict()},
+                "difference_clustered_t": {"se": json_number(t.se), **t.interval.to_dict()},
             },
             "f1": {
-                "a": _finite(self.f1_a),
-                "b": _finite(self.f1_b),
+                "a": json_number(self.f1_a),
+                "b": json_number(self.f1_b),
                 "difference": self.f1_difference.to_dict(),
             },
             "mcnemar": self.mcnemar.to_dict(),
-            "score_correlation": _finite(self.score_correlation),
+            "score_correlation": json_number(self.score_correlation),
             "tokens": self.tokens.to_dict(),
             "latency": self.latency.to_dict(),
-            "icc": _finite(self.icc),
-            "mde": _finite(self.mde),
+            "icc": json_number(self.icc),
+            "mde": json_number(self.mde),
         }
 
 
