@@ -21,6 +21,7 @@ here reads files or prints.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -317,17 +318,39 @@ class BootstrapEstimate:
 Statistic = Callable[[Mapping[str, Array]], Array]
 
 
+_CACHE_LIMIT = 4_000_000  # cells of weights kept for reuse (32 MB per entry)
+
+
+def _draw_weights(clusters: int, resamples: int, seed: int) -> Iterator[Array]:
+    """How often each cluster is drawn in each resample (rows sum to ``clusters``), in chunks."""
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < resamples:
+        size = min(_CHUNK, resamples - done)
+        drawn = rng.integers(0, clusters, size=(size, clusters))
+        flat = (np.arange(size)[:, None] * clusters + drawn).ravel()
+        yield np.bincount(flat, minlength=size * clusters).reshape(size, clusters).astype(np.float64)
+        done += size
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_weights(clusters: int, resamples: int, seed: int) -> tuple[Array, ...]:
+    """The same draws for every statistic of a report on the same documents (read-only arrays)."""
+    chunks = tuple(_draw_weights(clusters, resamples, seed))
+    for chunk in chunks:
+        chunk.flags.writeable = False
+    return chunks
+
+
 class ClusterResampler:
     """Resamples of whole clusters (documents) with replacement, shared by several statistics.
 
     Each resample draws C clusters out of C; a statistic sees, per resample, the *sums* of each
     column over the drawn clusters (a cluster drawn twice counts twice). Every statistic here (means,
     differences of means, generalised F1, mean log-ratios) is a function of such sums, so 10,000
-    resamples are one matrix product. Both arms' columns go through the same draws, which keeps the
+    resamples are a few matrix-vector products. Both arms' columns go through the same draws, which keeps the
     pairs together. The draws depend only on the clusters, ``resamples`` and ``seed``.
     """
-
-    _CACHE_LIMIT = 4_000_000  # weights kept in memory up to this many cells (32 MB)
 
     def __init__(
         self, clusters: Sequence[Any] | NDArray[Any], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
@@ -335,29 +358,12 @@ class ClusterResampler:
         self.codes, self.count = cluster_codes(clusters)
         self.resamples = resamples
         self.seed = seed
-        self._cached: list[Array] | None = None
 
     def _weights(self) -> Iterator[Array]:
-        if self._cached is not None:
-            yield from self._cached
-            return
-        keep = self.resamples * self.count <= self._CACHE_LIMIT
-        chunks: list[Array] = []
-        rng = np.random.default_rng(self.seed)
-        done = 0
-        while done < self.resamples:
-            size = min(_CHUNK, self.resamples - done)
-            drawn = rng.integers(0, self.count, size=(size, self.count))
-            flat = (np.arange(size)[:, None] * self.count + drawn).ravel()
-            weights = (
-                np.bincount(flat, minlength=size * self.count).reshape(size, self.count).astype(np.float64)
-            )
-            if keep:
-                chunks.append(weights)
-            yield weights
-            done += size
-        if keep:
-            self._cached = chunks
+        if self.resamples * self.count <= _CACHE_LIMIT:
+            yield from _cached_weights(self.count, self.resamples, self.seed)
+        else:
+            yield from _draw_weights(self.count, self.resamples, self.seed)
 
     def bootstrap(
         self, columns: Mapping[str, ArrayLike], statistic: Statistic, confidence: float = 0.95
@@ -373,7 +379,9 @@ class ClusterResampler:
             return BootstrapEstimate(point, empty, 0)
         draws = []
         for weights in self._weights():
-            sums = weights @ matrix
+            # One matrix-vector product per column: OpenBLAS threads small matrix-matrix products,
+            # which on a busy machine made them 10-20 times slower than these.
+            sums = np.column_stack([weights @ matrix[:, j] for j in range(len(names))])
             draws.append(
                 np.asarray(statistic({k: sums[:, j] for j, k in enumerate(names)}), dtype=np.float64)
             )
