@@ -409,6 +409,17 @@ def mde_statement(analysis: stats.PairedAnalysis) -> str:
     )
 
 
+def planning_statement(n: int, assumptions: stats.PlanningAssumptions | None = None) -> str:
+    """What a run of n questions can resolve, said before the run (the runner prints it)."""
+    plan = assumptions or stats.PlanningAssumptions()
+    return (
+        f"With {n} questions, accuracy differences under {plan.mde(n) * 100:.1f} points are not resolvable "
+        f"(assuming {plan.questions_per_document:g} questions per document, ICC {plan.icc:g}, and "
+        f"{plan.discordance:.0%} of answers differing between arms; power {plan.power:.0%}, "
+        f"two-sided alpha {plan.alpha:g})."
+    )
+
+
 def compare_arms(
     name_a: str,
     name_b: str,

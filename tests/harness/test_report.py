@@ -14,6 +14,7 @@ from harness.report import (
     build_report,
     evidence_recall,
     load_run,
+    planning_statement,
     question_groups,
     question_outcomes,
 )
@@ -295,3 +296,10 @@ def test_missing_manifest_is_a_warning_not_an_error(tiny_run: Path) -> None:
     (tiny_run / "manifest.json").unlink()
     run = load_run(tiny_run)
     assert any("no manifest.json" in w for w in run.warnings) and run.arms == ["fs", "md"]
+
+
+def test_planning_statement_before_a_run() -> None:
+    text = planning_statement(1082)
+    # (1.96 + 0.84) * sqrt(0.3 * 1.7 / 1082) = 6.08 points
+    assert text.startswith("With 1082 questions, accuracy differences under 6.1 points are not resolvable")
+    assert "ICC 0.1" in text and "30%" in text
