@@ -25,6 +25,7 @@ Summary layout (``REPORT_VERSION``)::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections import Counter, defaultdict
@@ -608,6 +609,4 @@ def build_report(
 
 def relabel(records: Iterable[RunRecord], arm: str, new_name: str) -> list[RunRecord]:
     """Records of ``arm`` under another arm name (to compare arms of two different runs)."""
-    from dataclasses import replace
-
-    return [replace(r, arm=new_name) for r in records if r.arm == arm]
+    return [dataclasses.replace(r, arm=new_name) for r in records if r.arm == arm]

@@ -176,9 +176,7 @@ async def call_with_retries(
     while True:
         try:
             return await attempt()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # CancelledError is a BaseException: a cancelled sample stops at once
             failure = classify(exc)
             trace.failures = (*trace.failures, failure)
             if not failure.retryable or trace.retries >= policy.max_retries:
