@@ -14,7 +14,10 @@ from collections.abc import Sequence
 
 from harness.errors import CommandError
 
-COMMAND_MODULES: tuple[str, ...] = ("benchmark.webextract.command",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "benchmark.webextract.command",
+    "harness.report_cli",
+)
 
 EPILOG = """\
 Start here:

@@ -130,6 +130,9 @@ class LocalServer:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate writes; with Nagle's algorithm the body waits for
+            # the client's delayed ACK (~40 ms on Linux) on every keep-alive response.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # silence stderr
                 return
