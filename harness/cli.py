@@ -18,6 +18,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.run",
     "harness.commands.demo",
     "harness.commands.merge",
+    "benchmark.webextract.command",
+    "harness.report_cli",
 )
 
 EPILOG = """\
