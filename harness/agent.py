@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.answer import REMINDER, SUBMIT_TOOL, SUBMIT_TOOL_NAME, Submission, parse_submission
 from harness.evidence import ReadTracker
-from harness.messages import Image, Message, Text, ToolCall, ToolResult
+from harness.messages import Message, Text, ToolCall, ToolResult
 from harness.models.base import Model, ModelError, Turn
 from harness.records import AnswerProtocol, Status, ToolCallRecord
 from harness.tools.base import Tool
@@ -78,19 +78,14 @@ class _LimitHit(Exception):
         self.which = which
 
 
-def _without_images(result: ToolResult, tool: str) -> ToolResult:
-    """For a text-only model: each image becomes a note saying what was there."""
+def _without_images(result: ToolResult) -> ToolResult:
+    """For a text-only model: each image becomes a note naming it (the model clients' own wording),
+    before the budget counts the result, so the budget sees what the model sees."""
     if not result.images:
         return result
-    blocks = tuple(
-        Text(
-            f"[image omitted: this model cannot see images ({b.media_type}, {len(b.data):,} bytes, from {tool})]"
-        )
-        if isinstance(b, Image)
-        else b
-        for b in result.blocks
-    )
-    return ToolResult(blocks=blocks, is_error=result.is_error, meta=result.meta, truncated=result.truncated)
+    from harness.models.text_only import strip_blocks
+
+    return ToolResult(strip_blocks(result.blocks), result.is_error, result.meta, result.truncated)
 
 
 async def run_agent(
@@ -136,7 +131,7 @@ async def run_agent(
             turn = await _model_turn(model, system, trace, specs, limits, remaining)
             if turn is None:
                 return trace
-            trace.messages.append(Message.assistant(turn.text, turn.tool_calls))
+            trace.messages.append(turn.message())  # keeps the reasoning some providers need back
             if turn.text:
                 trace.final_text = turn.text
             if not turn.tool_calls:
@@ -147,7 +142,7 @@ async def run_agent(
                 continue
             for call in turn.tool_calls:
                 if call.name == SUBMIT_TOOL_NAME and protocol == "submit_tool":
-                    parsed = parse_submission(call.arguments)
+                    parsed = call.parse_error or parse_submission(call.arguments)
                     if isinstance(parsed, Submission):
                         trace.submission = parsed
                         result = ToolResult(blocks=(Text("answer submitted"),))
@@ -223,7 +218,9 @@ async def _tool_call(
 ) -> None:
     tool = by_name.get(call.name)
     began = time.perf_counter()
-    if tool is None:
+    if call.parse_error:  # the model's arguments were not a JSON object: let it correct itself
+        result = ToolResult.error(call.parse_error)
+    elif tool is None:
         offered = ", ".join(sorted(by_name)) or "none"
         result = ToolResult.error(f"there is no tool named {call.name!r}; the tools are: {offered}")
     else:
@@ -245,7 +242,7 @@ async def _tool_call(
     if sidecar is not None:
         trace.usage.append(sidecar)
     if not model.supports_images:
-        result = _without_images(result, call.name)
+        result = _without_images(result)
     shown = budget.apply(result)
     if tracker is not None:
         tracker.observe(call, shown)

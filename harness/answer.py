@@ -111,6 +111,7 @@ class BenchmarkExtractor:
     """The benchmark's answer extraction (``benchmark.mmlongbench.extraction``) through a harness model."""
 
     completion_model: Any  # anything with ``async complete(messages, *, max_tokens, temperature)``
+    model: Any = None  # the harness model behind it, closed by the runner with the run's event loop
 
     async def extract(self, question: str, response: str) -> Extraction:
         from benchmark.mmlongbench.extraction import extract_answer

@@ -12,6 +12,7 @@ resolve against the current directory (run ``docab`` from the project root).
     name = "my-run"
     [dataset]  source = "suite" | "mmlongbench", path, corpus, filters
     [model]    name = "openai/gpt-4o" | "anthropic/..." | "baseline/keyword", base_url, ...
+               (validated by harness.models.config.ModelConfig; see harness/models/README.md)
     [answer]   protocol = "submit_tool" | "extraction", extractor (a [model]-like table)
     [limits]   max_turns, max_tokens, max_wall_s, max_output_tokens
     [output_budget]  limit, unit = "chars" | "tokens", image_cost
@@ -27,13 +28,16 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.agent import SampleLimits
 from harness.tools.budget import OutputBudget
 from harness.tools.mcp_session import MCPServerSpec
+
+if TYPE_CHECKING:
+    from harness.models.config import ModelConfig
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -77,30 +81,32 @@ class DatasetConfig(_Section):
         return self
 
 
-class ModelConfig(_Section):
-    name: str  # provider/model: "openai/gpt-4o", "anthropic/claude-sonnet-4-5", "baseline/keyword"
-    base_url: str | None = None  # any OpenAI-compatible server (vLLM, Ollama, llama.cpp, OpenRouter)
-    api_key_env: str | None = None  # the environment variable holding the key (default: the SDK's own)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    text_only: bool = False  # strip images from tool results (and say where they were)
-    options: dict[str, Any] = Field(default_factory=dict)  # passed to the model client as is
+def _model_table(value: Any) -> dict[str, Any]:
+    """A ``[model]``-style table (or a bare ``provider/model`` name), validated by the model clients'
+    own schema (:class:`harness.models.config.ModelConfig`), kept as written."""
+    from harness.models.config import ModelConfig
 
-    @field_validator("name")
-    @classmethod
-    def _provider_and_model(cls, value: str) -> str:
-        provider, _, model = value.partition("/")
-        if not provider or not model:
-            raise ValueError(f"{value!r} is not provider/model, e.g. 'openai/gpt-4o' or 'baseline/keyword'")
-        if provider not in ("openai", "anthropic", "baseline"):
-            raise ValueError(f"unknown provider {provider!r}: use openai, anthropic or baseline")
-        if provider == "baseline" and model != "keyword":
-            raise ValueError(f"unknown baseline policy {model!r}: the offline policy is 'baseline/keyword'")
-        return value
+    spec = ModelConfig.from_mapping(value)  # raises ModelConfigError (a ValueError) naming the option
+    if spec.provider == "baseline":
+        from harness.models.baseline import POLICIES
+
+        if spec.model_id not in POLICIES:
+            raise ValueError(
+                f"unknown baseline policy {spec.model_id!r}; offline policies: {', '.join(POLICIES)}"
+            )
+    return {"name": value} if isinstance(value, str) else dict(value)
 
 
 class AnswerConfig(_Section):
     protocol: Literal["submit_tool", "extraction"] = "submit_tool"
-    extractor: ModelConfig | None = None  # for "extraction"; default: the run's model
+    extractor: dict[str, Any] | str | None = (
+        None  # a [model]-like table, for "extraction"; default: the run's model
+    )
+
+    @field_validator("extractor", mode="before")
+    @classmethod
+    def _valid_extractor(cls, value: Any) -> Any:
+        return None if value is None else _model_table(value)
 
 
 class LimitsConfig(_Section):
@@ -179,7 +185,7 @@ class RunConfig(_Section):
     epochs: int = Field(default=1, ge=1)
     concurrency: int = Field(default=4, ge=1, le=1024)
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
-    model: ModelConfig
+    model: dict[str, Any]  # see harness/models/README.md for every option
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     output_budget: BudgetConfig = Field(default_factory=BudgetConfig)
@@ -193,6 +199,11 @@ class RunConfig(_Section):
         if not NAME_PATTERN.match(value):
             raise ValueError(f"{value!r}: the run name names a folder; use letters, digits and . _ + - only")
         return value
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _valid_model(cls, value: Any) -> Any:
+        return _model_table(value)
 
     @model_validator(mode="after")
     def _arms_are_consistent(self) -> RunConfig:
@@ -212,9 +223,28 @@ class RunConfig(_Section):
                 raise ValueError(f"arms[{index}] ({arm.name}) has no tools and no MCP servers")
         return self
 
+    def model_spec(self) -> ModelConfig:
+        from harness.models.config import ModelConfig
+
+        return ModelConfig.from_mapping(self.model)
+
+    def extractor_spec(self) -> ModelConfig:
+        from harness.models.config import ModelConfig
+
+        return ModelConfig.from_mapping(self.answer.extractor or self.model)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.model_spec().provider == "baseline"
+
     def identity(self) -> dict[str, Any]:
-        """What a record's meaning depends on: the config without run controls."""
-        return self.model_dump(mode="json", exclude={"concurrency", "epochs", "description"})
+        """What a record's meaning depends on: the config without run controls, the model tables
+        normalised (every option with its default), so equivalent spellings hash alike."""
+        data = self.model_dump(mode="json", exclude={"concurrency", "epochs", "description"})
+        data["model"] = self.model_spec().to_dict()
+        if self.answer.extractor is not None:
+            data["answer"]["extractor"] = self.extractor_spec().to_dict()
+        return data
 
     def config_hash(self) -> str:
         canonical = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))

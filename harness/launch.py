@@ -10,15 +10,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config import RunConfig
 from harness.dataset import Dataset, load_dataset
 from harness.errors import CommandError
+from harness.messages import ToolSpec
 from harness.models.base import Model
 from harness.progress import ProgressSink, ProgressState, progress_for, totals_per_arm
 from harness.records import RunRecord
@@ -26,6 +29,9 @@ from harness.runner import RunContext, Scorer, preflight, run_units
 from harness.schedule import in_shard, plan
 from harness.store import RunStore, StoreError, manifest_for, session_info, utc_now
 from harness.tools.mcp_session import MCPStartError
+
+if TYPE_CHECKING:
+    from harness.models.config import ModelConfig
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,7 @@ def launch(
             f"errors in every arm: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
         )
 
-    model = model or _build_model(config)
+    model = model or _build_model(config.model_spec())
     extractor = _build_extractor(config, model) if config.answer.protocol == "extraction" else None
     scorer = scorer or default_scorer()
     arms = [arm.name for arm in config.arms]
@@ -137,15 +143,17 @@ def launch(
 
     used = [name for name in config.mcp_servers if any(name in arm.mcp_servers for arm in config.arms)]
     specs = {name: config.mcp_servers[name].to_spec(name) for name in used}
+    mcp_tools: dict[str, list[ToolSpec]] = {}
     if specs:
         try:
-            found = asyncio.run(preflight(list(specs.values())))
+            mcp_tools = asyncio.run(preflight(list(specs.values())))
         except MCPStartError as exc:
             raise CommandError(
                 f"{exc}\n(no sample was run; fix the [mcp_servers] config and re-run)"
             ) from None
-        manifest["mcp_servers"] = found
-        store.write_manifest(manifest)
+        manifest["mcp_servers"] = {name: [t.name for t in tools] for name, tools in mcp_tools.items()}
+    manifest["arms"] = arms_manifest(config, mcp_tools)
+    store.write_manifest(manifest)
 
     ctx = RunContext(
         run_id=request.run_id,
@@ -170,27 +178,70 @@ def launch(
     return RunOutcome(request.folder, records, todo, len(earlier))
 
 
-def _build_model(config: RunConfig) -> Model:
-    from harness.model_factory import build_model
+def _build_model(spec: ModelConfig) -> Model:
+    from harness.models.config import ModelConfigError
+    from harness.models.registry import build_model
 
-    return build_model(config.model)
+    try:
+        return build_model(spec)
+    except ModelConfigError as exc:
+        raise CommandError(str(exc)) from None
 
 
 def _build_extractor(config: RunConfig, model: Model) -> Any:
     from harness.answer import BenchmarkExtractor
-    from harness.model_factory import build_completion_model, build_model
+    from harness.models.completion_adapter import CompletionAdapter
 
-    extractor_model = build_model(config.answer.extractor) if config.answer.extractor else model
+    extractor_model = _build_model(config.extractor_spec()) if config.answer.extractor else model
     if extractor_model.is_baseline:
         raise CommandError(
             "the extraction protocol needs an LLM to extract answers; set answer.extractor "
             '(e.g. { name = "openai/gpt-4o" }) or use protocol = "submit_tool"'
         )
-    return BenchmarkExtractor(build_completion_model(extractor_model))
+    return BenchmarkExtractor(CompletionAdapter(extractor_model), model=extractor_model)
 
 
 def _model_ids(config: RunConfig, model: Model) -> dict[str, Any]:
-    ids: dict[str, Any] = {"agent": config.model.name, "is_baseline": bool(model.is_baseline)}
+    ids: dict[str, Any] = {
+        "agent": model.name,
+        "is_baseline": bool(model.is_baseline),
+        "config": config.model_spec().to_dict(),
+    }
     if config.answer.protocol == "extraction":
-        ids["extractor"] = (config.answer.extractor or config.model).name
+        ids["extractor"] = config.extractor_spec().name
     return ids
+
+
+def arms_manifest(config: RunConfig, mcp_tools: dict[str, list[ToolSpec]]) -> list[dict[str, Any]]:
+    """Each arm as the report reads it, with what its tool definitions cost on every model call.
+
+    The cost is estimated from the JSON of the tool specs (characters / 4), the same for every
+    provider; the exact per-turn overhead depends on the provider's tokenizer and format.
+    """
+    from harness.answer import SUBMIT_TOOL
+    from harness.tools.filesystem import FILESYSTEM_TOOLS
+
+    arms = []
+    for arm in config.arms:
+        specs: list[ToolSpec] = [t.spec for t in FILESYSTEM_TOOLS] if "fs" in arm.tools else []
+        for server in arm.mcp_servers:
+            specs.extend(mcp_tools.get(server, []))
+        if config.answer.protocol == "submit_tool":
+            specs.append(SUBMIT_TOOL)
+        chars = len(
+            json.dumps(
+                [{"name": s.name, "description": s.description, "parameters": s.input_schema} for s in specs]
+            )
+        )
+        arms.append(
+            {
+                "name": arm.name,
+                "tools": list(arm.tools),
+                "mcp_servers": list(arm.mcp_servers),
+                "prompt": arm.prompt,
+                "tool_names": [s.name for s in specs],
+                "tool_definition_chars": chars,
+                "tool_definition_tokens": math.ceil(chars / 4),
+            }
+        )
+    return arms

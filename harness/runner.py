@@ -20,6 +20,7 @@ start), which depends on the harness, not on the arm.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
 import time
@@ -35,6 +36,7 @@ from harness.answer import NOT_ANSWERABLE, AnswerExtractor, Extraction
 from harness.config import RunConfig
 from harness.dataset import Sample
 from harness.evidence import PageMap, ReadTracker
+from harness.messages import ToolSpec
 from harness.models.base import Model
 from harness.progress import ProgressSink
 from harness.records import RunRecord, Status
@@ -117,12 +119,20 @@ async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: 
     # One writer thread: transcripts, images and records are written in the order samples finish,
     # off the event loop (file creation is slow on some disks and would stall every sample).
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docab-writer")
+    models = contextlib.AsyncExitStack()
     try:
+        # SDK-backed models hold HTTP clients bound to this event loop: open and close them here.
+        for model in {
+            id(m): m for m in (ctx.model, getattr(ctx.extractor, "model", None)) if m is not None
+        }.values():
+            if hasattr(model, "__aenter__"):
+                await models.enter_async_context(model)  # type: ignore[arg-type]
         workers = [_Worker(ctx, i, parent / f"w{i:03d}") for i in range(max(1, min(concurrency, len(units))))]
         for worker in workers:
             worker.root.mkdir()
         await asyncio.gather(*(_work(worker, queue, writer) for worker in workers))
     finally:
+        await models.aclose()
         writer.shutdown(wait=True)
         ctx.store.close()
         ctx.close_logs()
@@ -301,12 +311,14 @@ async def run_sample(
     return record, transcript
 
 
-async def preflight(specs: Sequence[MCPServerSpec], scratch_parent: Path | None = None) -> dict[str, Any]:
+async def preflight(
+    specs: Sequence[MCPServerSpec], scratch_parent: Path | None = None
+) -> dict[str, list[ToolSpec]]:
     """Start each MCP server once in a scratch workspace, so a bad command fails before the run.
 
-    Returns per server the tools it lists and its start-up time; raises MCPStartError.
+    Returns the tools each server offers (for the manifest); raises MCPStartError.
     """
-    found: dict[str, Any] = {}
+    found: dict[str, list[ToolSpec]] = {}
     scratch = Path(tempfile.mkdtemp(prefix="docab-preflight-", dir=scratch_parent))
     try:
         (scratch / "document").mkdir()
@@ -314,10 +326,7 @@ async def preflight(specs: Sequence[MCPServerSpec], scratch_parent: Path | None 
         for spec in specs:
             session = MCPSession(spec, scratch, errlog=None)
             await session.start()
-            found[spec.name] = {
-                "tools": [t.spec.name for t in session.tools],
-                "startup_s": round(session.startup_s, 3),
-            }
+            found[spec.name] = [t.spec for t in session.tools]
             await session.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

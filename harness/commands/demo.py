@@ -37,9 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from harness.commands.run import load
+    from harness.commands.summary import print_summary
     from harness.errors import CommandError
     from harness.launch import RunRequest, launch
-    from harness.summary import render
 
     if args.concurrency is not None and args.concurrency < 1:
         raise CommandError("--concurrency must be at least 1")
@@ -54,7 +54,8 @@ def main(args: argparse.Namespace) -> int:
         quiet=args.quiet,
     )
     outcome = launch(request)
-    arms = [a.name for a in config.arms]
-    print(render(outcome.records, title=f"docab demo: {outcome.run_dir}", arms=arms, baseline=True))
-    print(f"records: {outcome.run_dir / 'records.jsonl'}   transcripts: {outcome.run_dir / 'transcripts'}")
+    print_summary(outcome.run_dir)
+    print(
+        f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); more: docab report {outcome.run_dir} --plots"
+    )
     return 0

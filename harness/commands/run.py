@@ -94,20 +94,13 @@ def load(config_path: str):  # type: ignore[no-untyped-def]
 
 
 def main(args: argparse.Namespace) -> int:
+    from harness.commands.summary import print_summary
     from harness.launch import launch
-    from harness.summary import render
 
     config = load(args.config)
     outcome = launch(request_from(args, config))
-    arms = [a.name for a in config.arms]
-    baseline = config.model.name.startswith("baseline/")
+    print_summary(outcome.run_dir)
     print(
-        render(
-            outcome.records,
-            title=f"{outcome.run_dir} ({len(outcome.records)} samples)",
-            arms=arms,
-            baseline=baseline,
-        )
+        f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); more: docab report {outcome.run_dir} --plots"
     )
-    print(f"records: {outcome.run_dir / 'records.jsonl'}")
     return 0

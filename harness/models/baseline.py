@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from harness.answer import NOT_ANSWERABLE, SUBMIT_TOOL_NAME
 from harness.messages import Image, Message, ToolCall, ToolSpec
 from harness.models.base import Turn
+from harness.models.config import ModelConfig, ModelConfigError
 from harness.usage import Usage
 
 DOCUMENT = "document/document.md"
@@ -391,6 +392,18 @@ def _estimate_tokens(system: str, messages: Sequence[Message], tools: Sequence[T
         chars += len(message.text) + sum(len(json.dumps(c.arguments)) for c in message.tool_calls)
         images += sum(1 for b in message.blocks if isinstance(b, Image))
     return math.ceil(chars / 4) + images * IMAGE_TOKENS
+
+
+POLICIES = ("keyword",)
+
+
+def build(config: ModelConfig) -> KeywordBaseline:
+    """The entry point ``harness.models.build_model`` uses for ``baseline/<policy>``."""
+    if config.model_id not in POLICIES:
+        raise ModelConfigError(
+            f"unknown baseline policy {config.model_id!r} in {config.name!r}; offline policies: {', '.join(POLICIES)}"
+        )
+    return KeywordBaseline(config.name)
 
 
 class KeywordBaseline:

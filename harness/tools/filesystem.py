@@ -268,9 +268,8 @@ class ReadFile(_FsTool):
                 raise ToolInputError(
                     f"{shown} is an image of {size:,} bytes, over the {MAX_IMAGE_BYTES:,}-byte limit"
                 )
-            return ToolResult(
-                blocks=(Text(f"{shown} ({media_type}, {size:,} bytes)"), Image(raw, media_type))
-            )
+            image = Image(raw, media_type, name=shown)  # named for text-only notes
+            return ToolResult(blocks=(Text(f"{shown} ({media_type}, {size:,} bytes)"), image))
         if path.suffix.lower() in IMAGE_SUFFIXES:
             raise ToolInputError(f"{shown} has an image name but is not a PNG, JPEG, GIF or WebP image")
         if b"\x00" in raw[:8192]:

@@ -175,7 +175,7 @@ def test_text_only_model_sees_a_note_where_images_were(workspace: Path) -> None:
     run(model, filesystem_tools(workspace))
     result = model.seen[1][-1]
     assert not any(isinstance(b, Image) for b in result.blocks)
-    assert "image omitted" in result.text and "read_file" in result.text
+    assert "image omitted: page-0001.png" in result.text
 
 
 def test_tool_side_usage_is_booked_under_its_role(workspace: Path) -> None:

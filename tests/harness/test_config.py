@@ -31,11 +31,12 @@ def test_shipped_configs_load(path: Path) -> None:
 
 
 def test_the_demo_is_offline_and_shipped_configs_cover_the_brief() -> None:
-    assert load_config("demo").model.name == "baseline/keyword"
+    demo = load_config("demo")
+    assert demo.model_spec().name == "baseline/keyword" and demo.is_baseline
     names = {p.stem for p in CONFIG_DIR.glob("*.toml")}
     assert {"demo", "mmlongbench-openai", "mmlongbench-anthropic", "mmlongbench-text-only"} <= names
     text_only = load_config("mmlongbench-text-only")
-    assert text_only.model.text_only and "vision-bridge" in text_only.arms[1].mcp_servers
+    assert text_only.model_spec().text_only and "vision-bridge" in text_only.arms[1].mcp_servers
 
 
 def test_unknown_keys_are_named() -> None:
@@ -44,8 +45,17 @@ def test_unknown_keys_are_named() -> None:
 
 
 def test_bad_values_name_their_key() -> None:
-    assert "model.name" in error_of(with_(model={"name": "gpt-4o"}))
-    assert "unknown provider 'mistral'" in error_of(with_(model={"name": "mistral/large"}))
+    assert "model: model name 'gpt-4o' must look like provider/model" in error_of(
+        with_(model={"name": "gpt-4o"})
+    )
+    assert "unknown model provider 'mistral'" in error_of(with_(model={"name": "mistral/large"}))
+    assert "unknown baseline policy 'oracle'" in error_of(with_(model={"name": "baseline/oracle"}))
+    assert "model: unknown model option(s) temprature" in error_of(
+        with_(model={"name": "openai/x", "temprature": 0})
+    )
+    assert "answer.extractor" in error_of(
+        with_(answer={"protocol": "extraction", "extractor": {"name": "x"}})
+    )
     assert "limits.max_turns" in error_of(with_(limits={"max_turns": 0}))
     assert "output_budget.unit" in error_of(with_(output_budget={"unit": "bytes"}))
     assert "prompt.user" in error_of(with_(prompt={"user": "no placeholder"}))
@@ -77,6 +87,9 @@ def test_hash_covers_what_changes_results_only() -> None:
     )
     assert parse_config(with_(limits={"max_turns": 3})).config_hash() != base.config_hash()
     assert parse_config(with_(arms=[{"name": "fs", "prompt": "hint"}])).config_hash() != base.config_hash()
+    # A bare name and a table with the defaults spelled out are the same model.
+    spelled = with_(model={"name": "baseline/keyword", "timeout": 120.0})
+    assert parse_config(spelled).config_hash() == parse_config(with_(model="baseline/keyword")).config_hash()
 
 
 def test_prompts_are_the_same_skeleton_for_every_arm() -> None:

@@ -259,7 +259,10 @@ def test_worker_scoped_mcp_server_and_baseline_use_it(tmp_path: Path, dataset: A
     assert sum(r.score for r in md) >= 9
     assert all(r.pages_read for r in md)
     manifest = json.loads((outcome.run_dir / "manifest.json").read_text())
-    assert manifest["mcp_servers"]["md"]["tools"] == ["index_md", "read_md_with_images"]
+    assert manifest["mcp_servers"]["md"] == ["index_md", "read_md_with_images"]
+    arms = {a["name"]: a for a in manifest["arms"]}
+    assert "index_md" in arms["fs+md"]["tool_names"] and "index_md" not in arms["fs"]["tool_names"]
+    assert arms["fs+md"]["tool_definition_tokens"] > arms["fs"]["tool_definition_tokens"] > 0
 
 
 def test_a_server_that_cannot_start_for_one_sample_errors_that_sample_only(
