@@ -6,9 +6,13 @@ page are level 3 or deeper, so ``## Page N`` spans its whole page. From that:
 
 - a ``read_file`` of ``document.md`` shows numbered lines: each line number maps to its page;
 - a ``read_file`` of a page image shows that page;
-- any other tool (md-vision's reads, for instance) returns source text: each shown line that
-  occurs exactly once in ``document.md`` is located and mapped to its page, and an image that
-  follows a text naming a page image counts for that page.
+- an md-vision read says which lines of which file it returned
+  (``_meta["io.github.docab/md-vision"]``: ``source``, ``first_line``, ``roles`` of the blocks):
+  the lines of ``document.md`` actually shown (its ``source`` blocks that survived the budget)
+  map to their pages;
+- any other tool returns text that may quote the document: each shown line that occurs exactly
+  once in ``document.md`` is located and mapped to its page;
+- an image that follows a text naming a page image (``pages/page-0003.png``) counts for that page.
 
 Only what the model was shown counts: the tracker looks at results after the output budget cut
 them. Search hits (``grep``) and heading indexes are not reads and do not count.
@@ -30,6 +34,7 @@ PAGE_HEADING = re.compile(r"^##\s+Page\s+(\d+)\s*$")
 PAGE_IMAGE = re.compile(r"(?:^|[/\\])page-0*(\d+)\.(?:png|jpe?g|gif|webp)\b", re.IGNORECASE)
 NUMBERED_LINE = re.compile(r"^\s*(\d+)\t", re.MULTILINE)
 DOCUMENT_FILE = "document/document.md"
+MD_VISION_META = "io.github.docab/md-vision"
 MIN_FINGERPRINT_CHARS = 8  # shorter lines ("---", "1", "Total") are too common to locate a read
 
 
@@ -119,9 +124,38 @@ class ReadTracker:
             self.pages |= self.page_map.pages_of_lines(numbers)
             self._add_section(f"{self.document_file}:{min(numbers)}-{max(numbers)}")
 
+    def _observe_md_vision(self, result: ToolResult) -> bool:
+        """Pages from md-vision's account of the lines it read; False when it gave none usable."""
+        meta = result.meta.get(MD_VISION_META) if isinstance(result.meta, dict) else None
+        if not isinstance(meta, dict):
+            return False
+        source, first, roles = meta.get("source"), meta.get("first_line"), meta.get("roles")
+        if not isinstance(source, str) or not isinstance(first, int) or not isinstance(roles, list):
+            return False
+        if not self._relative(source).endswith(self.document_file):
+            return True  # a read of another file: nothing of the document was shown
+        # Blocks kept by the budget keep their order; a cut one is followed only by the budget's note.
+        shown = "".join(
+            block.text
+            for block, role in zip(result.blocks, roles, strict=False)
+            if role == "source" and isinstance(block, Text)
+        )
+        count = shown.count("\n") + (0 if shown.endswith("\n") or not shown else 1)
+        if count:
+            self.pages |= self.page_map.pages_of_lines(list(range(first, first + count)))
+        return True
+
     def _observe_other(self, arguments: dict[str, Any], result: ToolResult) -> None:
+        section = arguments.get("section")
+        if isinstance(section, str) and section.strip():
+            self._add_section(section.strip())
+        line_range = arguments.get("line_range")
+        if isinstance(line_range, list | tuple) and len(line_range) == 2:
+            self._add_section(f"{self._relative(arguments.get('uri'))}:{line_range[0]}-{line_range[1]}")
+        self._observe_images(result)
+        if self._observe_md_vision(result):
+            return
         located: list[int] = []
-        previous: Text | None = None
         for block in result.blocks:
             if isinstance(block, Text):
                 for line in block.text.splitlines():
@@ -130,18 +164,18 @@ class ReadTracker:
                         self.pages.add(int(heading.group(1)))
                     elif (number := self.page_map.locate(line)) is not None:
                         located.append(number)
+        self.pages |= self.page_map.pages_of_lines(located)
+
+    def _observe_images(self, result: ToolResult) -> None:
+        previous: Text | None = None
+        for block in result.blocks:
+            if isinstance(block, Text):
                 previous = block
-            elif isinstance(block, Image) and previous is not None:
-                match = PAGE_IMAGE.search(previous.text.strip())
+            elif isinstance(block, Image):
+                named = block.name or (previous.text.strip() if previous is not None else "")
+                match = PAGE_IMAGE.search(named)
                 if match:
                     self.pages.add(int(match.group(1)))
-        self.pages |= self.page_map.pages_of_lines(located)
-        section = arguments.get("section")
-        if isinstance(section, str) and section.strip():
-            self._add_section(section.strip())
-        line_range = arguments.get("line_range")
-        if isinstance(line_range, list | tuple) and len(line_range) == 2:
-            self._add_section(f"{self._relative(arguments.get('uri'))}:{line_range[0]}-{line_range[1]}")
 
     def _add_section(self, name: str) -> None:
         if name not in self.sections:

@@ -108,3 +108,54 @@ def test_repeated_lines_do_not_locate_a_read() -> None:
     assert tracker.pages_read == ()
     tracker.observe(ToolCall("2", "read_md_with_images", {}), ToolResult(blocks=(Text("beta line two"),)))
     assert tracker.pages_read == (2,)
+
+
+def md_vision_result(tmp_path: Path, first: int, source_text: str, *, extra: tuple = ()) -> ToolResult:
+    meta = {
+        "io.github.docab/md-vision": {
+            "source": f"{tmp_path}/document/document.md",
+            "first_line": first,
+            "last_line": first + source_text.count("\n"),
+            "roles": ["source", *(r for r, _ in extra)],
+        }
+    }
+    return ToolResult(blocks=(Text(source_text), *(b for _, b in extra)), meta=meta)
+
+
+def test_md_vision_meta_gives_the_lines_read(tmp_path: Path) -> None:
+    write_document(tmp_path / "document")
+    tracker = tracker_for(tmp_path)
+    start = tracker.page_map.starts[1]
+    lines = (tmp_path / "document/document.md").read_text().splitlines()
+    # Two lines before page 2's heading and three after: pages 1 and 2, not located by content.
+    shown = "\n".join(lines[start - 3 : start + 2]) + "\n"
+    tracker.observe(
+        ToolCall("1", "read_md_with_images", {"uri": "document/document.md"}),
+        md_vision_result(tmp_path, start - 2, shown),
+    )
+    assert tracker.pages_read == (1, 2)
+
+
+def test_md_vision_meta_counts_only_what_the_budget_kept(tmp_path: Path) -> None:
+    write_document(tmp_path / "document")
+    tracker = tracker_for(tmp_path)
+    whole = (tmp_path / "document/document.md").read_text()
+    result = md_vision_result(tmp_path, 1, whole)
+    cut = OutputBudget(limit=len(whole.splitlines()[0]) + 20).apply(result)
+    tracker.observe(ToolCall("1", "read_md_with_images", {"uri": "document/document.md"}), cut)
+    assert tracker.pages_read in ((), (1,))  # the title and at most page 1's heading survived
+    assert 3 not in tracker.pages_read
+
+
+def test_md_vision_labels_name_page_images(tmp_path: Path) -> None:
+    write_document(tmp_path / "document")
+    tracker = tracker_for(tmp_path)
+    label = Text(f"Image: {tmp_path}/document/pages/page-0003.png (image/png)")
+    result = md_vision_result(
+        tmp_path,
+        1,
+        "# Acme annual report\n",
+        extra=(("label", label), ("image", Image(png_bytes(), "image/png"))),
+    )
+    tracker.observe(ToolCall("1", "read_md_with_images", {"uri": "document/document.md"}), result)
+    assert tracker.pages_read == (3,)

@@ -248,7 +248,7 @@ def main() -> int:
         else:
             from harness.models.registry import build_model  # type: ignore[import-not-found]
 
-            model = build_model({"name": "openai/stub", "base_url": base_url})
+            model = build_model({"name": "openai/stub", "base_url": base_url, "concurrency": args.concurrency})
 
     probe = MemoryProbe()
     cpu_before = resource.getrusage(resource.RUSAGE_SELF)
@@ -283,7 +283,8 @@ def main() -> int:
         f"runner throughput: {args.samples} samples x {args.arms} arms x {args.turns} turns, "
         f"{args.concurrency} in flight, model delay {args.delay * 1000:.0f} ms, client {args.client}"
     )
-    print(f"  records: {len(records)} ({ok} ok), model calls {turns}, tool calls {len(tools)}")
+    retries = sum(r.retries for r in records)
+    print(f"  records: {len(records)} ({ok} ok), model calls {turns} ({retries} retried), tool calls {len(tools)}")
     print(
         f"  wall {wall:.2f} s, ideal {ideal:.2f} s, ratio {ratio:.3f} (goal <= {args.goal}): "
         f"{'PASS' if ratio <= args.goal and ok == len(records) else 'FAIL'}"
