@@ -46,7 +46,7 @@ from harness.tools.base import Tool
 from harness.tools.filesystem import filesystem_tools
 from harness.tools.mcp_session import MCPServerSpec, MCPSession, MCPStartError
 from harness.transcript import transcript_path
-from harness.workspace import WorkspaceError, WorkspaceSlot
+from harness.workspace import DocumentPool, WorkspaceError, WorkspaceSlot
 
 Scorer = Callable[[str, str, str], float]  # (gold, prediction, answer_format) -> score in [0, 1]
 
@@ -85,11 +85,11 @@ class RunContext:
 
 
 class _Worker:
-    def __init__(self, ctx: RunContext, index: int, root: Path) -> None:
+    def __init__(self, ctx: RunContext, index: int, root: Path, pool: DocumentPool) -> None:
         self.ctx = ctx
         self.index = index
         self.root = root
-        self.slot = WorkspaceSlot(root)
+        self.slot = WorkspaceSlot(root, pool)
         self.fs_tools: list[Tool] = []  # built once: the workspace root never changes
         self.sessions: dict[str, MCPSession] = {}  # worker-scoped servers, by name
 
@@ -127,7 +127,9 @@ async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: 
         }.values():
             if hasattr(model, "__aenter__"):
                 await models.enter_async_context(model)  # type: ignore[arg-type]
-        workers = [_Worker(ctx, i, parent / f"w{i:03d}") for i in range(max(1, min(concurrency, len(units))))]
+        pool = DocumentPool(parent / "pool")  # beside the workspaces, never inside one
+        count = max(1, min(concurrency, len(units)))
+        workers = [_Worker(ctx, i, parent / f"w{i:03d}", pool) for i in range(count)]
         for worker in workers:
             worker.root.mkdir()
         await asyncio.gather(*(_work(worker, queue, writer) for worker in workers))
@@ -178,7 +180,7 @@ async def run_sample(
     try:
         # File work runs in a thread: on a slow disk it would otherwise stall every sample in flight.
         if worker.slot.reusable(sample.document_dir):
-            document = worker.root / "document"
+            document = worker.slot.document
         else:
             document = await asyncio.to_thread(worker.slot.prepare, sample.document_dir)
         page_map = ctx.page_maps.get(sample.document_dir)

@@ -1,41 +1,46 @@
 """The sample's workspace: the converted document at a neutral path, and nothing else.
 
-Each runner worker owns one workspace root (a fresh temporary folder) and, before every sample,
-replaces its ``document/`` folder with the sample's converted document. The agent's tools and the
-MCP servers see only that root: the document's original file name, the corpus, the questions and
-the results are all elsewhere. Files are hard-linked when the corpus is on the same filesystem
-(every tool is read-only), else copied; symlinks in the corpus are skipped, never followed, and
-the converter's ``meta.json`` (harness bookkeeping, which names the source PDF) is left out.
+Each runner worker owns one workspace root (a fresh temporary folder) whose only entry is
+``document/``: the sample's converted document. The agent's tools and the MCP servers see only
+that root: the document's original file name, the corpus, the questions and the results are all
+elsewhere. Files are hard-linked when the corpus is on the same filesystem (every tool is
+read-only), else copied; symlinks in the corpus are skipped, never followed, and the converter's
+``meta.json`` (harness bookkeeping, which names the source PDF) is left out.
 
-A :class:`WorkspaceSlot` skips the copy when the next sample uses the same document (the arms of
-one question always do) and the workspace is exactly as it was placed: same entries, same inodes,
-sizes and modification times. Anything a server or tool left behind, or changed, triggers a fresh
-copy, so every sample still starts from the pristine document.
+Copies are recycled, because creating and deleting files is slow on some disks and a run places
+a document once per question: a :class:`DocumentPool` keeps pristine copies outside every
+workspace, and a :class:`WorkspaceSlot` moves one into its root by renaming it (and back out when
+the next sample needs another document). A copy is pristine when it is exactly as placed: same
+entries, inodes, sizes and modification times. Anything a server or tool left behind or changed,
+in the copy or beside it, makes the slot discard that copy and start from a fresh one, so every
+sample still starts from the untouched document.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 
 DOCUMENT_DIR = "document"
 HIDDEN_FILES = frozenset({"meta.json"})
+FREE_COPIES_PER_DOCUMENT = 4
+
+Snapshot = frozenset[tuple[str, bool, int, int, int]]
 
 
 class WorkspaceError(Exception):
     """The document could not be placed in the workspace; the message says why."""
 
 
-def populate(root: Path, source: Path) -> Path:
-    """Replace ``root/document`` with the files of ``source``; returns ``root/document``."""
+def copy_document(source: Path, target: Path) -> None:
+    """Create ``target`` holding the files of the converted document ``source`` (see the module doc)."""
     if not (source / "document.md").is_file():
         raise WorkspaceError(
             f"the converted document {source.name!r} has no document.md (was its PDF converted? "
             "see the corpus manifest.json for the converter's error)"
         )
-    target = root / DOCUMENT_DIR
-    clear(root)
     try:
         target.mkdir(parents=True)
         for dirpath, dirnames, filenames in os.walk(source):
@@ -50,22 +55,19 @@ def populate(root: Path, source: Path) -> Path:
                     continue
                 _link_or_copy(src, target / rel / name)
     except OSError as exc:
+        shutil.rmtree(target, ignore_errors=True)
         raise WorkspaceError(
             f"could not prepare the workspace for {source.name!r}: {exc.strerror or exc}"
         ) from None
-    return target
 
 
-Snapshot = frozenset[tuple[str, bool, int, int, int]]
-
-
-def snapshot(root: Path) -> Snapshot:
-    """Every entry under ``root`` with its kind, inode, size and mtime (without following links)."""
+def snapshot(folder: Path) -> Snapshot:
+    """Every entry under ``folder`` with its kind, inode, size and mtime (without following links)."""
     entries: list[tuple[str, bool, int, int, int]] = []
-    pending = [("", str(root))]
+    pending = [("", str(folder))]
     while pending:
-        prefix, folder = pending.pop()
-        with os.scandir(folder) as listing:
+        prefix, current = pending.pop()
+        with os.scandir(current) as listing:
             for entry in listing:
                 st = entry.stat(follow_symlinks=False)
                 is_dir = entry.is_dir(follow_symlinks=False)
@@ -75,27 +77,95 @@ def snapshot(root: Path) -> Snapshot:
     return frozenset(entries)
 
 
-class WorkspaceSlot:
-    """One worker's workspace root, refilled per sample (reused when nothing changed)."""
+class DocumentPool:
+    """Pristine copies of converted documents, kept outside every workspace, shared by the workers.
 
-    def __init__(self, root: Path) -> None:
+    Thread-safe: slots call it from worker threads.
+    """
+
+    def __init__(self, area: Path) -> None:
+        self.area = area
+        self._free: dict[Path, list[tuple[Path, Snapshot]]] = {}
+        self._lock = threading.Lock()
+        self._count = 0
+        self.copies = 0  # copies made (for tests and benchmarks)
+
+    def take(self, source: Path) -> tuple[Path, Snapshot]:
+        while True:
+            with self._lock:
+                free = self._free.get(source)
+                candidate = free.pop() if free else None
+            if candidate is None:
+                break
+            folder, placed = candidate
+            if snapshot(folder) == placed:
+                return folder, placed
+            shutil.rmtree(folder, ignore_errors=True)
+        with self._lock:
+            self._count += 1
+            folder = self.area / f"copy-{self._count:06d}"
+            self.copies += 1
+        copy_document(source, folder)
+        return folder, snapshot(folder)
+
+    def give_back(self, source: Path, folder: Path, placed: Snapshot) -> None:
+        if snapshot(folder) == placed:
+            with self._lock:
+                free = self._free.setdefault(source, [])
+                if len(free) < FREE_COPIES_PER_DOCUMENT:
+                    free.append((folder, placed))
+                    return
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class WorkspaceSlot:
+    """One worker's workspace root; :meth:`prepare` places a sample's document in it."""
+
+    def __init__(self, root: Path, pool: DocumentPool) -> None:
         self.root = root
-        self._source: Path | None = None
-        self._placed: Snapshot | None = None
-        self.copies = 0  # how many times a document was placed (for tests and benchmarks)
+        self.pool = pool
+        self._current: tuple[Path, Path, Snapshot] | None = None  # source, pool folder, snapshot
+
+    @property
+    def document(self) -> Path:
+        return self.root / DOCUMENT_DIR
 
     def reusable(self, source: Path) -> bool:
-        """Is the document already in place, untouched? (a few ``lstat`` calls)"""
-        return self._source == source and self._placed is not None and snapshot(self.root) == self._placed
+        """Is ``source`` already in place, untouched, with nothing beside it? (a few ``lstat`` calls)"""
+        current = self._current
+        return (
+            current is not None
+            and current[0] == source
+            and os.listdir(self.root) == [DOCUMENT_DIR]
+            and snapshot(self.document) == current[2]
+        )
 
     def prepare(self, source: Path) -> Path:
         if self.reusable(source):
-            return self.root / DOCUMENT_DIR
-        self._source = self._placed = None
-        target = populate(self.root, source)
-        self.copies += 1
-        self._source, self._placed = source, snapshot(self.root)
-        return target
+            return self.document
+        self._return_current()
+        clear(self.root)
+        folder, placed = self.pool.take(source)
+        try:
+            os.rename(folder, self.document)
+        except OSError as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise WorkspaceError(
+                f"could not place {source.name!r} in the workspace: {exc.strerror or exc}"
+            ) from None
+        self._current = (source, folder, placed)
+        return self.document
+
+    def _return_current(self) -> None:
+        current, self._current = self._current, None
+        if current is None or not self.document.is_dir():
+            return
+        source, folder, placed = current
+        try:
+            os.rename(self.document, folder)
+        except OSError:
+            return  # clear() removes it
+        self.pool.give_back(source, folder, placed)
 
 
 def clear(root: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 HELP = """\
@@ -53,7 +54,11 @@ def main(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         quiet=args.quiet,
     )
-    outcome = launch(request)
+    try:
+        outcome = launch(request)
+    except KeyboardInterrupt:
+        print("interrupted: finished samples are saved; re-run the same command to resume", file=sys.stderr)
+        raise
     print_summary(outcome.run_dir)
     print(
         f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); more: docab report {outcome.run_dir} --plots"

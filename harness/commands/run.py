@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 HELP = """\
@@ -98,7 +99,11 @@ def main(args: argparse.Namespace) -> int:
     from harness.launch import launch
 
     config = load(args.config)
-    outcome = launch(request_from(args, config))
+    try:
+        outcome = launch(request_from(args, config))
+    except KeyboardInterrupt:
+        print("interrupted: finished samples are saved; re-run the same command to resume", file=sys.stderr)
+        raise
     print_summary(outcome.run_dir)
     print(
         f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); more: docab report {outcome.run_dir} --plots"
