@@ -46,6 +46,16 @@ def rss_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def process_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of another process, from /proc (Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class _Connection:
     """One keep-alive HTTP/1.1 connection over asyncio streams (JSON in, JSON out)."""
 
@@ -248,7 +258,9 @@ def main() -> int:
         else:
             from harness.models.registry import build_model  # type: ignore[import-not-found]
 
-            model = build_model({"name": "openai/stub", "base_url": base_url, "concurrency": args.concurrency})
+            model = build_model(
+                {"name": "openai/stub", "base_url": base_url, "concurrency": args.concurrency}
+            )
 
     probe = MemoryProbe()
     cpu_before = resource.getrusage(resource.RUSAGE_SELF)
@@ -263,7 +275,9 @@ def main() -> int:
             say=lambda s: None,
         )
     finally:
+        stub_cpu = None
         if stub is not None:
+            stub_cpu = process_cpu_s(stub.pid)
             stub.stdin.close()  # type: ignore[union-attr]
             stub.wait(timeout=30)
     wall = time.perf_counter() - began
@@ -284,7 +298,9 @@ def main() -> int:
         f"{args.concurrency} in flight, model delay {args.delay * 1000:.0f} ms, client {args.client}"
     )
     retries = sum(r.retries for r in records)
-    print(f"  records: {len(records)} ({ok} ok), model calls {turns} ({retries} retried), tool calls {len(tools)}")
+    print(
+        f"  records: {len(records)} ({ok} ok), model calls {turns} ({retries} retried), tool calls {len(tools)}"
+    )
     print(
         f"  wall {wall:.2f} s, ideal {ideal:.2f} s, ratio {ratio:.3f} (goal <= {args.goal}): "
         f"{'PASS' if ratio <= args.goal and ok == len(records) else 'FAIL'}"
@@ -296,6 +312,10 @@ def main() -> int:
     print(f"  per model call: {model_overhead:.2f} ms over the stub's delay (client, HTTP, stub parsing)")
     print(f"  per tool call: {tool_ms:.3f} ms (read_file, budget and tracking included)")
     print(f"  agent loop bookkeeping per turn (wall - model - tool): {loop_ms:.3f} ms")
+    if stub_cpu is not None:
+        print(
+            f"  stub process CPU: {stub_cpu:.2f} s (its own process; close to the wall time means the stub is the limit)"
+        )
     print(
         f"  harness process CPU: {cpu:.2f} s = {cpu / (turns + len(tools)) * 1000:.2f} ms per call (model + tool)"
     )
