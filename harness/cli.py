@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from harness.errors import CommandError
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("benchmark.mmlongbench.cli",)
 
 EPILOG = """\
 Start here:
