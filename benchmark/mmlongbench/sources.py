@@ -170,12 +170,8 @@ def _read_parquet_files(
     # A throw-away cache: the rows are copied out at once, and the user's HF cache stays untouched.
     with tempfile.TemporaryDirectory(prefix="docab-hf-") as cache:
         try:
-            dataset = datasets.load_dataset(
-                "parquet",
-                data_files={split: [str(f) for f in files]},
-                split=split,
-                cache_dir=cache,
-                keep_in_memory=True,
+            dataset = datasets.Dataset.from_parquet(
+                [str(f) for f in files], split=split, cache_dir=cache, keep_in_memory=True
             )
             rows = dataset.to_list()
         except Exception as exc:
