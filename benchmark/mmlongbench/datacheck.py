@@ -127,19 +127,24 @@ def check_questions(
         if info is None or info.pages is None:
             continue
         over = [p for p in q.evidence_pages if p > info.pages]
-        if not over:
-            continue
-        split = [(p, _split_run_together(p, info.pages)) for p in over]
-        if all(pair is not None for _, pair in split):
-            run_together.extend(
-                f"{_q(q)} cites {p} in a {info.pages}-page PDF (meant {a}, {b}?)" for p, (a, b) in split
-            )
-        else:
+        if over:
             beyond.setdefault(q.doc_id, []).append((q, over))
     for doc_id, items in beyond.items():
+        limit = pdfs[doc_id].pages or 0
+        # one stray number in a document is a typo like 1418; several questions beyond the PDF
+        # mean the document was cited by its printed page numbers
+        if len(items) == 1:
+            q, over = items[0]
+            pairs = [_split_run_together(p, limit) for p in over]
+            if all(pair is not None for pair in pairs):
+                run_together.extend(
+                    f"{_q(q)} cites {p} in a {limit}-page PDF (meant {a}, {b}?)"
+                    for p, (a, b) in zip(over, pairs, strict=True)  # type: ignore[misc]
+                )
+                continue
         pages = sorted({p for _, over in items for p in over})
         printed.append(
-            f"{doc_id}: {len(items)} question(s) cite pages {pages[0]}-{pages[-1]} in a {pdfs[doc_id].pages}-page PDF "
+            f"{doc_id}: {len(items)} question(s) cite pages {pages[0]}-{pages[-1]} in a {limit}-page PDF "
             "(printed page numbers?)"
         )
     above_cap = [

@@ -40,7 +40,10 @@ HOSTILE = [
 
 def test_hostile_page_text_cannot_fake_or_swallow_page_headings() -> None:
     lines = tuple(body(text.strip(), 100 + 12 * i) for i, text in enumerate(HOSTILE))
-    pages = [PageContent(1, lines, "pages/page-0001.png"), PageContent(2, (body("plain", 100),), "pages/page-0002.png")]
+    pages = [
+        PageContent(1, lines, "pages/page-0001.png"),
+        PageContent(2, (body("plain", 100),), "pages/page-0002.png"),
+    ]
     markdown = assemble_document(pages, metadata_title="Report").markdown
     assert headings(markdown) == [("h1", "Report"), ("h2", "Page 1"), ("h2", "Page 2")]
     # every hostile line survives as text
@@ -50,7 +53,14 @@ def test_hostile_page_text_cannot_fake_or_swallow_page_headings() -> None:
 
 @pytest.mark.parametrize(
     ("line", "escaped"),
-    [("# x", "\\# x"), ("12. x", "12\\. x"), ("3) x", "3\\) x"), ("2023 report", "2023 report"), ("plain", "plain"), ("", "")],
+    [
+        ("# x", "\\# x"),
+        ("12. x", "12\\. x"),
+        ("3) x", "3\\) x"),
+        ("2023 report", "2023 report"),
+        ("plain", "plain"),
+        ("", ""),
+    ],
 )
 def test_escape_line(line: str, escaped: str) -> None:
     assert escape_line(line) == escaped
@@ -84,13 +94,20 @@ def test_headings_from_font_sizes_and_bold_lines() -> None:
 
 
 def test_converter_given_heading_levels_win() -> None:
-    page = PageContent(1, (TextLine("Chapter", heading=1), TextLine("Sub", heading=2), TextLine("text")), None)
+    page = PageContent(
+        1, (TextLine("Chapter", heading=1), TextLine("Sub", heading=2), TextLine("text")), None
+    )
     assert headings(assemble_document([page]).markdown)[2:] == [("h3", "Chapter"), ("h4", "Sub")]
 
 
 def test_spans_map_lines_back_to_pages_and_images_sit_under_headings() -> None:
     pages = [
-        PageContent(1, (body("alpha", 100),), "pages/page-0001.png", figures=(Figure("figures/page-0001-01.jpg", 90, 90, "h"),)),
+        PageContent(
+            1,
+            (body("alpha", 100),),
+            "pages/page-0001.png",
+            figures=(Figure("figures/page-0001-01.jpg", 90, 90, "h"),),
+        ),
         PageContent(2, (), "pages/page-0002.png"),
         PageContent(3, (body("gamma", 100),), None, error="image: render failed"),
     ]

@@ -37,7 +37,9 @@ class FakeModel:
         self.reply = reply
         self.calls: list[tuple[list[dict[str, str]], int, float]] = []
 
-    async def complete(self, messages: Sequence[Mapping[str, str]], *, max_tokens: int, temperature: float) -> Completion:
+    async def complete(
+        self, messages: Sequence[Mapping[str, str]], *, max_tokens: int, temperature: float
+    ) -> Completion:
         self.calls.append(([dict(m) for m in messages], max_tokens, temperature))
         if isinstance(self.reply, Exception):
             raise self.reply
@@ -52,13 +54,18 @@ def test_official_message_layout_and_settings() -> None:
     model = FakeModel("Extracted answer: 10\nAnswer format: Integer")
     assert isinstance(model, CompletionModel)
     result = run(model, "How many regulations?", "It breached 10.")
-    (messages, max_tokens, temperature), = model.calls
+    ((messages, max_tokens, temperature),) = model.calls
     assert messages == [
         {"role": "user", "content": "EXTRACT PROMPT"},
         {"role": "assistant", "content": "\n\nQuestion:How many regulations?\nAnalysis:It breached 10.\n"},
     ]
     assert (max_tokens, temperature) == (256, 0.0)
-    assert (result.pred, result.method, result.status, result.format_guess) == ("10", "llm-extraction", "ok", "Integer")
+    assert (result.pred, result.method, result.status, result.format_guess) == (
+        "10",
+        "llm-extraction",
+        "ok",
+        "Integer",
+    )
     assert result.usage == {"output_tokens": 3}
     assert result.prompt_sha256 == PROMPT.sha256
 
@@ -69,7 +76,10 @@ def test_official_message_layout_and_settings() -> None:
         ("Extracted answer: ['a', 'b']\nAnswer format: List", ("['a', 'b']", "List")),
         ("Extracted answer:   Not answerable  \n", ("Not answerable", None)),
         ("noise Extracted answer: 3 Extracted answer: 4\nAnswer format: Integer", ("3", "Integer")),
-        ("Answer format: Integer\nExtracted answer: 5", None),  # the official split takes the text before the format
+        (
+            "Answer format: Integer\nExtracted answer: 5",
+            None,
+        ),  # the official split takes the text before the format
         ("I think 5.", None),
     ],
 )
@@ -79,7 +89,11 @@ def test_parsing_matches_the_official_split(reply: str, expected: tuple[str, str
 
 def test_unparsable_reply_is_failed_to_extract_and_scores_zero() -> None:
     result = run(FakeModel("The answer is 10."))
-    assert (result.pred, result.status, result.raw) == ("Failed to extract", "unparsable", "The answer is 10.")
+    assert (result.pred, result.status, result.raw) == (
+        "Failed to extract",
+        "unparsable",
+        "The answer is 10.",
+    )
     assert score_answer("10", result.pred, "Int") == 0.0
 
 
@@ -120,7 +134,9 @@ class OpenAICompletions:
     def __init__(self, client: openai.AsyncOpenAI, model: str) -> None:
         self.client, self.model = client, model
 
-    async def complete(self, messages: Sequence[Mapping[str, str]], *, max_tokens: int, temperature: float) -> Completion:
+    async def complete(
+        self, messages: Sequence[Mapping[str, str]], *, max_tokens: int, temperature: float
+    ) -> Completion:
         reply = await self.client.chat.completions.create(
             model=self.model, messages=list(messages), max_tokens=max_tokens, temperature=temperature
         )

@@ -85,10 +85,19 @@ def test_duplicate_questions_get_distinct_qids() -> None:
 
 def test_filters_each_and_sample_is_seeded_and_ordered() -> None:
     qs = parse_rows(
-        [row(i, answer="Not answerable", answer_format="None", evidence_pages="[]", evidence_sources="[]") if i % 4 == 0 else row(i) for i in range(40)]
+        [
+            row(i, answer="Not answerable", answer_format="None", evidence_pages="[]", evidence_sources="[]")
+            if i % 4 == 0
+            else row(i)
+            for i in range(40)
+        ]
     )
-    assert {q.doc_id for q in select_questions(qs, QuestionFilter(doc_ids=frozenset({"doc1"})))} == {"doc1.pdf"}
-    assert {q.doc_type for q in select_questions(qs, QuestionFilter(doc_types=frozenset({"Brochure"})))} == {"Brochure"}
+    assert {q.doc_id for q in select_questions(qs, QuestionFilter(doc_ids=frozenset({"doc1"})))} == {
+        "doc1.pdf"
+    }
+    assert {q.doc_type for q in select_questions(qs, QuestionFilter(doc_types=frozenset({"Brochure"})))} == {
+        "Brochure"
+    }
     assert all(q.answerable for q in select_questions(qs, QuestionFilter(answerable_only=True)))
     assert len(select_questions(qs, QuestionFilter(evidence_sources=frozenset({"table"})))) == 30
     assert select_questions(qs, QuestionFilter(evidence_sources=frozenset({"chart"}))) == ()
@@ -102,7 +111,9 @@ def test_filters_each_and_sample_is_seeded_and_ordered() -> None:
 
 
 def test_page_cap_drops_questions_citing_pages_beyond_it() -> None:
-    qs = parse_rows([row(0, evidence_pages="[120]"), row(1, evidence_pages="[119, 121]"), row(2, evidence_pages="[]")])
+    qs = parse_rows(
+        [row(0, evidence_pages="[120]"), row(1, evidence_pages="[119, 121]"), row(2, evidence_pages="[]")]
+    )
     kept = select_questions(qs, QuestionFilter(max_evidence_page=OFFICIAL_PAGE_CAP))
     assert [q.question for q in kept] == ["question 0?", "question 2?"]
 
@@ -143,7 +154,9 @@ def test_huggingface_parquet_snapshot_and_save_to_disk(tmp_path: Path) -> None:
     assert qset.documents_dir == snapshot / "documents"
     assert qset.questions[3].evidence_pages == (1, 2)
     # the parquet file itself, with the PDFs given explicitly
-    single = load_questions(snapshot / "data" / "train-00000-of-00001.parquet", documents_dir=tmp_path / "pdfs")
+    single = load_questions(
+        snapshot / "data" / "train-00000-of-00001.parquet", documents_dir=tmp_path / "pdfs"
+    )
     assert (len(single), single.documents_dir) == (1091, tmp_path / "pdfs")
     saved = tmp_path / "saved"
     datasets.DatasetDict({"train": datasets.Dataset.from_list(rows[:10])}).save_to_disk(str(saved))
