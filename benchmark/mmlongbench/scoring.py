@@ -223,6 +223,18 @@ class ScoredAnswer:
     evidence_sources: tuple[str, ...] = ()
     doc_type: str = ""
 
+    @classmethod
+    def of(cls, question: Any, pred: str, score: float) -> ScoredAnswer:
+        """From anything shaped like ``questions.Question`` (answer, evidence, doc_type)."""
+        return cls(
+            str(question.answer),
+            pred,
+            score,
+            tuple(question.evidence_pages),
+            tuple(question.evidence_sources),
+            str(question.doc_type),
+        )
+
 
 @dataclass(frozen=True)
 class Metrics:

@@ -183,7 +183,7 @@ def test_missing_and_unknown_sources(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no questions found"):
         load_questions(tmp_path)
     (tmp_path / "x.txt").write_text("x")
-    with pytest.raises(DataError, match="neither a samples .json"):
+    with pytest.raises(DataError, match=r"neither a samples \.json"):
         load_questions(tmp_path / "x.txt")
     (tmp_path / "bad.parquet").write_bytes(b"not parquet")
     with pytest.raises(DataError, match="cannot read parquet data"):

@@ -215,3 +215,23 @@ def test_breakdowns() -> None:
     assert s.by_evidence_source["Chart"].acc == 0.5
     assert set(s.by_doc_type) == {"Brochure", "Guidebook"}
     assert s.as_dict()["overall"]["n"] == 4
+
+
+def test_scored_answer_from_a_question() -> None:
+    from benchmark.mmlongbench.questions import parse_rows
+
+    (question,) = parse_rows(
+        [
+            {
+                "doc_id": "d.pdf",
+                "doc_type": "Brochure",
+                "question": "q",
+                "answer": "5",
+                "evidence_pages": "[1]",
+                "evidence_sources": "['Chart']",
+                "answer_format": "Int",
+            }
+        ]
+    )
+    item = ScoredAnswer.of(question, "5", score_answer(question.answer, "5", question.answer_format))
+    assert item == ScoredAnswer("5", "5", 1.0, (1,), ("Chart",), "Brochure")
