@@ -66,6 +66,15 @@ def test_layout_manifest_and_meta(suite_dir: Path, suite_corpus: Path) -> None:
         assert all(not line.startswith("## ") or line.startswith("## Page ") for line in lines)
 
 
+def test_corpus_index_maps_doc_ids_to_folders(suite_corpus: Path) -> None:
+    from benchmark.mmlongbench.corpus import corpus_index
+
+    index = corpus_index(suite_corpus)
+    assert index["suite-bird-survey.pdf"] == suite_corpus / "suite-bird-survey"
+    assert len(index) == 3
+    assert corpus_index(suite_corpus / "missing") == {}
+
+
 def test_page_images_are_lossless_at_144_dpi(suite_dir: Path, suite_corpus: Path) -> None:
     document = pdfium.PdfDocument(str(suite_dir / "documents" / "suite-bird-survey.pdf"))
     reference = document[2].render(scale=2.0, rev_byteorder=True).to_numpy()

@@ -1,7 +1,7 @@
 """PDF to a markdown corpus (``docab convert``): one folder per PDF with document.md, page images, figures, meta.json.
 
-Entry points: ``convert_corpus`` (see ``runner``), the ``Converter`` interface (see ``model``) and
-``get_converter(name)``; ``PdfiumConverter`` is the default.
+Entry points: ``convert_corpus`` (see ``runner``), ``corpus_index(out_dir)`` (doc_id -> folder), the
+``Converter`` interface (see ``model``) and ``get_converter(name)``; ``PdfiumConverter`` is the default.
 """
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ from benchmark.mmlongbench.corpus.model import (
     TextLine,
 )
 from benchmark.mmlongbench.corpus.registry import available_converters, get_converter
-from benchmark.mmlongbench.corpus.runner import ConversionReport, DocumentResult, Progress, convert_corpus
+from benchmark.mmlongbench.corpus.runner import (
+    ConversionReport,
+    DocumentResult,
+    Progress,
+    convert_corpus,
+    corpus_index,
+)
 
 __all__ = [
     "ConversionError",
@@ -31,5 +37,6 @@ __all__ = [
     "TextLine",
     "available_converters",
     "convert_corpus",
+    "corpus_index",
     "get_converter",
 ]

@@ -145,6 +145,19 @@ def read_manifest(out_dir: Path) -> dict[str, Any]:
     return documents if isinstance(documents, dict) else {}
 
 
+def corpus_index(out_dir: Path) -> dict[str, Path]:
+    """Converted documents of a corpus by PDF file name (the benchmark's ``doc_id``) -> their folder.
+
+    Only documents converted successfully are listed; read from ``manifest.json``.
+    """
+    out_dir = Path(out_dir)
+    index: dict[str, Path] = {}
+    for name, entry in read_manifest(out_dir).items():
+        if isinstance(entry, dict) and entry.get("status") == "ok" and isinstance(entry.get("source"), str):
+            index[entry["source"]] = out_dir / name
+    return index
+
+
 def _write_json_atomic(path: Path, data: Any) -> None:
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
