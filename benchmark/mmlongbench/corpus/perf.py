@@ -7,8 +7,8 @@ Measures, over every page of the PDFs in PDF_DIR (default: ../shared/data/mmlong
    Pillow's default PNG encode of the same pixels;
 3. the full converter (text, headings, page images, figures, document.md) with 1 and N processes.
 
-Prints pages per second and the ratio to the reference. The numbers depend on the machine and
-its load: compare ratios measured in one run.
+Prints pages per second, the ratio to the reference, and the CPU time per page (which other
+processes on a busy machine disturb far less than wall time). Compare figures from one run.
 """
 
 from __future__ import annotations
@@ -83,17 +83,21 @@ def cost_split(pdfs: list[Path]) -> dict[str, float]:
     return {key: 1000 * value / count for key, value in totals.items()}
 
 
-def converter(pdfs: list[Path], jobs: int) -> tuple[int, float, int]:
+def converter(pdfs: list[Path], jobs: int) -> tuple[int, float, float, int]:
+    """Pages, wall seconds, CPU seconds (this process and its workers) and PNG bytes of a full conversion."""
     from benchmark.mmlongbench.corpus import convert_corpus
 
     with tempfile.TemporaryDirectory(prefix="docab-perf-") as out:
-        start = time.perf_counter()
+        before, start = os.times(), time.perf_counter()
         report = convert_corpus(pdfs, Path(out), jobs=jobs)
-        elapsed = time.perf_counter() - start
+        elapsed, after = time.perf_counter() - start, os.times()
         size = sum(p.stat().st_size for p in Path(out).rglob("*.png"))
     if report.failed:
         raise SystemExit(f"conversion failed: {report.failed[0].error}")
-    return report.pages_converted, elapsed, size
+    cpu = sum(
+        getattr(after, f) - getattr(before, f) for f in ("user", "system", "children_user", "children_system")
+    )
+    return report.pages_converted, elapsed, cpu, size
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,11 +128,12 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in cost_split(pdfs).items():
         print(f"  {key:34s} {value:6.1f}")
     for jobs in sorted({1, args.jobs}):
-        pages, elapsed, size = converter(pdfs, jobs)
+        pages, elapsed, cpu, size = converter(pdfs, jobs)
         rate = pages / elapsed
         ratio = f", {rate / ref_rate:4.2f}x reference" if ref_rate else ""
         print(
             f"docab convert, {jobs} process(es): {pages} pages, {elapsed:6.1f} s, {rate:5.1f} pages/s{ratio}; "
+            f"CPU {1000 * cpu / pages:.1f} ms/page ({pages / cpu:.1f} pages per CPU-second); "
             f"PNG {size / pages / 1024:.0f} KiB/page"
         )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
