@@ -308,6 +308,8 @@ def convert_corpus(
     for result in list(results.values()):
         manifest[result.name] = result.manifest_entry(converter)
     _write_manifest(out_dir, manifest, converter)
+    if progress and jobs_by_name:
+        progress(Progress(0, total_pages, ""))
 
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     executor: Any
