@@ -162,12 +162,12 @@ def _page_body(page: PageContent, scale: HeadingScale) -> tuple[list[str], int]:
     out: list[str] = []
     headings = 0
     previous: TextLine | None = None
-    open_heading: tuple[int, list[str], TextLine] | None = None  # level, texts, last line
+    open_heading: tuple[int, list[str]] | None = None  # a heading still collecting lines: level, texts
 
     def close_heading() -> None:
         nonlocal open_heading, headings
         if open_heading is not None:
-            level, texts, _ = open_heading
+            level, texts = open_heading
             if out and out[-1] != "":
                 out.append("")
             out.extend([f"{'#' * level} {_heading_text(' '.join(texts))}", ""])
@@ -189,7 +189,7 @@ def _page_body(page: PageContent, scale: HeadingScale) -> tuple[list[str], int]:
                 open_heading[1].append(line.text)
             else:
                 close_heading()
-                open_heading = (level, [line.text], line)
+                open_heading = (level, [line.text])
         else:
             close_heading()
             if new_block and out and out[-1] != "":

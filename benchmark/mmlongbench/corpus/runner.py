@@ -24,7 +24,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -327,7 +327,7 @@ def convert_corpus(
                     _convert_chunk, converter, str(job.pdf), first, last, str(job.staging)
                 )
                 futures[future] = (job, first, last)
-        for future in _as_completed(futures):
+        for future in as_completed(futures):
             job, first, last = futures[future]
             try:
                 job.results[first] = future.result()
@@ -361,12 +361,6 @@ def _process_context() -> Any:
 
 def _last(job: _Job, max_pages: int | None) -> int:
     return job.pages if max_pages is None else min(job.pages, max_pages)
-
-
-def _as_completed(futures: dict[Future[Any], Any]) -> Iterable[Future[Any]]:
-    from concurrent.futures import as_completed
-
-    return as_completed(futures)
 
 
 def _write_manifest(out_dir: Path, documents: dict[str, Any], converter: Converter) -> None:
