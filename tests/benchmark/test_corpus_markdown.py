@@ -124,3 +124,13 @@ def test_spans_map_lines_back_to_pages_and_images_sit_under_headings() -> None:
     assert "_No text layer on this page: see the page image._" in lines
     assert "_Conversion note: image: render failed_" in lines
     assert doc.spans[-1].last_line == len(lines)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["• Bulleted item in a bigger font", "continuation of a sentence", "Grading System ........ 7", "12345"],
+)
+def test_bullets_lowercase_toc_lines_and_numbers_are_not_headings(text: str) -> None:
+    lines = (body("body text " * 8, 100), body(text, 130, size=14, bold=True), body("body text " * 8, 160))
+    doc = assemble_document([PageContent(1, lines, None)], metadata_title="Doc")
+    assert headings(doc.markdown) == [("h1", "Doc"), ("h2", "Page 1")]

@@ -24,7 +24,9 @@ its first marker escaped with a backslash, which renders as the literal characte
 Headings inside a page come from font sizes: the body size is the size carrying the most
 characters in the document; short lines at least ``HEADING_MIN_RATIO`` times larger become
 headings, the largest size ``###``, the next ``####`` and so on down to ``######``; a short bold
-line at body size standing on its own is a heading one level below the sized ones.
+line at body size standing on its own is a heading one level below the sized ones. A heading
+starts with a letter or digit and its first letter is not lower-case (bullets and continuation
+lines are text), and dot leaders mark a table-of-contents line, not a heading.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ _MAX_BOLD_HEADING_CHARS: Final = 80
 _MAX_HEADING_WORDS: Final = 20
 _PARAGRAPH_GAP: Final = 2.5  # line heights between two lines that start a new block (PDFium joins hyphenated lines, so 2 is common inside a paragraph)
 _MAX_MERGED_HEADING_LINES: Final = 3
+_HEADING_LINE_GAP: Final = 1.5  # line heights: closer lines of one size continue the same heading
+_TITLE_TRIM: Final = " \t_-=*~|"
 
 _LIST_NUMBER = re.compile(r"^(\d{1,9})([.)])(\s|$)")
 _SETEXT = re.compile(r"^(=+|-+)\s*$")
@@ -95,7 +99,9 @@ class HeadingScale:
         text = line.text
         if len(text) > _MAX_HEADING_CHARS or len(text.split()) > _MAX_HEADING_WORDS:
             return None
-        if not any(c.isalpha() for c in text):
+        first_letter = next((c for c in text if c.isalpha()), None)
+        # headings start with a capital or a number, and table-of-contents lines carry dot leaders
+        if first_letter is None or first_letter.islower() or not text[0].isalnum() or "...." in text:
             return None
         level = self.levels.get(_size_key(line.size))
         if level is not None:
@@ -126,18 +132,17 @@ def heading_scale(pages: Sequence[PageContent]) -> HeadingScale:
     return HeadingScale(body, levels)
 
 
-def choose_title(
-    metadata_title: str, pages: Sequence[PageContent], scale: HeadingScale, fallback: str
-) -> str:
-    """The PDF's own title when it looks like one, else the first page's largest heading, else ``fallback``."""
-    title = " ".join(metadata_title.split())
+def choose_title(metadata_title: str, first_page_headings: Sequence[tuple[int, str]], fallback: str) -> str:
+    """The PDF's own title when it looks like one, else the first page's most important heading, else ``fallback``."""
+    title = " ".join(metadata_title.split()).strip(_TITLE_TRIM)
     if 3 <= len(title) <= 200 and sum(c.isalpha() for c in title) >= 3 and not _JUNK_TITLE.match(title):
         return title
-    if pages and scale.levels:
-        top = min(scale.levels.values())
-        for line in pages[0].lines:
-            if scale.levels.get(_size_key(line.size)) == top and any(c.isalpha() for c in line.text):
-                return " ".join(line.text.split())[:200]
+    if first_page_headings:
+        top = min(level for level, _ in first_page_headings)
+        for level, text in first_page_headings:
+            candidate = text.strip(_TITLE_TRIM)
+            if level == top and sum(c.isalpha() for c in candidate) >= 3:
+                return candidate[:200]
     return fallback
 
 
@@ -158,20 +163,22 @@ class AssembledDocument:
     headings: int
 
 
-def _page_body(page: PageContent, scale: HeadingScale) -> tuple[list[str], int]:
+def _page_body(page: PageContent, scale: HeadingScale) -> tuple[list[str], list[tuple[int, str]]]:
+    """The page's markdown lines and the headings found on it (level, text)."""
     out: list[str] = []
-    headings = 0
+    headings: list[tuple[int, str]] = []
     previous: TextLine | None = None
     open_heading: tuple[int, list[str]] | None = None  # a heading still collecting lines: level, texts
 
     def close_heading() -> None:
-        nonlocal open_heading, headings
+        nonlocal open_heading
         if open_heading is not None:
             level, texts = open_heading
+            text = _heading_text(" ".join(texts))
             if out and out[-1] != "":
                 out.append("")
-            out.extend([f"{'#' * level} {_heading_text(' '.join(texts))}", ""])
-            headings += 1
+            out.extend([f"{'#' * level} {text}", ""])
+            headings.append((level, text))
             open_heading = None
 
     for line in page.lines:
@@ -183,8 +190,9 @@ def _page_body(page: PageContent, scale: HeadingScale) -> tuple[list[str], int]:
             if (
                 open_heading is not None
                 and open_heading[0] == level
-                and not (gap < -1.0 or gap > _PARAGRAPH_GAP * height)
+                and -1.0 <= gap <= _HEADING_LINE_GAP * height
                 and len(open_heading[1]) < _MAX_MERGED_HEADING_LINES
+                and sum(len(t) + 1 for t in open_heading[1]) + len(line.text) <= _MAX_HEADING_CHARS
             ):
                 open_heading[1].append(line.text)
             else:
@@ -207,17 +215,17 @@ def assemble_document(
 ) -> AssembledDocument:
     """``document.md`` for ``pages`` (in page order) and each page's line span."""
     scale = heading_scale(pages)
-    title = choose_title(metadata_title, pages, scale, fallback_title)
+    bodies = [_page_body(page, scale) for page in pages]
+    title = choose_title(metadata_title, bodies[0][1] if bodies else [], fallback_title)
     lines: list[str] = [f"# {_heading_text(title) or 'Document'}", ""]
     spans: list[PageSpan] = []
     headings = 0
-    for page in pages:
+    for page, (body, found) in zip(pages, bodies, strict=True):
         first = len(lines) + 1
         lines.extend([f"## Page {page.number}", ""])
         if page.image:
             lines.extend([f"![Page {page.number}]({page.image})", ""])
-        body, found = _page_body(page, scale)
-        headings += found
+        headings += len(found)
         if body:
             lines.extend([*body, ""])
         elif not page.error:

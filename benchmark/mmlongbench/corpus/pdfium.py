@@ -250,7 +250,12 @@ def _page_lines(page: Any) -> tuple[TextLine, ...]:
             line = _CONTROL.sub("", match.group()).replace("\t", " ").strip()
             if not line:
                 continue
-            offset = len(match.group()) - len(match.group().lstrip())
+            # Style comes from the first letter or digit: a leading bullet is often set in a symbol
+            # font of another size and weight than the text it introduces.
+            raw_line = match.group()
+            offset = next(
+                (i for i, c in enumerate(raw_line) if c.isalnum()), len(raw_line) - len(raw_line.lstrip())
+            )
             char = raw.FPDFText_GetCharIndexFromTextIndex(textpage, match.start() + offset)
             size, bold, top, height = 0.0, False, 0.0, 0.0
             if char >= 0:
