@@ -20,6 +20,7 @@ class Text:
 class Image:
     data: bytes
     media_type: str  # image/png, image/jpeg, image/gif, image/webp
+    name: str = ""  # where it came from (e.g. "pages/page-0003.png"), for text-only placeholders
 
     @property
     def sha256(self) -> str:
@@ -31,9 +32,33 @@ Block = Text | Image
 
 @dataclass(frozen=True)
 class ToolCall:
+    """A tool call the model asked for.
+
+    ``parse_error`` is set when the model's arguments were unusable (not JSON, or not a JSON object);
+    ``arguments`` is then empty. The agent loop answers such a call with ``ToolResult.error(parse_error)``
+    instead of running the tool, so the model can correct itself: a recoverable turn, not a failure.
+    """
+
     id: str
     name: str
     arguments: dict[str, Any]
+    parse_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """Reasoning a model showed, kept so that it can go back to providers that require it.
+
+    Anthropic: a ``thinking`` block (``text`` and ``signature``) or a ``redacted_thinking`` block
+    (``redacted`` holds its opaque data); both must be returned unchanged with tool results.
+    OpenAI-compatible servers (DeepSeek, vLLM, OpenRouter): ``text`` from the message field named
+    ``field`` (``reasoning_content`` or ``reasoning``); DeepSeek requires it back on tool-call turns.
+    """
+
+    text: str = ""
+    signature: str = ""
+    redacted: str = ""
+    field: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,7 +99,8 @@ Role = Literal["user", "assistant", "tool"]
 class Message:
     """One conversation entry.
 
-    user: ``blocks``. assistant: ``blocks`` (text) and ``tool_calls``. tool: the result of one call,
+    user: ``blocks``. assistant: ``blocks`` (text), ``tool_calls`` and any ``reasoning`` the model
+    showed (build it with ``Turn.message()`` so the reasoning is kept). tool: the result of one call,
     ``tool_call_id`` naming it, ``blocks`` its content and ``is_error`` its status.
     """
 
@@ -83,14 +109,19 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     is_error: bool = False
+    reasoning: tuple[Reasoning, ...] = ()
 
     @classmethod
     def user(cls, text: str) -> Message:
         return cls(role="user", blocks=(Text(text),))
 
     @classmethod
-    def assistant(cls, text: str = "", tool_calls: tuple[ToolCall, ...] = ()) -> Message:
-        return cls(role="assistant", blocks=(Text(text),) if text else (), tool_calls=tool_calls)
+    def assistant(
+        cls, text: str = "", tool_calls: tuple[ToolCall, ...] = (), reasoning: tuple[Reasoning, ...] = ()
+    ) -> Message:
+        return cls(
+            role="assistant", blocks=(Text(text),) if text else (), tool_calls=tool_calls, reasoning=reasoning
+        )
 
     @classmethod
     def tool(cls, call_id: str, result: ToolResult) -> Message:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from harness.messages import Message, ToolCall, ToolSpec
+from harness.messages import Message, Reasoning, ToolCall, ToolSpec
 from harness.usage import Usage
 
 
@@ -14,8 +14,11 @@ from harness.usage import Usage
 class Turn:
     """One model call's outcome.
 
-    ``latency_s`` covers the whole call including retries and their back-off; ``retries`` counts
-    the attempts after the first; ``raw`` is the provider's response as plain JSON data.
+    ``latency_s`` covers the whole call including retries and their back-off (not the time spent
+    queued for a provider concurrency slot); ``retries`` counts the attempts after the first;
+    ``stop_reason`` is the provider's own value (``stop``/``length``/``tool_calls``,
+    ``end_turn``/``max_tokens``/``tool_use``); ``reasoning`` is what the model showed of its thinking;
+    ``raw`` is the provider's response as plain JSON data.
     """
 
     text: str
@@ -25,10 +28,20 @@ class Turn:
     retries: int = 0
     stop_reason: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    reasoning: tuple[Reasoning, ...] = ()
+
+    def message(self) -> Message:
+        """The assistant message to append to the conversation (keeps reasoning providers need back)."""
+        return Message.assistant(self.text, self.tool_calls, self.reasoning)
 
 
 class ModelError(Exception):
-    """A model call that failed for good (after retries). ``kind``: timeout, rate_limit, api, malformed."""
+    """A model call that failed for good (after retries).
+
+    ``kind``: ``timeout``, ``rate_limit``, ``connection``, ``server`` (5xx), ``auth`` (401/403),
+    ``api`` (any other refusal, e.g. 400), ``malformed`` (a reply that cannot be read), ``config``.
+    The message is safe to show and to record; it never holds a traceback or a key.
+    """
 
     def __init__(self, kind: str, message: str, *, retries: int = 0, status: int | None = None):
         super().__init__(message)

@@ -66,13 +66,24 @@ class Reply:
 Handler = Reply | Callable[[Request], Reply]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that hang up mid-request (timeouts, size caps) are expected here, not errors to print."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class LocalServer:
     def __init__(self, routes: Mapping[str, Handler] | None = None, *, default: Handler | None = None):
         self.routes: dict[str, Handler] = dict(routes or {})
         self.default = default
         self.requests: list[Request] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._make_handler())
+        self._httpd = _QuietServer(("127.0.0.1", 0), self._make_handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="LocalServer", daemon=True
@@ -119,6 +130,9 @@ class LocalServer:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate writes; with Nagle's algorithm the body waits for
+            # the client's delayed ACK (~40 ms on Linux) on every keep-alive response.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # silence stderr
                 return

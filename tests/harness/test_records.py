@@ -1,0 +1,55 @@
+"""The run record survives a JSON round trip and sums usage per role."""
+
+from __future__ import annotations
+
+import json
+
+from harness.records import RECORD_VERSION, RunRecord, ToolCallRecord
+from harness.usage import Usage
+
+
+def make_record() -> RunRecord:
+    return RunRecord(
+        run_id="r1",
+        arm="fs",
+        qid="doc.pdf#3",
+        doc_id="doc.pdf",
+        epoch=0,
+        model="openai/gpt-x",
+        status="ok",
+        score=1.0,
+        answer_protocol="submit_tool",
+        raw_answer="42",
+        extracted_answer="42",
+        gold="42",
+        answer_format="Int",
+        usage=(
+            Usage.from_openai({"prompt_tokens": 100, "completion_tokens": 10}),
+            Usage.from_openai({"prompt_tokens": 20, "completion_tokens": 2}, role="extractor"),
+        ),
+        tool_calls=(ToolCallRecord(name="read", duration_s=0.01, arguments={"path": "document.md"}),),
+        pages_read=(3, 4),
+    )
+
+
+def test_round_trip_through_json() -> None:
+    record = make_record()
+    line = json.dumps(record.to_dict())
+    back = RunRecord.from_dict(json.loads(line))
+    assert back == record
+    assert back.version == RECORD_VERSION
+    assert back.key == ("fs", "doc.pdf#3", 0)
+
+
+def test_usage_totals_by_role_are_written() -> None:
+    data = make_record().to_dict()
+    assert data["usage_totals"]["agent"]["total"] == 110
+    assert data["usage_totals"]["extractor"]["input_total"] == 20
+    assert make_record().tokens("agent") == 110
+    assert make_record().tokens() == 132
+
+
+def test_unknown_fields_from_newer_writers_are_ignored() -> None:
+    data = make_record().to_dict()
+    data["some_future_field"] = 1
+    assert RunRecord.from_dict(data).qid == "doc.pdf#3"

@@ -1,0 +1,305 @@
+"""The report on synthetic runs: exact figures on a hand-made run, robustness on awkward ones."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from harness.report import (
+    FLOOR_LABEL,
+    ReportError,
+    build_report,
+    evidence_recall,
+    load_run,
+    planning_statement,
+    question_groups,
+    question_outcomes,
+)
+from harness.report_render import print_console, to_markdown
+from tests.harness.synthetic_runs import make_record, random_run, write_run
+
+RESAMPLES = 500
+
+
+def tiny_records() -> list:
+    """Three documents, two questions each; arm md fixes q2 and q4 and errors on q5."""
+    a_scores = {"q1": 1, "q2": 0, "q3": 1, "q4": 0, "q5": 0, "q6": 1}
+    b_scores = {"q1": 1, "q2": 1, "q3": 1, "q4": 1, "q5": 0, "q6": 1}
+    docs = {"q1": "d1", "q2": "d1", "q3": "d2", "q4": "d2", "q5": "d3", "q6": "d3"}
+    records = []
+    for qid, doc in docs.items():
+        unanswerable = qid == "q6"
+        common = {
+            "gold": "Not answerable" if unanswerable else "42",
+            "answer_format": "None" if unanswerable else "Int",
+            "evidence_pages": () if unanswerable else ((3,) if qid in ("q1", "q3") else (3, 4)),
+        }
+        records.append(
+            make_record(
+                "fs",
+                qid,
+                doc,
+                score=a_scores[qid],
+                answer="Not answerable" if unanswerable else None,
+                pages_read=(3,),
+                **common,
+            )
+        )
+        error = qid == "q5"
+        records.append(
+            make_record(
+                "md",
+                qid,
+                doc,
+                model="openai/gpt-test",
+                status="error" if error else "ok",
+                score=b_scores[qid],
+                answer="" if error else ("Not answerable" if unanswerable else None),
+                input_tokens=2000,
+                cached_tokens=1000,
+                wall_time_s=20.0,
+                tools=("md_index", "md_read"),
+                pages_read=(3, 4),
+                **common,
+            )
+        )
+    return records
+
+
+@pytest.fixture
+def tiny_run(tmp_path: Path) -> Path:
+    return write_run(
+        tmp_path / "tiny", tiny_records(), {"arms": {"fs": {"tool_definition_tokens": 420}, "md": {}}}
+    )
+
+
+def arm(summary: dict, name: str) -> dict:
+    return next(a for a in summary["arms"] if a["arm"] == name)
+
+
+def test_per_arm_figures_match_the_official_definitions(tiny_run: Path) -> None:
+    summary = build_report(load_run(tiny_run), resamples=RESAMPLES).summary
+    fs, md = arm(summary, "fs"), arm(summary, "md")
+    assert fs["accuracy"]["value"] == pytest.approx(0.5)
+    assert md["accuracy"]["value"] == pytest.approx(5 / 6)
+    assert fs["accuracy"]["method"] == "korn-graubard"  # small sample: exact-type interval
+    # F1: recall = precision = 2/5 for fs (one "Not answerable" prediction), 4/5 for md
+    assert fs["f1"]["value"] == pytest.approx(0.4)
+    assert md["f1"]["value"] == pytest.approx(0.8)
+    assert md["status"] == {"ok": 5, "error": 1, "timeout": 0, "limit": 0}
+    assert (fs["questions"], fs["documents"], fs["epochs"]) == (6, 3, 1)
+    # evidence recall: fs read only page 3 -> q1 1, q2 .5, q3 1, q4 .5, q5 .5 -> 0.7
+    assert fs["evidence_recall"]["value"] == pytest.approx(0.7)
+    assert fs["evidence_recall"]["questions"] == 5
+    assert md["evidence_recall"]["value"] == pytest.approx(1.0)
+    assert fs["tokens"]["total"]["median"] == 1100
+    assert md["tokens"]["cache_read_share"] == pytest.approx(0.5)
+    assert fs["tokens"]["cache_read_share"] == 0
+    assert fs["tokens"]["tool_definition_tokens"] == 420 and md["tokens"]["tool_definition_tokens"] is None
+    assert md["tool_calls"]["by_name"]["md_read"]["calls"] == 6
+    assert md["time"]["wall_s"]["median"] == 20.0
+    assert not fs["floor"] and summary["label"] == ""
+
+
+def test_paired_comparison_itt_and_pairs_dropped(tiny_run: Path) -> None:
+    summary = build_report(load_run(tiny_run), resamples=RESAMPLES).summary
+    (comparison,) = summary["comparisons"]
+    assert (comparison["a"], comparison["b"], comparison["paired"]) == ("fs", "md", 6)
+    itt = comparison["itt"]
+    assert itt["accuracy"]["difference"]["estimate"] == pytest.approx(2 / 6)
+    assert itt["f1"]["difference"]["estimate"] == pytest.approx(0.4)
+    assert itt["mcnemar"] == {"b": 0, "c": 2, "p_value": pytest.approx(0.5)}
+    assert itt["tokens"]["ratio"]["ratio"] == pytest.approx(2100 / 1100)
+    assert itt["latency"]["difference"]["estimate"] == pytest.approx(10.0)
+    dropped = comparison["pairs_dropped"]
+    assert (dropped["dropped"], dropped["paired"]) == (1, 5)
+    assert dropped["accuracy"]["difference"]["estimate"] == pytest.approx(2 / 5)
+    assert comparison["first_call_input_difference"]["median"] == 1000
+    assert "not resolvable" in comparison["mde_statement"]
+
+
+def test_breakdowns_follow_the_paper(tiny_run: Path) -> None:
+    rows = build_report(load_run(tiny_run), resamples=RESAMPLES).summary["breakdowns"]
+    cells = {(r["dimension"], r["group"]): r for r in rows}
+    single = cells[("evidence pages", "single-page")]
+    assert single["arms"]["fs"] == {"n": 2, "accuracy": 1.0}
+    cross = cells[("evidence pages", "cross-page")]
+    assert cross["arms"]["fs"]["n"] == 3 and cross["arms"]["md"]["accuracy"] == pytest.approx(2 / 3)
+    assert cells[("evidence pages", "unanswerable")]["arms"]["md"]["n"] == 1
+    assert cells[("answer format", "Int")]["differences"]["md"]["estimate"] == pytest.approx(0.4)
+    assert ("document type", "Academic paper") in cells
+    assert cells[("answer path", "submit_tool")]["arms"]
+
+
+def test_question_groups_count_under_every_evidence_source() -> None:
+    record = make_record(
+        "a", "q", "d", evidence_sources=("Table", "Chart"), evidence_pages=(1, 2), gold="Not answerable"
+    )
+    (outcome,) = question_outcomes([record])["a"].values()
+    groups = question_groups(outcome)
+    assert ("evidence source", "Table") in groups and ("evidence source", "Chart") in groups
+    assert ("evidence pages", "unanswerable") in groups and ("evidence pages", "cross-page") not in groups
+
+
+def test_epochs_are_averaged_before_pairing(tmp_path: Path) -> None:
+    records = [
+        make_record("a", "q1", "d1", epoch=0, score=1),
+        make_record("a", "q1", "d1", epoch=1, score=0),
+        make_record("a", "q2", "d2", epoch=0, score=1),
+        make_record("a", "q2", "d2", epoch=1, score=1),
+    ]
+    summary = build_report(load_run(write_run(tmp_path / "e", records)), resamples=RESAMPLES).summary
+    a = arm(summary, "a")
+    assert a["questions"] == 2 and a["records"] == 4 and a["epochs"] == 2
+    assert a["accuracy"]["value"] == pytest.approx(0.75)
+
+
+def test_evidence_recall_of_a_record() -> None:
+    assert evidence_recall(make_record("a", "q", "d", evidence_pages=(2, 4), pages_read=(4, 9))) == 0.5
+    assert math.isnan(evidence_recall(make_record("a", "q", "d", evidence_pages=())))
+
+
+def test_a_baseline_run_is_labelled_a_floor_everywhere(tmp_path: Path) -> None:
+    folder = random_run(tmp_path / "demo", model="baseline/keyword", documents=3, per_document=3)
+    report = build_report(load_run(folder), resamples=RESAMPLES)
+    summary = report.summary
+    assert summary["floor"] is True and summary["label"] == FLOOR_LABEL
+    assert all(a["floor"] and a["label"] == FLOOR_LABEL for a in summary["arms"])
+    markdown = to_markdown(summary)
+    assert FLOOR_LABEL in markdown.splitlines()[0]
+    assert "baseline/keyword (floor)" in markdown
+    assert "a floor, not a model result" in markdown
+
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    print_console(summary, console)
+    assert FLOOR_LABEL in console.export_text()
+
+
+def test_markdown_holds_the_tables(tiny_run: Path) -> None:
+    markdown = to_markdown(build_report(load_run(tiny_run), resamples=RESAMPLES).summary)
+    assert "## Arms" in markdown and "## md vs fs (paired, 6 questions)" in markdown
+    assert "| Accuracy | 50.0 % | 83.3 % | +33.3 pts" in markdown
+    assert "McNemar p = 0.500 (b = 0, c = 2)" in markdown
+    assert "Sensitivity, 1 pair(s) with an error or timeout dropped" in markdown
+    assert "## Accuracy by breakdown" in markdown and "## Method" in markdown
+
+
+def test_summary_is_strict_json(tmp_path: Path) -> None:
+    folder = random_run(tmp_path / "r", documents=1, per_document=2)  # one document: NaN intervals
+    summary = build_report(load_run(folder), resamples=RESAMPLES).summary
+    text = json.dumps(summary, allow_nan=False)  # raises if a NaN slipped through
+    assert json.loads(text)["version"] == 1
+
+
+@pytest.mark.parametrize(
+    ("documents", "per_document"),
+    [(1, 1), (1, 4), (2, 1), (10, 6)],
+)
+def test_awkward_runs_still_report(tmp_path: Path, documents: int, per_document: int) -> None:
+    folder = random_run(tmp_path / "r", documents=documents, per_document=per_document, epochs=2)
+    report = build_report(load_run(folder), resamples=RESAMPLES)
+    markdown = to_markdown(report.summary)
+    assert "## Arms" in markdown
+    assert report.summary["comparisons"][0]["paired"] == documents * per_document
+
+
+def test_a_single_arm_run_has_no_comparison(tmp_path: Path) -> None:
+    folder = write_run(
+        tmp_path / "one", [make_record("fs", "q1", "d1"), make_record("fs", "q2", "d2", score=0)]
+    )
+    summary = build_report(load_run(folder), resamples=RESAMPLES).summary
+    assert summary["comparisons"] == [] and len(summary["arms"]) == 1
+    assert "## fs" not in to_markdown(summary)
+
+
+def test_arms_on_different_questions_pair_only_the_common_ones(tmp_path: Path) -> None:
+    records = [make_record("a", f"q{i}", f"d{i}") for i in range(4)] + [make_record("b", "q0", "d0")]
+    summary = build_report(load_run(write_run(tmp_path / "p", records)), resamples=RESAMPLES).summary
+    assert summary["comparisons"][0]["paired"] == 1
+    assert any("different questions" in w for w in summary["warnings"])
+
+
+def test_reference_arm_can_be_chosen_and_unknown_arms_are_refused(tiny_run: Path) -> None:
+    run = load_run(tiny_run)
+    summary = build_report(run, reference="md", resamples=RESAMPLES).summary
+    assert summary["reference_arm"] == "md" and summary["comparisons"][0]["b"] == "fs"
+    with pytest.raises(ReportError, match="reference arm 'nope'"):
+        build_report(run, reference="nope")
+    with pytest.raises(ReportError, match=r"arm\(s\) nope not in this run"):
+        build_report(run, arms=["fs", "nope"])
+
+
+# -- loading -----------------------------------------------------------------------------------------
+
+
+def test_a_torn_last_line_and_bad_lines_are_skipped_with_warnings(tiny_run: Path) -> None:
+    path = tiny_run / "records.jsonl"
+    lines = path.read_text().splitlines()
+    lines.insert(2, "this is not json")
+    lines.append(lines[0][:40])  # a killed writer's half line
+    path.write_text("\n".join(lines))
+    run = load_run(tiny_run)
+    assert len(run.records) == 12
+    assert any("line 3 is not JSON" in w for w in run.warnings)
+    assert any("last line is incomplete" in w for w in run.warnings)
+
+
+def test_duplicates_keep_the_last_copy(tiny_run: Path) -> None:
+    path = tiny_run / "records.jsonl"
+    again = make_record("fs", "q2", "d1", score=1)  # a rerun fixed q2
+    path.write_text(path.read_text() + json.dumps(again.to_dict()) + "\n")
+    run = load_run(tiny_run)
+    assert len(run.records) == 12
+    assert any("more than once" in w for w in run.warnings)
+    assert arm(build_report(run, resamples=RESAMPLES).summary, "fs")["accuracy"]["value"] == pytest.approx(
+        4 / 6
+    )
+
+
+def test_shards_merge(tmp_path: Path) -> None:
+    records = tiny_records()
+    one = write_run(tmp_path / "s1", records[:6])
+    two = write_run(tmp_path / "s2", records[6:])
+    run = load_run(one, two)
+    assert len(run.records) == 12 and run.arms == ["fs", "md"]
+
+
+def test_records_that_are_not_run_records_are_reported(tmp_path: Path) -> None:
+    folder = write_run(tmp_path / "x", [make_record("fs", "q1", "d1")])
+    with (folder / "records.jsonl").open("a") as handle:
+        handle.write(json.dumps({"hello": "world"}) + "\n")
+    run = load_run(folder)
+    assert len(run.records) == 1 and any("not a run record" in w for w in run.warnings)
+
+
+@pytest.mark.parametrize(
+    ("setup", "needle"),
+    [
+        (lambda p: None, "is not a run folder"),
+        (lambda p: p.mkdir(), "has no records.jsonl yet"),
+        (lambda p: (p.mkdir(), (p / "records.jsonl").write_text("")), "no run records"),
+    ],
+)
+def test_unusable_folders_give_clear_errors(tmp_path: Path, setup, needle: str) -> None:
+    folder = tmp_path / "run"
+    setup(folder)
+    with pytest.raises(ReportError, match=needle):
+        load_run(folder)
+
+
+def test_missing_manifest_is_a_warning_not_an_error(tiny_run: Path) -> None:
+    (tiny_run / "manifest.json").unlink()
+    run = load_run(tiny_run)
+    assert any("no manifest.json" in w for w in run.warnings) and run.arms == ["fs", "md"]
+
+
+def test_planning_statement_before_a_run() -> None:
+    text = planning_statement(1082)
+    # (1.96 + 0.84) * sqrt(0.3 * 1.7 / 1082) = 6.08 points
+    assert text.startswith("With 1082 questions, accuracy differences under 6.1 points are not resolvable")
+    assert "ICC 0.1" in text and "30%" in text

@@ -1,0 +1,148 @@
+"""``docab report`` and ``docab compare`` end to end on synthetic runs, including their failures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.report import build_report, load_run
+from harness.report_plots import write_plots
+from tests.harness.synthetic_runs import make_record, random_run, write_run
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_writes_markdown_json_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = random_run(tmp_path / "run")
+    code = main(["report", str(folder), "--format", "json", "--plots", "--resamples", "500"])
+    assert code == 0
+    out, err = capsys.readouterr()
+    printed = json.loads(out)
+    assert printed["arms"][0]["arm"] == "fs"
+    assert json.loads((folder / "summary.json").read_text()) == printed
+    assert (folder / "report.md").read_text().startswith("# A/B report: run run")
+    plots = sorted(p.name for p in (folder / "plots").iterdir())
+    assert plots == [
+        "accuracy.png",
+        "accuracy_by_evidence_source.png",
+        "accuracy_vs_tokens.png",
+        "tokens.png",
+    ]
+    assert all((folder / "plots" / p).read_bytes().startswith(PNG) for p in plots)
+    assert "wrote" in err
+
+
+def test_report_markdown_to_stdout_without_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = random_run(tmp_path / "run", documents=4, per_document=3)
+    assert main(["report", str(folder), "--format", "markdown", "--no-write", "--resamples", "200"]) == 0
+    assert "## fs+md-vision vs fs" in capsys.readouterr().out
+    assert not (folder / "report.md").exists() and not (folder / "summary.json").exists()
+
+
+def test_report_table_prints_the_headline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = random_run(tmp_path / "run", documents=4, per_document=3)
+    assert main(["report", str(folder), "--resamples", "200", "--no-write"]) == 0
+    out = capsys.readouterr().out
+    assert "Arms" in out and "Accuracy" in out and "fs+md-vision" in out
+
+
+def test_report_of_a_missing_folder_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("docab report: error:") and "is not a run folder" in err
+    assert "Traceback" not in err
+
+
+def test_too_few_resamples_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(tmp_path), "--resamples", "5"])
+    assert exit_info.value.code == 2 and "at least 100" in capsys.readouterr().err
+
+
+def test_compare_arms_within_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = random_run(tmp_path / "run")
+    assert main(["compare", str(folder), "--format", "json", "--resamples", "300"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [a["arm"] for a in summary["arms"]] == ["fs", "fs+md-vision"]
+    assert summary["comparisons"][0]["paired"] == 60
+
+
+def make_pair(tmp_path: Path, new_accuracy: float) -> tuple[Path, Path]:
+    """A baseline run and a new run of the same arm over the same questions."""
+    base, new = [], []
+    for d in range(20):
+        for q in range(5):
+            qid, doc = f"d{d}#{q}", f"d{d}"
+            base.append(make_record("fs+md-vision", qid, doc, score=1.0 if q < 4 else 0.0))
+            new.append(
+                make_record("fs+md-vision", qid, doc, score=1.0 if q < round(5 * new_accuracy) else 0.0)
+            )
+    return write_run(tmp_path / "base", base), write_run(tmp_path / "new", new)
+
+
+def test_compare_two_runs_gate_fails_on_a_real_drop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, new = make_pair(tmp_path, new_accuracy=0.4)  # 80 % -> 40 %
+    code = main(
+        ["compare", str(base), str(new), "--fail-on-drop", "2", "--format", "json", "--resamples", "300"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "accuracy fell by 40.0 points" in err
+    labels = [a["arm"] for a in json.loads(out)["arms"]]
+    assert labels == ["fs+md-vision @ base", "fs+md-vision @ new"]
+
+
+def test_compare_two_runs_gate_passes_without_a_drop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, new = make_pair(tmp_path, new_accuracy=0.8)
+    code = main(
+        ["compare", str(base), str(new), "--fail-on-drop", "2", "--format", "markdown", "--resamples", "300"]
+    )
+    assert code == 0 and "fs+md-vision @ new vs fs+md-vision @ base" in capsys.readouterr().out
+
+
+def test_compare_needs_an_arm_choice_when_ambiguous(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = random_run(tmp_path / "one", documents=2, per_document=2)
+    two = random_run(tmp_path / "two", documents=2, per_document=2, arms=("x", "y"))
+    assert main(["compare", str(one), str(two), "--a", "fs"]) == 2
+    assert "choose one with --b" in capsys.readouterr().err
+    assert main(["compare", str(one), str(two), "--a", "nope", "--b", "x"]) == 2
+    assert "has no arm 'nope'" in capsys.readouterr().err
+    single = write_run(tmp_path / "single", [make_record("fs", "q", "d")])
+    assert main(["compare", str(single)]) == 2
+    assert "has only the arm 'fs'" in capsys.readouterr().err
+
+
+def test_plots_are_written_for_a_floor_run_without_tokens(tmp_path: Path) -> None:
+    records = [
+        make_record(
+            arm, f"q{i}", f"d{i % 3}", model="baseline/keyword", input_tokens=0, output_tokens=0, score=i % 2
+        )
+        for arm in ("fs", "fs+md-vision")
+        for i in range(9)
+    ]
+    report = build_report(load_run(write_run(tmp_path / "floor", records)), resamples=200)
+    written = write_plots(report, tmp_path / "plots")
+    assert all(p.read_bytes().startswith(PNG) for p in written)
+
+
+def test_docab_help_lists_the_report_commands() -> None:
+    result = subprocess.run([sys.executable, "-m", "harness.cli", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0 and "report" in result.stdout and "compare" in result.stdout
+    probe = "import sys, harness.cli; harness.cli.build_parser(); print('numpy' in sys.modules, 'rich' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert loaded.stdout.split() == ["False", "False"]

@@ -1,0 +1,137 @@
+"""Reader-view extraction on fixture pages: structure, links, code, titles, fallbacks."""
+
+from __future__ import annotations
+
+import pytest
+from markfetch.extract import (
+    Article,
+    ExtractionFailed,
+    drop_title_headline,
+    extract_article,
+    page_title,
+    tidy_markdown,
+)
+from markfetch.htmlprep import parse_html
+
+from tests.markfetch.pages import article_page, page, paragraphs
+
+URL = "https://example.org/blog/2024/pools.html"
+
+
+def test_article_keeps_content_and_drops_navigation_and_footer() -> None:
+    article = extract_article(page("article"), URL)
+    assert article.method == "reader"
+    assert article.title == "How tide pools survive the summer"
+    body = article.body
+    assert "Tide pools are small worlds" in body
+    assert "## Shade and shelter" in body
+    for boilerplate in ("Subscribe today", "Copyright 2024", "Privacy policy", "Ten beaches to visit"):
+        assert boilerplate not in body
+    assert article.markdown.startswith("# How tide pools survive the summer\n\n")
+    assert article.markdown.count("# How tide pools") == 1
+
+
+def test_links_are_absolute_against_the_page_url() -> None:
+    body = extract_article(page("article"), URL).body
+    assert "[shore laboratory](https://example.org/blog/labs/shore.html)" in body
+
+
+def test_base_href_is_honoured() -> None:
+    html = article_page(
+        paragraphs(3) + '<p>See <a href="x.html">the x page</a> for more on the harbour.</p>'
+    ).replace("<head>", '<head><base href="/other/dir/">')
+    assert "[the x page](https://example.org/other/dir/x.html)" in extract_article(html, URL).body
+
+
+def test_gfm_table() -> None:
+    body = extract_article(page("article"), URL).body
+    assert "| Pool type | Peak temperature | Species count |\n|---|---|---|\n| Open | 31 °C | 12 |" in body
+
+
+def test_sphinx_permalinks_and_mdn_self_links_do_not_leak_into_headings() -> None:
+    markdown = extract_article(page("docs_code"), URL).markdown
+    assert "¶" not in markdown
+    assert "# Using the config_loader module\n" in markdown
+    assert "## Installation\n" in markdown
+    assert "### Notes on lists\n" in markdown  # the MDN-style <a href="#notes"> is unwrapped
+    assert "#notes" not in markdown
+
+
+def test_code_blocks_keep_language_hints_and_bare_pre_is_code() -> None:
+    body = extract_article(page("docs_code"), URL).body
+    assert "```bash\npip install config-loader\n```" in body
+    assert '```python\nfrom config_loader import load_config\n\nsettings = load_config("app.toml")\n' in body
+    assert "```\n$ python -m config_loader --check app.toml\nok: 3 keys, no_errors\n```" in body
+    assert "```javascript\nconst answer = 42;\nconsole.log(answer);\n```" in body  # line numbers dropped
+
+
+def test_inline_code_underscores_lists_tasks_and_strikethrough() -> None:
+    body = extract_article(page("docs_code"), URL).body
+    assert "`max_retries`" in body and "\\_" not in body
+    assert "- nested items\n  1. first nested\n  2. second nested" in body
+    assert "- [x] a finished task\n- [ ] an open task" in body
+    assert "~~old_name~~" in body
+    assert "*emphasis* and **strong** text" in body
+
+
+def test_page_without_h1_gets_the_title_as_heading() -> None:
+    article = extract_article(page("no_h1"), URL)
+    assert article.title == "Council approves new cycle lanes"
+    assert not article.body.startswith("#")
+    assert article.markdown.startswith("# Council approves new cycle lanes\n\nThe city council has approved")
+    assert "Share this story" not in article.markdown and "Weather" not in article.markdown
+
+
+def test_client_rendered_shell_fails_extraction() -> None:
+    with pytest.raises(ExtractionFailed, match="JavaScript"):
+        extract_article(page("shell"), URL)
+
+
+def test_listing_falls_back_to_the_whole_main_region_with_its_structure() -> None:
+    article = extract_article(page("listing"), "https://example.org/releases/")
+    assert article.method == "full-body"
+    assert "- [Version 4.2.0](https://example.org/releases/4.2.0) 2024-05-02" in article.body
+    assert "- [Version 4.0.0](https://example.org/releases/4.0.0) 2023-10-01" in article.body
+    assert "Home" not in article.body and "static site generator" not in article.body
+
+
+def test_hidden_copies_of_the_article_are_ignored() -> None:
+    hidden = '<div style="display: none"><p>HIDDEN COPY for crawlers only.</p></div><p hidden>ALSO HIDDEN</p>'
+    body = extract_article(article_page(paragraphs(4) + hidden), URL).body
+    assert "HIDDEN" not in body and "Paragraph 3 about the harbour" in body
+
+
+def test_empty_and_unparsable_pages_fail() -> None:
+    for html in ("", "   ", "<html><body></body></html>"):
+        with pytest.raises(ExtractionFailed):
+            extract_article(html, URL)
+
+
+def test_xhtml_with_xml_declaration_parses() -> None:
+    html = '<?xml version="1.0" encoding="utf-8"?>\n' + article_page(paragraphs(3))
+    assert "Paragraph 2 about the harbour" in extract_article(html, URL).body
+
+
+def test_page_title_prefers_the_single_h1_found_in_the_title() -> None:
+    tree = parse_html(
+        "<html><head><title>Big news - Site</title></head><body><h1>Big news</h1></body></html>"
+    )
+    assert page_title(tree) == "Big news"
+    tree = parse_html(
+        "<html><head><title>A long article title | Site name</title></head><body></body></html>"
+    )
+    assert page_title(tree) == "A long article title"
+    assert page_title(parse_html("<html><body><p>x</p></body></html>")) == ""
+
+
+def test_tidy_drops_empty_headings_but_keeps_parents_of_subsections() -> None:
+    text = "## Empty\n\n## Parent\n\n### Child\n\ntext\n\n## Trailing\n"
+    assert tidy_markdown(text) == "## Parent\n\n### Child\n\ntext\n"
+    assert tidy_markdown("```\n# not a heading\n```\n") == "```\n# not a heading\n```\n"
+
+
+def test_title_headline_is_moved_to_the_title_not_repeated() -> None:
+    assert drop_title_headline("## The Title!\n\nbody\n", "The title") == "body\n"
+    assert drop_title_headline("intro\n\n## The Title\n", "The title") == "intro\n\n## The Title\n"
+    assert Article("T", "# Own heading\n\ntext\n", "reader").markdown == "# Own heading\n\ntext\n"
+    assert Article("", "text\n", "reader").markdown == "text\n"

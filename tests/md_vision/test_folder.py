@@ -1,0 +1,131 @@
+"""Folder index: what is skipped, order, caps, caching by (real path, size, mtime), pools."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from md_vision.folder import index_many, scan_folder
+from md_vision.index import FileIndex
+from md_vision.service import MdVision, ToolFailure
+
+from tests.md_vision.conftest import index, run, settings_for
+
+
+def _tree(root: Path) -> None:
+    files = {
+        "b.md": "# B\n",
+        "A.MD": "# A upper\n",
+        "c.Markdown": "# C\n",
+        "notes.txt": "# not markdown\n",
+        ".hidden.md": "# hidden file\n",
+        ".git/x.md": "# in .git\n",
+        "node_modules/pkg/README.md": "# dependency\n",
+        "build/out.md": "# ignored by .gitignore\n",
+        "sub/keep.md": "# kept\n",
+        "sub/drop.md": "# ignored by nested .gitignore\n",
+        "sub/deeper/again.md": "# re-included\n",
+    }
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (root / ".gitignore").write_text("build/\nagain.md\n")
+    (root / "sub" / ".gitignore").write_text("drop.md\n")
+    (root / "sub" / "deeper" / ".gitignore").write_text("!again.md\n")
+
+
+def _names(result) -> list[str]:
+    return [Path(entry.path).name for entry in result.entries]
+
+
+def test_scan_skips_hidden_node_modules_and_gitignored_and_sorts(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    result = index(settings_for(tmp_path), str(tmp_path))
+    assert _names(result) == ["A.MD", "b.md", "c.Markdown", "again.md", "keep.md"]
+    assert result.text.count("<file ") == 5 and "\n\n<file " in result.text
+
+
+def test_symlink_leading_outside_is_skipped_and_reported(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "in.md").write_text("# in\n")
+    (tmp_path / "out.md").write_text("# out\n")
+    os.symlink(tmp_path / "out.md", root / "link.md")
+    result = index(settings_for(root), str(root))
+    assert _names(result) == ["in.md"]
+    assert "symlinks leading outside" in result.text
+
+
+def test_file_cap_is_applied_in_sorted_order_with_a_message(tmp_path: Path) -> None:
+    for number in range(5):
+        (tmp_path / f"f{number}.md").write_text(f"# {number}\n")
+    result = index(settings_for(tmp_path, max_folder_files=3), str(tmp_path))
+    assert _names(result) == ["f0.md", "f1.md", "f2.md"]
+    assert (
+        result.text.startswith("Note: ")
+        and "holds 5 markdown files" in result.text
+        and "--max-files 3" in result.text
+    )
+
+
+def test_empty_folder_is_an_actionable_error(tmp_path: Path) -> None:
+    (tmp_path / "node_modules").mkdir()
+    (tmp_path / "node_modules" / "x.md").write_text("# x\n")
+    with pytest.raises(ToolFailure, match="no markdown files"):
+        index(settings_for(tmp_path), str(tmp_path))
+
+
+def test_unreadable_file_is_listed_with_its_reason(tmp_path: Path) -> None:
+    (tmp_path / "ok.md").write_text("# ok\n")
+    (tmp_path / "bin.md").write_bytes(b"\0\0")
+    result = index(settings_for(tmp_path), str(tmp_path))
+    assert 'error="' in result.text and "binary" in result.text and "# ok\t1" in result.text
+
+
+def test_index_is_cached_by_size_and_mtime(tmp_path: Path) -> None:
+    path = tmp_path / "doc.md"
+    path.write_text("# One\n")
+
+    async def go():
+        async with MdVision(settings_for(tmp_path)) as vision:
+            first = await vision.index(str(tmp_path))
+            again = await vision.index(str(tmp_path))
+            path.write_text("# Two\n## Three\n")
+            changed = await vision.index(str(tmp_path))
+            return first, again, changed
+
+    first, again, changed = run(go())
+    assert first.entries[0] is again.entries[0]  # served from the cache, not re-parsed
+    assert [row.heading for row in changed.entries[0].rows] == ["# Two", "## Three"]
+
+
+def test_many_files_go_through_a_pool_in_order(tmp_path: Path) -> None:
+    paths = []
+    for number in range(60):
+        path = tmp_path / f"d{number:02d}.md"
+        path.write_text(f"# Doc {number}\n## Part\n")
+        paths.append(path)
+    with ThreadPoolExecutor(2) as pool:
+        pooled = index_many(paths, 10_000, pool)
+    assert [entry.rows[0].heading for entry in pooled if isinstance(entry, FileIndex)] == [
+        f"# Doc {number}" for number in range(60)
+    ]
+    assert pooled == index_many(paths, 10_000, None)
+
+
+def test_process_pool_through_the_service(tmp_path: Path) -> None:
+    for number in range(50):
+        (tmp_path / f"d{number:02d}.md").write_text(f"# Doc {number}\n")
+    result = index(settings_for(tmp_path, index_workers=2), str(tmp_path))
+    assert len(result.entries) == 50 and result.entries[-1].rows[0].heading == "# Doc 49"
+
+
+def test_scan_does_not_follow_directory_symlinks(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "x.md").write_text("# x\n")
+    os.symlink(tmp_path / "real", tmp_path / "loop")
+    scan = scan_folder(tmp_path, lambda _path: True, 100)
+    assert [path.name for path in scan.files] == ["x.md"]

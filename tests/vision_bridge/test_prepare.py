@@ -1,0 +1,116 @@
+"""Preparing images for a provider: pass-through when it fits, convert or downscale when it does not."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+from vision_bridge.backends.anthropic_messages import ANTHROPIC_IMAGE_LIMITS
+from vision_bridge.backends.openai_chat import OPENAI_IMAGE_LIMITS
+from vision_bridge.errors import VisionError
+from vision_bridge.inputs import ImageBytes
+from vision_bridge.prepare import ImageLimits, prepare_image
+
+from tests.vision_bridge.conftest import image_bytes, noise_png, png_bytes
+
+
+def decoded(data: bytes) -> Image.Image:
+    return Image.open(io.BytesIO(data))
+
+
+def test_an_image_that_fits_is_sent_byte_for_byte() -> None:
+    data = png_bytes((300, 200))
+    prepared = prepare_image(ImageBytes(data, "a.png"), OPENAI_IMAGE_LIMITS)
+    assert prepared.data == data
+    assert (prepared.mime, prepared.width, prepared.height, prepared.note) == ("image/png", 300, 200, "")
+    assert prepared.data_url().startswith("data:image/png;base64,iVBOR")
+
+
+def test_bmp_becomes_png_for_the_providers() -> None:
+    prepared = prepare_image(ImageBytes(image_bytes("BMP"), "a.bmp"), OPENAI_IMAGE_LIMITS)
+    assert prepared.mime == "image/png"
+    assert decoded(prepared.data).format == "PNG"
+    assert "converted from BMP to PNG" in prepared.note
+
+
+def test_animated_gif_sends_its_first_frame() -> None:
+    frames = [Image.new("RGB", (20, 20), c) for c in ("red", "green", "blue")]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, "GIF", save_all=True, append_images=frames[1:], duration=50, loop=0)
+    prepared = prepare_image(ImageBytes(buffer.getvalue(), "anim.gif"), OPENAI_IMAGE_LIMITS)
+    assert prepared.mime == "image/png"
+    assert "animated, first frame" in prepared.note
+    first = decoded(prepared.data).convert("RGB").getpixel((5, 5))
+    assert first[0] > 200 and first[1] < 50  # red
+
+
+def test_a_side_over_the_provider_limit_is_downscaled_not_refused() -> None:
+    data = png_bytes((9000, 60), "white")
+    prepared = prepare_image(ImageBytes(data, "wide.png"), ANTHROPIC_IMAGE_LIMITS)
+    assert (prepared.width, prepared.height) == (8000, 53)
+    assert decoded(prepared.data).size == (8000, 53)
+    assert prepared.note == "downscaled from 9000x60 to 8000x53"
+
+
+def test_side_limit_at_its_edge() -> None:
+    limits = ImageLimits(accepted_mimes=None, max_side=100)
+    at_edge = png_bytes((100, 40))
+    assert prepare_image(ImageBytes(at_edge, "a.png"), limits).data == at_edge
+    assert prepare_image(ImageBytes(png_bytes((101, 40)), "b.png"), limits).width == 100
+
+
+def test_bytes_over_the_limit_are_reencoded_and_shrunk_until_they_fit() -> None:
+    data = noise_png((200, 200))  # ~120 kB of noise
+    limits = ImageLimits(accepted_mimes=frozenset({"image/png", "image/jpeg"}), max_bytes=20_000)
+    prepared = prepare_image(ImageBytes(data, "noise.png"), limits)
+    assert len(prepared.data) <= 20_000
+    assert prepared.mime == "image/jpeg"
+    assert decoded(prepared.data).format == "JPEG"
+    assert prepared.width < 200  # JPEG alone was not enough for noise
+
+
+def test_anthropic_byte_limit_is_five_mb_of_base64() -> None:
+    assert ANTHROPIC_IMAGE_LIMITS.max_bytes == 3_932_160
+    data = noise_png((1300, 1100))  # > 4 MB
+    assert len(data) > ANTHROPIC_IMAGE_LIMITS.max_bytes
+    prepared = prepare_image(ImageBytes(data, "photo.png"), ANTHROPIC_IMAGE_LIMITS)
+    assert len(prepared.base64()) <= 5 * 1024 * 1024
+
+
+def test_exif_rotation_is_applied_when_reencoding() -> None:
+    picture = Image.new("RGB", (400, 100), "white")
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90: the upright picture is 100 x 400
+    buffer = io.BytesIO()
+    picture.save(buffer, "JPEG", exif=exif)
+    prepared = prepare_image(ImageBytes(buffer.getvalue(), "phone.jpg"), ImageLimits(None, max_side=200))
+    assert (prepared.width, prepared.height) == (50, 200)
+    assert prepared.mime == "image/jpeg"
+
+
+def test_pixel_cap_refuses_decompression_bombs_before_decoding() -> None:
+    data = png_bytes((1000, 1000), "white")
+    with pytest.raises(VisionError, match="over the limit of 999,999"):
+        prepare_image(ImageBytes(data, "bomb.png"), OPENAI_IMAGE_LIMITS, max_pixels=999_999)
+    assert prepare_image(ImageBytes(data, "ok.png"), OPENAI_IMAGE_LIMITS, max_pixels=1_000_000).width == 1000
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        (b"%PDF-1.7 not an image", "not a readable image"),
+        (png_bytes((50, 50))[:60], "corrupt or truncated"),
+    ],
+)
+def test_unreadable_images_are_input_errors(data: bytes, fragment: str) -> None:
+    with pytest.raises(VisionError, match=fragment) as info:
+        prepare_image(ImageBytes(data, "x.png"), OPENAI_IMAGE_LIMITS)
+    assert info.value.cause.value == "input"
+
+
+def test_side_cap_from_settings_tightens_the_provider_limit() -> None:
+    assert ANTHROPIC_IMAGE_LIMITS.with_side_cap(2048).max_side == 2048
+    assert ANTHROPIC_IMAGE_LIMITS.with_side_cap(9999).max_side == 8000
+    assert OPENAI_IMAGE_LIMITS.with_side_cap(None).max_side is None
+    assert OPENAI_IMAGE_LIMITS.with_side_cap(1024).max_side == 1024

@@ -1,0 +1,102 @@
+"""The command-line face: ``markfetch URL [-o PATH] [--raw]``.
+
+stdout carries the document and nothing else (with ``-o`` it stays empty and a one-line
+confirmation goes to stderr); on failure stderr gets the same ``[code] message`` line the MCP
+tool returns and the exit status is 1. The CLI has no write sandbox: the person at the shell is
+the security boundary. The MCP SDK is never imported here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from markfetch import __version__
+from markfetch.errors import ConfigError, MarkfetchError
+
+EXIT_FAILED = 1  # the fetch, the extraction or the save failed: "[code] message" on stderr
+EXIT_USAGE = 2  # bad arguments or a bad MARKFETCH_* variable
+
+DESCRIPTION = """\
+Fetch a web page and print its main content (the reader view) as markdown.
+Run with no arguments to start the MCP stdio server instead."""
+
+EPILOG = """\
+examples:
+  markfetch https://example.com/article              print markdown to stdout
+  markfetch https://example.com/article -o page.md   save it to a file
+  markfetch --raw https://api.github.com/repos/python/cpython   the body as text (JSON, XML, source)
+
+errors are one line on stderr, "[code] message", with exit status 1; the codes are
+network_error, http_error, timeout, unsupported_content_type, extraction_failed, too_large,
+save_failed (save_forbidden exists only in the MCP server's write sandbox).
+
+environment: MARKFETCH_TIMEOUT_MS (30000), MARKFETCH_MAX_BYTES (5000000), MARKFETCH_USER_AGENT
+(a Chrome UA), MARKFETCH_ACCEPT_LANGUAGE, MARKFETCH_PROXY_URL, MARKFETCH_ALLOW_HOSTS (hosts that
+may reach loopback/private addresses), MARKFETCH_CACHE_TTL (seconds, 0 = off), MARKFETCH_CACHE_DIR.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="markfetch",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("url", metavar="URL", help="absolute http(s) URL of the page")
+    parser.add_argument(
+        "-o", "--output", metavar="PATH", help="write the document to PATH (relative to the current folder)"
+    )
+    parser.add_argument("--raw", action="store_true", help="return the body as text, without extraction")
+    parser.add_argument("-V", "--version", action="version", version=f"markfetch {__version__}")
+    return parser
+
+
+async def _run(url: str, *, raw: bool, output: Path | None, env: Mapping[str, str]) -> tuple[str, int | None]:
+    from markfetch.config import load_settings
+    from markfetch.service import Markfetch, save_document
+
+    settings = load_settings(env)
+    async with Markfetch(settings) as service:
+        document = await service.document(url, raw=raw)
+    if output is None:
+        return document, None
+    return document, save_document(document, output)
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    args = build_parser().parse_args(argv)
+    output = Path(os.path.abspath(os.path.expanduser(args.output))) if args.output else None
+    try:
+        document, written = asyncio.run(
+            _run(args.url, raw=args.raw, output=output, env=os.environ if env is None else env)
+        )
+    except ConfigError as exc:
+        print(f"markfetch: {exc}", file=stderr)
+        return EXIT_USAGE
+    except MarkfetchError as exc:
+        print(str(exc), file=stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("markfetch: interrupted", file=stderr)
+        return 130
+    if written is None:
+        stdout.write(document)
+        stdout.flush()
+    else:
+        print(f"Saved {written:,} bytes to {output}", file=stderr)
+    return 0

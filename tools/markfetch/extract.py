@@ -1,0 +1,342 @@
+"""Reader-view extraction: an HTML page in, the article as markdown out. Pure: no I/O.
+
+The chain:
+
+1. Parse and prepare the page (:mod:`markfetch.htmlprep`): hidden copies, permalink anchors and
+   code highlighting go; code languages are remembered.
+2. Reader view: trafilatura finds the main content and hands back its XML body, which is mapped to
+   HTML and rendered by :mod:`markfetch.markdown` (trafilatura's own markdown escapes
+   ``snake_case``, drops code languages and resolves relative links against the host only).
+3. Fallback: when the reader view keeps almost nothing of a page that has text (client-rendered
+   shells with server-rendered lists, long listings), the page's main region is converted whole.
+4. Only when that is empty too does extraction fail.
+
+trafilatura and lxml load on first use, so the MCP server starts without them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lxml import etree
+
+# The reader view is trusted when it keeps at least READER_MIN_CHARS characters (trafilatura's
+# own minimum for an extraction) and at least READER_MIN_SHARE of the page's visible text;
+# below either, the page's main region converted whole is used when it has more to say.
+READER_MIN_SHARE = 0.05
+READER_MIN_CHARS = 250
+# Main-region candidates for the whole-body fallback, strongest first.
+MAIN_REGION_XPATHS = ("//main", "//*[@role='main']", "//article", "//*[@id='content' or @id='main']")
+BOILERPLATE_TAGS = ("nav", "header", "footer", "aside", "form", "menu", "dialog")
+BOILERPLATE_ROLES = (
+    "navigation",
+    "banner",
+    "contentinfo",
+    "complementary",
+    "search",
+    "menu",
+    "menubar",
+    "dialog",
+)
+
+
+class ExtractionFailed(Exception):
+    """Neither the reader view nor the whole body produced any text."""
+
+
+@dataclass(frozen=True)
+class Article:
+    """The extracted page.
+
+    ``title``: the page's title (empty when it has none). ``body``: the article as markdown, without
+    a headline that only repeats the title. ``method``: ``"reader"`` or ``"full-body"``.
+    """
+
+    title: str
+    body: str
+    method: str
+
+    @property
+    def markdown(self) -> str:
+        """The document markfetch returns: the title as ``#`` heading unless the body has an H1."""
+        if not self.title or _has_h1(self.body):
+            return self.body
+        return f"# {self.title}\n\n{self.body}"
+
+
+def extract_article(page_html: str, url: str | None = None) -> Article:
+    """Extract the article of ``page_html`` as markdown; links resolve against ``url``.
+
+    Raises :class:`ExtractionFailed` when the page yields no text at all.
+    """
+    from markfetch import htmlprep
+
+    tree = htmlprep.parse_html(page_html)
+    if tree is None:
+        raise ExtractionFailed("the page is empty")
+    base_url = _base_url(tree, url)
+    title = page_title(tree)
+    prepared = htmlprep.prepare(tree)
+    page_chars = htmlprep.visible_text_length(tree)
+
+    body = _reader_view(tree, base_url, prepared.code_languages)
+    method = "reader"
+    reader_chars = _text_length(body)
+    if reader_chars < max(READER_MIN_CHARS, READER_MIN_SHARE * page_chars):
+        whole = _whole_body(tree, base_url, prepared.code_languages)
+        # The whole region wins when the reader view kept less; when the two are about the same
+        # size the region keeps the page's structure (lists, headings) that a text dump loses.
+        if _text_length(whole) >= 0.8 * reader_chars and whole.strip():
+            body, method = whole, "full-body"
+    body = tidy_markdown(body)
+    if not body.strip():
+        raise ExtractionFailed(
+            "the page has no readable text (it may be rendered by JavaScript in the browser)"
+        )
+    body = drop_title_headline(body, title)
+    return Article(title=title, body=body, method=method)
+
+
+# -- reader view -----------------------------------------------------------------------------
+
+
+def _reader_view(tree: etree._Element, base_url: str | None, languages: dict[str, str]) -> str:
+    import trafilatura
+
+    from markfetch.markdown import html_to_markdown
+
+    document = trafilatura.bare_extraction(
+        tree,
+        output_format="markdown",
+        include_comments=False,
+        include_tables=True,
+        include_formatting=True,
+        include_links=True,
+        # Images off: with them on, the extractor also keeps captions and alt-text blocks, which
+        # costs about a point of precision on the extraction benchmark.
+        include_images=False,
+        with_metadata=False,
+    )
+    if document is None or getattr(document, "body", None) is None:
+        return ""
+    body = prune_trailing_link_clusters(to_html(document.body))
+    return html_to_markdown(body, base_url=base_url, code_languages=languages)
+
+
+# A trailing block is boilerplate ("You may also like", related links, tag lists) when it is
+# mostly link text, or so short that it cannot be prose; the run is cut only if it holds links.
+TRAILING_LINK_SHARE = 0.5
+TRAILING_SHORT_CHARS = 30
+TRAILING_MAX_CHARS = 400
+
+
+def _text_and_link_chars(element: etree._Element) -> tuple[int, int]:
+    text = len(" ".join("".join(element.itertext()).split()))
+    links = sum(len(" ".join("".join(a.itertext()).split())) for a in element.iter("a"))
+    return text, links
+
+
+def prune_trailing_link_clusters(body: etree._Element) -> etree._Element:
+    """Cut the run of link lists and link-only lines that ends many extracted articles."""
+    blocks = [child for child in body if isinstance(child.tag, str)]
+    tail: list[etree._Element] = []
+    linky_seen = False
+    for block in reversed(blocks):
+        text, links = _text_and_link_chars(block)
+        limit = TRAILING_MAX_CHARS * (3 if block.tag in ("ul", "ol") else 1)
+        linky = text > 0 and links / text >= TRAILING_LINK_SHARE and text < limit
+        short = text < TRAILING_SHORT_CHARS or (
+            block.tag in ("h1", "h2", "h3", "h4", "h5", "h6") and text < limit
+        )
+        if not (linky or short):
+            break
+        tail.append(block)
+        linky_seen = linky_seen or linky
+    if linky_seen and len(tail) < len(blocks):
+        for block in tail:
+            body.remove(block)
+    return body
+
+
+# trafilatura's XML vocabulary -> HTML
+_HI_TAGS = {"#b": "strong", "#i": "em", "#u": "u", "#t": "code", "#sub": "sub", "#sup": "sup"}
+_INLINE_PARENTS = frozenset({"p", "hi", "ref", "head", "del", "cell", "item", "quote"})
+
+
+def to_html(body: etree._Element) -> etree._Element:
+    """Map trafilatura's XML body (head, list, item, code, quote, hi, ref ...) to HTML tags, in place."""
+    for element in list(body.iter()):
+        tag = element.tag
+        if not isinstance(tag, str):
+            continue
+        rend = element.get("rend") or ""
+        if tag == "head":
+            element.tag = rend if re.fullmatch(r"h[1-6]", rend) else "h2"
+        elif tag == "list":
+            element.tag = rend if rend in ("ul", "ol", "dl") else "ul"
+        elif tag == "item":
+            element.tag = "dt" if rend.startswith("dt") else "dd" if rend.startswith("dd") else "li"
+        elif tag == "code":
+            parent = element.getparent()
+            block = "\n" in (element.text or "") or parent is None or parent.tag not in _INLINE_PARENTS
+            if block and not (parent is not None and parent.tag == "pre"):
+                element.tag = "pre"
+        elif tag == "quote":
+            element.tag = "blockquote"
+        elif tag == "hi":
+            element.tag = _HI_TAGS.get(rend, "span")
+        elif tag == "ref":
+            element.tag = "a"
+            target = element.get("target")
+            if target:
+                element.set("href", target)
+        elif tag == "lb":
+            element.tag = "br"
+        elif tag == "graphic":
+            element.tag = "img"
+        elif tag == "row":
+            element.tag = "tr"
+        elif tag == "cell":
+            element.tag = "th" if element.get("role") == "head" else "td"
+    return body
+
+
+# -- whole-body fallback -----------------------------------------------------------------------
+
+
+def _whole_body(tree: etree._Element, base_url: str | None, languages: dict[str, str]) -> str:
+    from copy import deepcopy
+
+    from markfetch import htmlprep
+    from markfetch.markdown import html_to_markdown
+
+    region = main_region(tree)
+    region = deepcopy(region)
+    for element in list(region.iter()):
+        if not isinstance(element.tag, str) or element.getparent() is None:
+            continue
+        if element.tag in BOILERPLATE_TAGS or (element.get("role") or "") in BOILERPLATE_ROLES:
+            htmlprep._drop(element)
+    return html_to_markdown(region, base_url=base_url, code_languages=languages, images=False)
+
+
+def main_region(tree: etree._Element) -> etree._Element:
+    """The page's declared main region when there is exactly one with text, else its body."""
+    for xpath in MAIN_REGION_XPATHS:
+        found = [el for el in tree.xpath(xpath) if el.text_content().strip()]
+        if len(found) == 1:
+            return found[0]
+    body = tree.find(".//body")
+    return body if body is not None else tree
+
+
+# -- title and tidying -------------------------------------------------------------------------
+
+_TITLE_SEPARATORS = re.compile(r"\s+[|\-–—:·»]\s+")
+
+
+def page_title(tree: etree._Element) -> str:
+    """The page's title: its single ``<h1>`` when the document title contains it, else og:title or <title>."""
+
+    def clean(text: str | None) -> str:
+        return " ".join((text or "").split())
+
+    h1s = [clean(h.text_content()) for h in tree.iter("h1")]
+    h1s = [h for h in h1s if h]
+    meta = tree.xpath("//meta[@property='og:title' or @name='og:title' or @name='twitter:title']/@content")
+    og_title = clean(meta[0]) if meta else ""
+    head_title = clean(tree.findtext(".//title"))
+    if len(h1s) == 1 and (h1s[0].lower() in head_title.lower() or h1s[0].lower() in og_title.lower()):
+        return h1s[0]
+    if og_title:
+        return og_title
+    if head_title:
+        parts = _TITLE_SEPARATORS.split(head_title)
+        # "Article title | Site" -> "Article title" when the first part is substantial.
+        if len(parts) > 1 and len(parts[0].split()) >= 3:
+            return parts[0]
+        return head_title
+    return h1s[0] if h1s else ""
+
+
+_HEADING_LINE = re.compile(r"^(#{1,6}) (.*)$")
+
+
+def _outside_code_lines(markdown: str) -> list[tuple[int, str, bool]]:
+    """(index, line, inside_fence) for each line, tracking fenced code blocks."""
+    out = []
+    fence: str | None = None
+    for index, line in enumerate(markdown.split("\n")):
+        stripped = line.lstrip()
+        if fence is None and re.match(r"^(`{3,}|~{3,})", stripped):
+            fence = re.match(r"^(`{3,}|~{3,})", stripped).group(1)
+            out.append((index, line, True))
+        elif fence is not None:
+            if stripped.startswith(fence) and not stripped[len(fence) :].strip():
+                fence = None
+            out.append((index, line, True))
+        else:
+            out.append((index, line, False))
+    return out
+
+
+def _has_h1(markdown: str) -> bool:
+    return any(not in_code and line.startswith("# ") for _i, line, in_code in _outside_code_lines(markdown))
+
+
+def tidy_markdown(markdown: str) -> str:
+    """Drop headings with nothing under them (a heading followed by one of the same or higher rank)."""
+    lines = markdown.split("\n")
+    info = _outside_code_lines(markdown)
+    headings = [
+        (i, len(m.group(1))) for i, line, code in info if not code and (m := _HEADING_LINE.match(line))
+    ]
+    doomed: set[int] = set()
+    for position, (index, level) in enumerate(headings):
+        following = headings[position + 1] if position + 1 < len(headings) else None
+        end = following[0] if following else len(lines)
+        has_content = any(lines[j].strip() for j in range(index + 1, end))
+        if not has_content and (following is None or following[1] <= level):
+            doomed.add(index)
+    if doomed:
+        lines = [line for i, line in enumerate(lines) if i not in doomed]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip() + "\n" if any(s.strip() for s in lines) else ""
+
+
+def _comparable(text: str) -> str:
+    return re.sub(r"[\W_]+", " ", text).strip().lower()
+
+
+def drop_title_headline(body: str, title: str) -> str:
+    """Remove a leading heading that only repeats the title (it becomes the document's ``#`` title)."""
+    if not title:
+        return body
+    lines = body.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        return body
+    match = _HEADING_LINE.match(lines[first])
+    if match and _comparable(match.group(2)) == _comparable(title):
+        rest = "\n".join(lines[first + 1 :]).strip()
+        return rest + "\n" if rest else body
+    return body
+
+
+def _text_length(markdown: str) -> int:
+    return len(re.sub(r"\s+", " ", re.sub(r"\]\([^)]*\)|[#*_`>|\-\[\]!]", " ", markdown)).strip())
+
+
+def _base_url(tree: etree._Element, url: str | None) -> str | None:
+    """The URL links resolve against: ``<base href>`` (itself resolved) or the final page URL."""
+    from urllib.parse import urljoin
+
+    bases = tree.xpath("//base/@href")
+    if bases and url:
+        try:
+            return urljoin(url, bases[0].strip())
+        except ValueError:
+            return url
+    return url

@@ -1,0 +1,213 @@
+"""Prepare a parsed page for extraction: what a browser would not show goes, what it shows is kept.
+
+All functions mutate the lxml tree they are given and do no I/O.
+
+- Hidden elements (``hidden``, ``display:none``, ``visibility:hidden``, ``aria-hidden``) are
+  removed, as a reader view does: pages often carry a hidden copy of the article for crawlers.
+- Heading permalinks (Sphinx ``¶``, MDN-style self-links, ``#``/``§``/``🔗`` anchors) are removed
+  or unwrapped, so headings read as text.
+- Code blocks are normalised to ``<pre><code>text</code></pre>`` (highlighting spans and line
+  numbers dropped, ``<br>`` as newlines) and their language recorded, because the extractor keeps
+  the text of code but not its attributes.
+- Task-list checkboxes become ☐/☑ markers that the markdown renderer turns into ``[ ]``/``[x]``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from lxml import etree, html
+
+from markfetch.markdown import TASK_DONE, TASK_OPEN, code_block_text, language_hint, normalise_code
+
+_HIDDEN_STYLE = re.compile(
+    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!important)?\s*(?:;|$)", re.I
+)
+_PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "∞", "link", "permalink", "anchor", "¶ link"})
+_PERMALINK_CLASS = re.compile(
+    r"headerlink|anchor|permalink|heading-link|hash-link|header-link|direct-link", re.I
+)
+_NEVER_REMOVED = frozenset({"html", "head", "body"})
+_LINE_NUMBERS = ("linenos", "linenodiv", "line-numbers-rows", "gutter", "lineno", "line-number", "ln-num")
+_VOID_TEXT_TAGS = ("script", "style", "noscript", "template")
+
+
+@dataclass
+class PreparedPage:
+    """What the preparation learnt that the extracted tree no longer carries."""
+
+    code_languages: dict[str, str] = field(default_factory=dict)  # normalise_code(text) -> language
+
+
+# Comments go at parse time: removed later, an extractor would lose the text that follows them.
+_PARSER = html.HTMLParser(collect_ids=False, default_doctype=False, remove_comments=True, remove_pis=True)
+
+
+def parse_html(text: str) -> html.HtmlElement | None:
+    """Parse a page; None when there is nothing to parse."""
+    # lxml refuses str input that still declares an encoding (XHTML pages).
+    text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text, count=1)
+    if not text.strip():
+        return None
+    try:
+        return html.document_fromstring(text, parser=_PARSER)
+    except (etree.ParserError, ValueError):
+        return None
+
+
+def _classes(element: etree._Element) -> str:
+    return element.get("class") or ""
+
+
+def _drop(element: etree._Element) -> None:
+    """Remove ``element`` and its subtree but keep its tail text in place."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    tail = element.tail
+    previous = element.getprevious()
+    if tail:
+        if previous is not None:
+            previous.tail = (previous.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(element)
+
+
+def remove_hidden(tree: etree._Element) -> int:
+    """Remove what a browser would not render; returns how many subtrees went.
+
+    ``<noscript>`` counts as hidden: a browser running scripts never shows it, and on a
+    client-rendered page it holds only "enable JavaScript", which is no article.
+    """
+    doomed = []
+    for element in tree.iter():
+        if not isinstance(element.tag, str) or element.tag in _NEVER_REMOVED:
+            continue
+        if (
+            element.tag in ("noscript", "template")
+            or element.get("hidden") is not None
+            or (element.get("aria-hidden") or "").strip().lower() == "true"
+            or _HIDDEN_STYLE.search(element.get("style") or "")
+        ):
+            doomed.append(element)
+    removed = 0
+    for element in doomed:
+        if element.getparent() is not None and not any(a in doomed for a in element.iterancestors()):
+            _drop(element)
+            removed += 1
+    return removed
+
+
+def clean_heading_anchors(tree: etree._Element) -> None:
+    """Drop permalink anchors (¶, #, 🔗 ...) and unwrap headings' links to themselves."""
+    for anchor in list(tree.iter("a")):
+        text = anchor.text_content().strip().lower()
+        in_heading = any(a.tag in ("h1", "h2", "h3", "h4", "h5", "h6") for a in anchor.iterancestors())
+        if text in _PERMALINK_TEXT and (
+            in_heading
+            or "headerlink" in _classes(anchor)
+            or text == "¶"
+            or _PERMALINK_CLASS.search(_classes(anchor))
+        ):
+            if not text and anchor.find(".//img") is not None:
+                continue  # an image link, not a permalink
+            _drop(anchor)
+        elif in_heading and (anchor.get("href") or "").startswith("#"):
+            anchor.drop_tag()
+
+
+def normalise_code_blocks(tree: etree._Element) -> dict[str, str]:
+    """Rewrite each ``<pre>`` as ``<pre><code>plain text</code></pre>``; return code -> language."""
+    languages: dict[str, str] = {}
+    for element in list(tree.iter()):
+        if isinstance(element.tag, str) and any(name in _classes(element).split() for name in _LINE_NUMBERS):
+            # Line-number gutters are not code; a pygments "highlighttable" keeps its code cell.
+            _drop(element)
+    for table in list(tree.xpath("//table[.//pre]")):
+        pres = table.findall(".//pre")
+        parent = table.getparent()
+        if parent is not None and (
+            "highlighttable" in _classes(table) or (len(pres) == 1 and len(table.findall(".//td")) <= 2)
+        ):
+            code_pre = pres[-1]
+            language = language_hint(code_pre)  # before the wrapper that names it is gone
+            if language:
+                code_pre.set("class", f"language-{language}")
+            code_pre.tail = table.tail
+            parent.replace(table, code_pre)
+    for pre in list(tree.iter("pre")):
+        language = language_hint(pre)
+        text = code_block_text(pre)
+        for child in list(pre):
+            pre.remove(child)
+        pre.text = None
+        code = etree.SubElement(pre, "code")
+        code.text = text
+        if language:
+            code.set("class", f"language-{language}")
+            if text.strip():
+                languages[normalise_code(text)] = language
+    return languages
+
+
+def mark_task_items(tree: etree._Element) -> None:
+    """Turn list-item checkboxes into ☐/☑ text markers (the extractor drops form inputs)."""
+    for box in list(tree.xpath("//li//input[translate(@type,'CHECKBOX','checkbox')='checkbox']")):
+        marker = (TASK_DONE if box.get("checked") is not None else TASK_OPEN) + " "
+        box.tail = marker + (box.tail or "").lstrip()
+        _drop(box)
+
+
+def keep_footnote_asides(tree: etree._Element) -> None:
+    """Footnotes in ``<aside>`` are content; the extractor removes every aside as boilerplate."""
+    for aside in tree.iter("aside"):
+        role = aside.get("role") or ""
+        if "footnote" in _classes(aside) or (role.startswith("doc-") and "note" in role):
+            aside.tag = "section"
+
+
+def drop_headers(tree: etree._Element) -> None:
+    """Remove ``<header>`` regions: masthead, headline, standfirst, byline and share bar.
+
+    The reader view shows the title separately; the rest is not the article. A header holding
+    most of the page's text is a misused tag and stays.
+    """
+    headers = [h for h in tree.iter("header") if not any(a.tag == "header" for a in h.iterancestors())]
+    if not headers:
+        return
+    page = visible_text_length(tree)
+    for header in headers:
+        if header.getparent() is not None and _text_chars(header) * 2 < page:
+            _drop(header)
+
+
+def _text_chars(element: etree._Element) -> int:
+    return len(" ".join("".join(element.itertext()).split()))
+
+
+def prepare(tree: etree._Element) -> PreparedPage:
+    remove_hidden(tree)
+    drop_headers(tree)
+    clean_heading_anchors(tree)
+    keep_footnote_asides(tree)
+    mark_task_items(tree)
+    return PreparedPage(code_languages=normalise_code_blocks(tree))
+
+
+def visible_text_length(tree: etree._Element) -> int:
+    """Characters of visible body text (whitespace runs counted once): the page's size as read."""
+    body = tree.find(".//body")
+    root = body if body is not None else tree
+    total = 0
+    for node in root.iter():
+        if not isinstance(node.tag, str) or node.tag in _VOID_TEXT_TAGS:
+            if node.tail:
+                total += len(" ".join(node.tail.split()))
+            continue
+        if node.text:
+            total += len(" ".join(node.text.split()))
+        if node.tail and node is not root:
+            total += len(" ".join(node.tail.split()))
+    return total

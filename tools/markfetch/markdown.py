@@ -1,0 +1,479 @@
+"""HTML (an lxml tree) to GitHub-flavoured markdown.
+
+A small, strict converter for the reader-view body: ATX headings, paragraphs, nested lists with
+task-list items, fenced code with a language hint, GFM tables, block quotes, emphasis,
+strikethrough, links and images made absolute against the page URL. Escaping is minimal and
+exact: only what CommonMark would otherwise misread is escaped, so ``snake_case`` stays
+``snake_case`` and prose stays readable; code is never escaped.
+
+Pure: no I/O; the caller resolves URLs by passing the page's base URL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urljoin
+
+from lxml import etree
+
+HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+# Elements whose content (and the element itself) never reaches the reader.
+SKIPPED = frozenset(
+    {
+        "script", "style", "noscript", "template", "svg", "math", "iframe", "object", "embed",
+        "canvas", "video", "audio", "source", "track", "map", "area", "head", "title", "meta",
+        "link", "base", "button", "select", "option", "textarea", "input", "form", "dialog", "nav",
+    }
+)  # fmt: skip
+BLOCKS = frozenset(
+    {
+        "p", "div", "section", "article", "main", "header", "footer", "aside", "figure", "figcaption",
+        "blockquote", "pre", "ul", "ol", "dl", "dt", "dd", "li", "table", "thead", "tbody", "tfoot",
+        "tr", "td", "th", "caption", "hr", "address", "details", "summary", "fieldset", "legend",
+        "center", "body", "html", "hgroup", "picture", *HEADINGS,
+    }
+)  # fmt: skip
+TASK_DONE, TASK_OPEN = "\u2611", "\u2610"  # ☑ ☐: markers the HTML preparation puts in list items
+
+_SPACES = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")  # \u00a0 kept out of code only
+_HARD_BREAK = "\u2028"  # placeholder for <br> while inline text is being normalised
+_LANGUAGE_CLASS = re.compile(r"^(?:language|lang|highlight|hljs|brush|sourceCode)-?([A-Za-z0-9_+#.\-]+)$")
+_LANGUAGE_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_+#.\-]{0,30}$")
+_NOT_LANGUAGES = frozenset(
+    {"highlight", "hljs", "code", "source", "sourcecode", "notranslate", "default", "none", "plain", "text",
+     "nohighlight", "block", "line", "lines", "numbers", "wrap", "prettyprint", "linenums", "copy"}
+)  # fmt: skip
+
+# Escaping: characters that would start markup in the middle of a line.
+_ESCAPE_ALWAYS = re.compile(r"([\\`*\[\]])")
+_ESCAPE_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+# Underscore and tilde only where they could open or close emphasis: not inside a word.
+_ESCAPE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_ESCAPE_TILDES = re.compile(r"~")  # GFM strikes through single tildes too
+# Markers that mean something only at the start of a line.
+_BLOCK_START = re.compile(
+    r"^(?P<indent> {0,3})(?:(?P<hash>#{1,6})(?=[ \t]|$)|(?P<quote>>)|(?P<bullet>[-+*])(?=[ \t]|$)"
+    r"|(?P<num>\d{1,9})(?P<delim>[.)])(?=[ \t]|$)|(?P<rule>(?:[-=_*][ \t]*){3,}$)|(?P<fence>```|~~~))"
+)
+
+
+def escape_text(text: str) -> str:
+    """Escape prose so CommonMark reads it literally (without touching intraword underscores)."""
+    text = _ESCAPE_ALWAYS.sub(r"\\\1", text)
+    text = _ESCAPE_TAG_START.sub(r"\\<", text)
+    text = _ESCAPE_UNDERSCORE.sub(r"\\_", text)
+    return _ESCAPE_TILDES.sub(r"\\~", text)
+
+
+def escape_line_start(line: str) -> str:
+    """Escape a heading, quote, list, rule or fence marker at the start of a paragraph line."""
+    match = _BLOCK_START.match(line)
+    if not match:
+        return line
+    indent = match.group("indent")
+    rest = line[len(indent) :]
+    if match.group("num") is not None:
+        digits = match.group("num")
+        return f"{indent}{digits}\\{rest[len(digits) :]}"
+    return f"{indent}\\{rest}"
+
+
+def code_span(text: str) -> str:
+    """Inline code with a fence longer than any backtick run inside it."""
+    text = text.replace("\n", " ")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = (
+        " "
+        if text.startswith("`") or text.endswith("`") or (text.startswith(" ") and text.endswith(" "))
+        else ""
+    )
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def language_hint(element: etree._Element, levels: int = 3) -> str | None:
+    """The code language named by ``language-X``/``lang-X``/``highlight-X`` classes or ``data-lang``.
+
+    Looks at the element, its code child and a few ancestors (Sphinx puts ``highlight-python`` on
+    a wrapper ``div``).
+    """
+    candidates: list[etree._Element] = [element]
+    candidates.extend(child for child in element if isinstance(child.tag, str) and child.tag == "code")
+    parent = element.getparent()
+    for _ in range(levels):
+        if parent is None:
+            break
+        candidates.append(parent)
+        parent = parent.getparent()
+    for candidate in candidates:
+        for attribute in ("data-lang", "data-language", "lang"):
+            value = (candidate.get(attribute) or "").strip()
+            if attribute != "lang" and _LANGUAGE_WORD.match(value) and value.lower() not in _NOT_LANGUAGES:
+                return value.lower()
+        for cls in (candidate.get("class") or "").split():
+            match = _LANGUAGE_CLASS.match(cls)
+            if match and match.group(1).lower() not in _NOT_LANGUAGES:
+                return match.group(1).lower()
+    return None
+
+
+def _tag(element: etree._Element) -> str:
+    tag = element.tag
+    if not isinstance(tag, str):  # comments, processing instructions
+        return ""
+    return tag.rsplit("}", 1)[-1].lower()
+
+
+def code_block_text(element: etree._Element) -> str:
+    """Text of a code block with <br> as newlines and markup (highlighting spans) dropped."""
+    parts: list[str] = []
+
+    def walk(node: etree._Element) -> None:
+        tag = _tag(node)
+        if tag == "br":
+            parts.append("\n")
+        elif tag and tag not in ("script", "style", "button"):
+            if node.text:
+                parts.append(node.text)
+            for child in node:
+                walk(child)
+                if child.tail:
+                    parts.append(child.tail)
+        if tag in ("div", "p", "li", "tr") and parts and not parts[-1].endswith("\n"):
+            parts.append("\n")
+
+    if element.text:
+        parts.append(element.text)
+    for child in element:
+        walk(child)
+        if child.tail:
+            parts.append(child.tail)
+    text = "".join(parts).replace("\r\n", "\n").replace("\u00a0", " ")
+    lines = text.split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _fence_for(code: str) -> str:
+    longest = max((len(run) for run in re.findall(r"^\s*(`{3,})", code, re.MULTILINE)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _indent(text: str, prefix: str, first: str | None = None) -> str:
+    """Prefix every line (``first`` on the first one); blank lines get the prefix without its spaces."""
+    out: list[str] = []
+    for i, line in enumerate(text.split("\n")):
+        lead = first if i == 0 and first is not None else prefix
+        out.append(lead + line if line else lead.rstrip())
+    return "\n".join(out)
+
+
+def _is_safe_url(url: str) -> bool:
+    return not re.match(r"^\s*(javascript|vbscript|data):", url, re.IGNORECASE)
+
+
+@dataclass
+class MarkdownRenderer:
+    """Render an lxml (HTML vocabulary) tree. ``code_language`` may name a code block's language."""
+
+    base_url: str | None = None
+    code_language: Callable[[str], str | None] = field(default=lambda _code: None)
+    images: bool = True
+
+    # -- entry point ---------------------------------------------------------------------------
+    def render(self, root: etree._Element) -> str:
+        blocks = (
+            self._blocks(root) if _tag(root) not in HEADINGS and _tag(root) != "pre" else self._block(root)
+        )
+        text = "\n\n".join(block for block in blocks if block.strip())
+        return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n" if text.strip() else ""
+
+    # -- URLs ----------------------------------------------------------------------------------
+    def url(self, raw: str | None) -> str | None:
+        if raw is None:
+            return None
+        raw = raw.strip()
+        if not raw or not _is_safe_url(raw):
+            return None
+        if self.base_url:
+            try:
+                return urljoin(self.base_url, raw)
+            except ValueError:
+                return raw
+        return raw
+
+    # -- blocks --------------------------------------------------------------------------------
+    def _blocks(self, element: etree._Element) -> list[str]:
+        """Render the children of ``element``: runs of inline content become paragraphs."""
+        out: list[str] = []
+        inline: list[str] = []
+
+        def flush() -> None:
+            paragraph = self._finish_inline("".join(inline))
+            inline.clear()
+            if paragraph:
+                out.append(paragraph)
+
+        if element.text:
+            inline.append(escape_text(element.text))
+        for child in element:
+            tag = _tag(child)
+            if tag and tag not in SKIPPED:
+                if tag in BLOCKS:
+                    flush()
+                    out.extend(self._block(child))
+                else:
+                    inline.append(self._inline(child))
+            if child.tail:
+                inline.append(escape_text(child.tail))
+        flush()
+        return out
+
+    def _block(self, element: etree._Element) -> list[str]:
+        tag = _tag(element)
+        if tag in HEADINGS:
+            text = self._finish_inline(self._inline_children(element), single_line=True)
+            return [f"{'#' * HEADINGS[tag]} {text}"] if text else []
+        if tag == "pre":
+            return self._code_block(element)
+        if tag in ("ul", "ol"):
+            rendered = self._list(element, ordered=tag == "ol")
+            return [rendered] if rendered else []
+        if tag == "dl":
+            return self._definition_list(element)
+        if tag == "table":
+            return self._table(element)
+        if tag == "blockquote":
+            inner = "\n\n".join(self._blocks(element))
+            return [_indent(inner, "> ")] if inner.strip() else []
+        if tag == "hr":
+            return ["---"]
+        if tag == "li":  # a stray item outside any list
+            rendered = self._list_items([element], ordered=False, start=1)
+            return [rendered] if rendered else []
+        return self._blocks(element)
+
+    def _code_block(self, element: etree._Element) -> list[str]:
+        code = code_block_text(element)
+        if not code.strip():
+            return []
+        language = language_hint(element) or self.code_language(code) or ""
+        fence = _fence_for(code)
+        return [f"{fence}{language}\n{code}\n{fence}"]
+
+    def _list(self, element: etree._Element, *, ordered: bool) -> str:
+        items = [child for child in element if _tag(child) == "li"]
+        if not items:  # malformed lists: render what they hold
+            return "\n\n".join(self._blocks(element))
+        start = 1
+        if ordered:
+            try:
+                start = max(0, int(element.get("start", "1")))
+            except ValueError:
+                start = 1
+        return self._list_items(items, ordered=ordered, start=start)
+
+    def _list_items(self, items: list[etree._Element], *, ordered: bool, start: int) -> str:
+        rendered: list[str] = []
+        number = start
+        for item in items:
+            blocks = self._blocks(item)
+            if not blocks:
+                continue
+            marker = f"{number}. " if ordered else "- "
+            number += 1
+            first = blocks[0]
+            if first.startswith((TASK_DONE, TASK_OPEN)):
+                box = "[x] " if first.startswith(TASK_DONE) else "[ ] "
+                blocks[0] = box + first[1:].lstrip()
+            body = blocks[0]
+            for block in blocks[1:]:
+                # A nested list may follow its item's text directly; anything else needs a blank line.
+                separator = "\n" if _is_list(block) else "\n\n"
+                body += separator + block
+            rendered.append(_indent(body, " " * len(marker), first=marker))
+        return "\n".join(rendered)
+
+    def _definition_list(self, element: etree._Element) -> list[str]:
+        out: list[str] = []
+        for child in element:
+            tag = _tag(child)
+            if tag == "dt":
+                term = self._finish_inline(self._inline_children(child), single_line=True)
+                if term:
+                    out.append(f"**{term}**")
+            elif tag == "dd":
+                inner = "\n\n".join(self._blocks(child))
+                if inner:
+                    out.append(_indent(inner, "  ", first=": "))
+            elif tag == "div":  # <dl><div><dt/><dd/></div></dl> is valid HTML
+                out.extend(self._definition_list(child))
+        return out
+
+    def _table(self, table: etree._Element) -> list[str]:
+        rows: list[list[etree._Element]] = []
+        header_rows = 0
+        caption = None
+        for node in table.iter():
+            tag = _tag(node)
+            if tag not in ("tr", "caption") or _nearest_table(node) is not table:
+                continue
+            if tag == "caption":
+                caption = self._finish_inline(self._inline_children(node), single_line=True)
+                continue
+            cells = [cell for cell in node if _tag(cell) in ("td", "th")]
+            if not cells:
+                continue
+            parent = node.getparent()
+            in_head = parent is not None and _tag(parent) == "thead"
+            if header_rows == len(rows) and (in_head or all(_tag(cell) == "th" for cell in cells)):
+                header_rows += 1
+            rows.append(cells)
+        if not rows:
+            return []
+        width = max(sum(_colspan(cell) for cell in row) for row in rows)
+        if width == 1 or len(rows) == 1:
+            # A layout table (one column, or a single row): its cells are ordinary blocks.
+            return [block for row in rows for cell in row for block in self._blocks(cell)]
+        grid: list[list[str]] = []
+        for row in rows:
+            texts: list[str] = []
+            for cell in row:
+                texts.extend([self._cell_text(cell)] + [""] * (_colspan(cell) - 1))
+            grid.append(texts + [""] * (width - len(texts)))
+        if header_rows > 1:  # GFM has a single header row: fold the others into it
+            merged = [" ".join(filter(None, column)) for column in zip(*grid[:header_rows], strict=True)]
+            grid = [merged, *grid[header_rows:]]
+        head, body = (grid[0], grid[1:]) if header_rows else ([""] * width, grid)
+        lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * width) + "|"]
+        lines.extend("| " + " | ".join(row) + " |" for row in body)
+        out = [f"*{caption}*"] if caption else []
+        out.append("\n".join(lines))
+        return out
+
+    def _cell_text(self, cell: etree._Element) -> str:
+        blocks = self._blocks(cell)
+        text = " ".join(block.replace("\n", " ") for block in blocks)
+        return re.sub(r"(?<!\\)\|", r"\\|", text).strip()
+
+    # -- inline --------------------------------------------------------------------------------
+    def _inline_children(self, element: etree._Element) -> str:
+        parts: list[str] = [escape_text(element.text)] if element.text else []
+        for child in element:
+            tag = _tag(child)
+            if tag and tag not in SKIPPED:
+                parts.append(self._inline(child))
+            if child.tail:
+                parts.append(escape_text(child.tail))
+        return "".join(parts)
+
+    def _inline(self, element: etree._Element) -> str:
+        tag = _tag(element)
+        if tag == "br":
+            return _HARD_BREAK
+        if tag == "img":
+            return self._image(element)
+        if tag == "code" or tag in ("kbd", "samp", "tt"):
+            text = _SPACES.sub(" ", "".join(element.itertext()))
+            return _wrap_outside(text, code_span) if text.strip() else text
+        if tag in ("pre",):
+            return code_span(code_block_text(element))
+        inner = self._inline_children(element)
+        if tag in ("strong", "b"):
+            return _wrap_outside(inner, lambda s: f"**{s}**")
+        if tag in ("em", "i", "cite", "dfn"):
+            return _wrap_outside(inner, lambda s: f"*{s}*")
+        if tag in ("del", "s", "strike"):
+            return _wrap_outside(inner, lambda s: f"~~{s}~~")
+        if tag == "a":
+            return self._link(element, inner)
+        if tag in BLOCKS or tag in HEADINGS:  # block markup inside inline markup: keep words apart
+            return f" {inner} "
+        return inner
+
+    def _link(self, element: etree._Element, inner: str) -> str:
+        href = self.url(element.get("href"))
+        text = inner.strip()
+        if not text or href is None:
+            return inner
+        text = text.replace(_HARD_BREAK, " ")
+        target = f"<{href}>" if re.search(r"[\s<>()]", href) else href
+        return _wrap_outside(inner, lambda _s: f"[{text}]({target})")
+
+    def _image(self, element: etree._Element) -> str:
+        if not self.images:
+            return ""
+        src = self.url(element.get("src") or element.get("data-src"))
+        if src is None:
+            return ""
+        alt = _SPACES.sub(" ", element.get("alt") or "").strip()
+        alt = escape_text(alt)
+        target = f"<{src}>" if re.search(r"[\s<>()]", src) else src
+        return f"![{alt}]({target})"
+
+    def _finish_inline(self, text: str, *, single_line: bool = False) -> str:
+        """Collapse whitespace, turn break placeholders into hard breaks, escape line starts."""
+        text = _SPACES.sub(" ", text)
+        if single_line:
+            return text.replace(_HARD_BREAK, " ").strip()
+        lines = [line.strip() for line in text.split(_HARD_BREAK)]
+        while lines and not lines[0]:
+            lines.pop(0)
+        while lines and not lines[-1]:
+            lines.pop()
+        if not lines:
+            return ""
+        kept = [escape_line_start(line) for line in lines if line]
+        return "\\\n".join(kept)
+
+
+def _wrap_outside(text: str, wrap: Callable[[str], str]) -> str:
+    """Apply ``wrap`` to the stripped text, keeping flanking whitespace outside the markers."""
+    stripped = text.strip()
+    if not stripped:
+        return text
+    start = text.index(stripped[0])
+    return text[:start] + wrap(stripped) + text[start + len(stripped) :]
+
+
+def _colspan(cell: etree._Element) -> int:
+    try:
+        return min(max(int(cell.get("colspan", "1")), 1), 50)
+    except ValueError:
+        return 1
+
+
+def _nearest_table(node: etree._Element) -> etree._Element | None:
+    for ancestor in node.iterancestors():
+        if _tag(ancestor) == "table":
+            return ancestor
+    return None
+
+
+def _is_list(block: str) -> bool:
+    return bool(re.match(r"^(?:[-+*] |\d{1,9}[.)] )", block))
+
+
+def html_to_markdown(
+    root: etree._Element,
+    *,
+    base_url: str | None = None,
+    code_languages: Mapping[str, str] | None = None,
+    images: bool = True,
+) -> str:
+    """Convert ``root`` and its descendants to markdown (``code_languages``: normalised code -> language)."""
+    languages = code_languages or {}
+    renderer = MarkdownRenderer(
+        base_url=base_url, code_language=lambda code: languages.get(normalise_code(code)), images=images
+    )
+    return renderer.render(root)
+
+
+def normalise_code(code: str) -> str:
+    """A key that survives the whitespace changes extraction makes to a code block."""
+    return re.sub(r"\s+", "", code)[:2000]

@@ -1,0 +1,154 @@
+"""``md-vision``: the MCP stdio server. ``--help`` explains everything without starting it.
+
+Nothing here imports the MCP SDK until the flags are valid and the server is about to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+
+from md_vision import __version__
+
+DESCRIPTION = """\
+MCP stdio server with two read-only tools for markdown documentation:
+
+  index_md(uri)                    heading index of a file, folder or URL: start line, image count
+                                   and size of every section
+  read_md_with_images(uri, section?, line_range?, max_images=10)
+                                   the source text of a file, section or line range with the images
+                                   it references inlined as image blocks
+
+It speaks MCP on stdin/stdout, so you normally do not run it by hand: your MCP client starts it."""
+
+EPILOG = """\
+Access (both flags are required and may be repeated; --flag VALUE and --flag=VALUE both work):
+  --allow-path DIR       local files must resolve (symlinks followed) inside one of these folders;
+                         relative paths in requests are taken from the first one
+  --allow-domain VALUE   all: any public http(s) host; none: no URLs at all; HOST: that host and
+                         its subdomains (example.com allows docs.example.com, not badexample.com).
+                         A host you name may be a local one (e.g. 127.0.0.1 or intranet.lan);
+                         loopback, private and cloud-metadata addresses are refused otherwise.
+                         Write `all`, never a bare * (your shell expands it).
+
+Sizes accept k/M/G suffixes (decimal): --max-response-bytes 4M.
+
+MCP client configuration (e.g. claude_desktop_config.json):
+  {"mcpServers": {"md-vision": {"command": "uvx",
+      "args": ["--from", "docab", "md-vision", "--allow-path", "/abs/path/docs", "--allow-domain", "none"]}}}
+
+Try it on the bundled samples:
+  md-vision --allow-path "$(python -c 'import md_vision, os; print(os.path.dirname(md_vision.__file__))')/samples" --allow-domain none
+"""
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)[bB]?\s*$")
+_MULTIPLIER = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
+
+
+class FlagError(Exception):
+    pass
+
+
+def _parse_number(flag: str, raw: str, kind: type, minimum: float) -> float | int:
+    match = _SIZE.match(raw) if kind is int else None
+    try:
+        if match:
+            value: float | int = int(float(match.group(1)) * _MULTIPLIER[match.group(2).lower()])
+        else:
+            value = kind(raw)
+    except ValueError:
+        raise FlagError(f"{flag} expects a number, got {raw!r}") from None
+    if value < minimum:
+        raise FlagError(f"{flag} must be at least {minimum:g}, got {raw!r}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        raise FlagError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from md_vision.settings import LIMIT_FLAGS, Limits
+
+    parser = _Parser(
+        prog="md-vision",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "--allow-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="folder the server may read (repeatable; at least one)",
+    )
+    parser.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="all|none|HOST",
+        help="hosts the server may fetch (repeatable; at least one)",
+    )
+    limits = parser.add_argument_group("limits (defaults in brackets)")
+    defaults = Limits()
+    for item in LIMIT_FLAGS:
+        default = getattr(defaults, item.attribute)
+        shown = f"{default:,}" if isinstance(default, int) else f"{default:g}"
+        limits.add_argument(
+            item.flag, dest=item.attribute, metavar="N", default=None, help=f"{item.help} [{shown}]"
+        )
+    parser.add_argument("-V", "--version", action="version", version=f"md-vision {__version__}")
+    return parser
+
+
+def parse_settings(argv: Sequence[str]):
+    """Flags to :class:`~md_vision.settings.Settings`; raises FlagError with a start-up message."""
+    from md_vision.settings import LIMIT_FLAGS, Limits, Settings
+
+    args = build_parser().parse_args(list(argv))
+    if not args.allow_path:
+        raise FlagError(
+            "--allow-path is required: name at least one folder the server may read, e.g. --allow-path ~/docs"
+        )
+    if not args.allow_domain:
+        raise FlagError(
+            "--allow-domain is required: use `--allow-domain none` for local files only, `--allow-domain all` "
+            "for any public host, or name hosts, e.g. --allow-domain raw.githubusercontent.com"
+        )
+    limits = Limits()
+    for item in LIMIT_FLAGS:
+        raw = getattr(args, item.attribute)
+        if raw is not None:
+            limits = replace(
+                limits, **{item.attribute: _parse_number(item.flag, raw, item.kind, item.minimum)}
+            )
+    try:
+        return Settings.build(allow_paths=args.allow_path, allow_domains=args.allow_domain, limits=limits)
+    except ValueError as exc:
+        raise FlagError(str(exc)) from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        settings = parse_settings(argv)
+    except FlagError as exc:
+        print(f"md-vision: error: {exc}\nRun `md-vision --help` for usage.", file=sys.stderr)
+        return 2
+    from md_vision.server import serve
+
+    try:
+        serve(settings)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Find the markdown files of a folder and index many of them fast.
+
+The walk skips hidden files and folders, ``node_modules`` and whatever the folder's
+``.gitignore`` files exclude (nested ones apply to their subtree, later rules win, ``!`` negates),
+matches ``.md``/``.markdown`` case-insensitively, does not follow folder symlinks (no loops) and
+checks each file's real path against the allowed roots. Files come back in sorted order.
+
+Parsing is CPU-bound pure Python, so a large folder is indexed by a small process pool (threads
+would serialise on the GIL); small folders are indexed in-process, where a pool's start-up
+would cost more than it saves.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from md_vision.index import FileIndex, FileProblem, index_text
+from md_vision.sources import MARKDOWN_SUFFIXES, SourceError, read_local_markdown
+
+SKIPPED_DIRS = frozenset({"node_modules"})
+MAX_WALK_ENTRIES = 500_000  # a walk over a whole disk stops here instead of running for minutes
+POOL_THRESHOLD = 48  # below this many files to parse, a process pool is not worth starting
+CHUNK = 16  # files per task sent to a worker
+
+
+@dataclass
+class FolderScan:
+    files: list[Path] = field(default_factory=list)  # real paths, sorted, at most the cap
+    found: int = 0  # markdown files found before the cap applied
+    outside: int = 0  # files whose real path leaves the allowed roots (symlinks), skipped
+    walk_truncated: bool = False
+
+
+def _load_gitignore(directory: str) -> pathspec.GitIgnoreSpec | None:
+    try:
+        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    return spec if len(spec) else None
+
+
+def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], path: str, is_dir: bool) -> bool:
+    """Deepest .gitignore with an opinion wins (git's precedence)."""
+    for base, spec in reversed(specs):
+        relative = os.path.relpath(path, base).replace(os.sep, "/")
+        if is_dir:
+            relative += "/"
+        decision = spec.check_file(relative).include
+        if decision is not None:
+            return decision
+    return False
+
+
+def scan_folder(root: Path, contains, max_files: int) -> FolderScan:
+    """Walk ``root`` (a real path); ``contains(real_path)`` says whether a path is allowed."""
+    scan = FolderScan()
+    found: list[tuple[str, Path]] = []
+    stack: list[tuple[str, list[tuple[str, pathspec.GitIgnoreSpec]]]] = [(str(root), [])]
+    visited = 0
+    while stack:
+        directory, inherited = stack.pop()
+        specs = inherited
+        own = _load_gitignore(directory)
+        if own is not None:
+            specs = [*inherited, (directory, own)]
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            visited += 1
+            if visited > MAX_WALK_ENTRIES:
+                scan.walk_truncated = True
+                stack.clear()
+                break
+            name = entry.name
+            if name.startswith("."):
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                if name in SKIPPED_DIRS or (specs and _ignored(specs, entry.path, True)):
+                    continue
+                stack.append((entry.path, specs))
+                continue
+            if not name.lower().endswith(MARKDOWN_SUFFIXES):
+                continue
+            if specs and _ignored(specs, entry.path, False):
+                continue
+            real = os.path.realpath(entry.path)
+            if not contains(real):
+                scan.outside += 1
+                continue
+            found.append((os.path.relpath(entry.path, root).replace(os.sep, "/"), Path(real)))
+    found.sort(key=lambda item: item[0])
+    scan.found = len(found)
+    scan.files = [path for _relative, path in found[:max_files]]
+    return scan
+
+
+def file_key(path: Path) -> tuple[tuple, os.stat_result] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return ("file", str(path), info.st_size, info.st_mtime_ns), info
+
+
+def index_one(path: str, max_bytes: int) -> FileIndex | FileProblem:
+    """Read and index one file (runs in a worker process too: plain arguments, plain result)."""
+    location = Path(path)
+    try:
+        info = location.stat()
+        text = read_local_markdown(location, info, max_bytes, path)
+    except SourceError as exc:
+        return FileProblem(path, str(exc))
+    except OSError:
+        return FileProblem(path, "the file cannot be read")
+    return index_text(text, path)
+
+
+def _index_chunk(paths: list[str], max_bytes: int) -> list[FileIndex | FileProblem]:
+    return [index_one(path, max_bytes) for path in paths]
+
+
+def index_many(paths: Iterable[Path], max_bytes: int, pool: Executor | None) -> list[FileIndex | FileProblem]:
+    """Index files in order; with a pool, in chunks across its workers."""
+    names = [str(path) for path in paths]
+    if pool is None or len(names) < POOL_THRESHOLD:
+        return [index_one(name, max_bytes) for name in names]
+    chunks = [names[start : start + CHUNK] for start in range(0, len(names), CHUNK)]
+    results: list[FileIndex | FileProblem] = []
+    for batch in pool.map(_index_chunk, chunks, [max_bytes] * len(chunks)):
+        results.extend(batch)
+    return results

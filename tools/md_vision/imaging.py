@@ -1,0 +1,410 @@
+"""Turn image bytes into an image block a model can take (pure CPU work, no I/O).
+
+- PNG and JPEG that already fit (size, one frame, no EXIF rotation, within the byte share)
+  pass through byte for byte.
+- Everything else is decoded once under a pixel cap checked *before* decoding, EXIF-rotated,
+  reduced to its first frame and scaled to fit ``max_side``; JPEG sources are decoded with
+  DCT scaling (``draft``) when they are much larger than needed.
+- When the result is larger than the byte share the caller grants, it is re-encoded as JPEG
+  and scaled further until it fits, and :attr:`PreparedImage.reduced` says so.
+- SVG is rendered with resvg into the ``max_side`` box after external references (which resvg
+  would read from the local disk) are removed.
+
+Failures raise :class:`ImageRejected` whose message is a short reason fit for a placeholder.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+import math
+import re
+import warnings
+import zlib
+from dataclasses import dataclass
+
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+RASTER_FORMATS = ("PNG", "JPEG", "GIF", "WEBP", "BMP", "TIFF")
+_PASS_THROUGH = {"PNG": "image/png", "JPEG": "image/jpeg"}
+_SMALL_LOSSLESS_PIXELS = 1_000_000  # below this, lossless sources stay PNG
+_FIRST_JPEG_QUALITY = 85
+_BUDGET_JPEG_QUALITY = 72
+_Q85_OVER_Q72 = 1.4  # JPEG size at quality 85 relative to 72 (measured on drawings and photos)
+_MIN_SIDE = 160  # an image that only fits below this is dropped instead of shown unreadable
+_SVG_TAG = re.compile(rb"<svg[\s>]", re.I)
+_XLINK = "{http://www.w3.org/1999/xlink}href"
+
+# Our own pixel check runs first and is the one that applies; Pillow's warning would only add
+# noise on stderr.
+warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+
+
+class ImageRejected(Exception):
+    """The image cannot be shown; ``str()`` is the reason, one short clause."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedImage:
+    data: bytes
+    mime_type: str
+    width: int
+    height: int
+    source_format: str  # PNG, JPEG, SVG, ...
+    source_width: int
+    source_height: int
+    passthrough: bool = False  # the original bytes, untouched
+    reduced: bool = False  # scaled or compressed beyond the usual to fit the byte share
+
+    def describe(self) -> str:
+        """e.g. ``2000x1500 PNG sent as 1180x885 JPEG``."""
+        source = f"{self.source_width}x{self.source_height} {self.source_format}"
+        if self.passthrough:
+            return f"{source}, sent unchanged"
+        kind = self.mime_type.split("/", 1)[1].upper()
+        return f"{source} sent as {self.width}x{self.height} {kind}"
+
+    @property
+    def encoded_size(self) -> int:
+        """Size once base64-encoded, as it travels in the response."""
+        return 4 * math.ceil(len(self.data) / 3)
+
+
+def looks_like_svg(data: bytes, name: str = "") -> bool:
+    lowered = name.lower().split("?", 1)[0]
+    if lowered.endswith((".svg", ".svgz")):
+        return True
+    if data[:2] == b"\x1f\x8b":
+        return lowered.endswith(".svgz")
+    head = data[:4096].lstrip(b"\xef\xbb\xbf").lstrip()
+    return head.startswith(b"<") and bool(_SVG_TAG.search(head))
+
+
+def prepare_image(
+    data: bytes,
+    *,
+    name: str = "",
+    max_side: int = 1568,
+    max_pixels: int = 50_000_000,
+    byte_budget: int | None = None,
+) -> PreparedImage:
+    """Make ``data`` sendable within ``max_side`` and ``byte_budget`` (raw bytes) or raise."""
+    if looks_like_svg(data, name):
+        png, size = render_svg(data, max_side=max_side, max_pixels=max_pixels)
+        prepared = _prepare_raster(png, max_side=max_side, max_pixels=max_pixels, byte_budget=byte_budget)
+        return _relabel(prepared, "SVG", size)
+    return _prepare_raster(data, max_side=max_side, max_pixels=max_pixels, byte_budget=byte_budget)
+
+
+def _relabel(prepared: PreparedImage, source_format: str, size: tuple[int, int]) -> PreparedImage:
+    return PreparedImage(
+        data=prepared.data,
+        mime_type=prepared.mime_type,
+        width=prepared.width,
+        height=prepared.height,
+        source_format=source_format,
+        source_width=size[0],
+        source_height=size[1],
+        passthrough=False,
+        reduced=prepared.reduced,
+    )
+
+
+def _open(data: bytes, max_pixels: int) -> Image.Image:
+    try:
+        image = Image.open(io.BytesIO(data), formats=RASTER_FORMATS)
+    except Image.DecompressionBombError as exc:
+        raise ImageRejected(f"too many pixels (over the {max_pixels:,} pixel limit)") from exc
+    except UnidentifiedImageError as exc:
+        raise ImageRejected("not a recognised image (PNG, JPEG, GIF, WebP, BMP, TIFF or SVG)") from exc
+    except Exception as exc:  # corrupt headers surface as many exception types
+        raise ImageRejected("the image header could not be read") from exc
+    width, height = image.size
+    if width <= 0 or height <= 0:
+        raise ImageRejected("the image has no pixels")
+    if width * height > max_pixels:
+        raise ImageRejected(
+            f"{width}x{height} is {width * height:,} pixels, over the {max_pixels:,} pixel limit "
+            "(decompression-bomb guard)"
+        )
+    return image
+
+
+def _decodes(image: Image.Image) -> bool:
+    """Decode fully before passing bytes through: a broken image can make a client drop the turn."""
+    try:
+        image.load()
+    except Exception as exc:
+        raise ImageRejected("the image data is corrupt or truncated and could not be decoded") from exc
+    return True
+
+
+def _orientation(image: Image.Image) -> int:
+    try:
+        return int(image.getexif().get(0x0112, 1) or 1)
+    except Exception:
+        return 1
+
+
+def _fit(size: tuple[int, int], side: int) -> tuple[int, int]:
+    width, height = size
+    scale = min(1.0, side / max(width, height))
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def _has_alpha(image: Image.Image) -> bool:
+    return image.mode in ("RGBA", "LA", "PA", "RGBa", "La") or (
+        image.mode == "P" and "transparency" in image.info
+    )
+
+
+def _encode(image: Image.Image, kind: str, quality: int = _FIRST_JPEG_QUALITY) -> bytes:
+    buffer = io.BytesIO()
+    if kind == "PNG":
+        level = 6 if image.width * image.height <= _SMALL_LOSSLESS_PIXELS else 1
+        image.save(buffer, "PNG", compress_level=level)
+    else:
+        image.save(buffer, "JPEG", quality=quality, optimize=False)
+    return buffer.getvalue()
+
+
+def _flatten(image: Image.Image) -> Image.Image:
+    if image.mode in ("RGB", "L"):
+        return image
+    if _has_alpha(image):
+        rgba = image.convert("RGBA")
+        background = Image.new("RGB", rgba.size, (255, 255, 255))
+        background.paste(rgba, mask=rgba.getchannel("A"))
+        return background
+    return image.convert("RGB")
+
+
+def _prepare_raster(data: bytes, *, max_side: int, max_pixels: int, byte_budget: int | None) -> PreparedImage:
+    image = _open(data, max_pixels)
+    source_format = image.format or "image"
+    source_size = image.size
+    frames = getattr(image, "n_frames", 1) or 1
+    orientation = _orientation(image)
+    budget = byte_budget if byte_budget is not None else len(data) + (1 << 40)
+    if (
+        source_format in _PASS_THROUGH
+        and frames == 1
+        and orientation == 1
+        and max(source_size) <= max_side
+        and len(data) <= budget
+        and not (source_format == "JPEG" and image.mode not in ("RGB", "L"))
+        and _decodes(image)
+    ):
+        return PreparedImage(
+            data=data,
+            mime_type=_PASS_THROUGH[source_format],
+            width=source_size[0],
+            height=source_size[1],
+            source_format=source_format,
+            source_width=source_size[0],
+            source_height=source_size[1],
+            passthrough=True,
+        )
+    try:
+        if source_format == "JPEG":
+            # Rotation by 90 degrees swaps sides, so ask for the square box: draft() keeps
+            # at least the requested size on both sides.
+            target = _fit(source_size, max_side)
+            if max(source_size) >= 2 * max(target):
+                image.draft("RGB", (max(target), max(target)))
+        image.seek(0)
+        image.load()
+        image = ImageOps.exif_transpose(image) or image
+        if image.mode not in ("RGB", "RGBA", "L", "LA", "P", "PA") or image.mode in ("P", "PA"):
+            image = image.convert("RGBA" if _has_alpha(image) else "RGB")
+    except ImageRejected:
+        raise
+    except Exception as exc:
+        raise ImageRejected("the image data is corrupt or truncated and could not be decoded") from exc
+
+    target = _fit(image.size, max_side)
+    lossless = source_format != "JPEG"
+    if _has_alpha(image) or (lossless and target[0] * target[1] <= _SMALL_LOSSLESS_PIXELS):
+        image = _resize(image, target)
+        encoded, mime = _encode(image, "PNG"), "image/png"
+        reduced = False
+        if len(encoded) > budget:
+            encoded, image = _shrink_to(image, budget)
+            mime, reduced = "image/jpeg", True
+    else:
+        image = _flatten(image)
+        # Probe the compressibility on a small copy: JPEG bytes per pixel barely change with
+        # scale, so one probe picks a size that fits instead of encoding and shrinking in turns.
+        per_pixel = _bytes_per_pixel(image, _BUDGET_JPEG_QUALITY)
+        natural = per_pixel * target[0] * target[1] * _Q85_OVER_Q72
+        if natural <= budget * 0.9:
+            image = _resize(image, target)
+            encoded, reduced = _encode(image, "JPEG"), False
+            if len(encoded) > budget:
+                encoded, image = _shrink_to(image, budget)
+                reduced = True
+        else:
+            scale = min(1.0, math.sqrt(budget * 0.95 / (per_pixel * target[0] * target[1])))
+            size = (max(1, int(target[0] * scale)), max(1, int(target[1] * scale)))
+            if max(size) < _MIN_SIDE:
+                raise ImageRejected(
+                    f"it does not fit in what is left of the response budget ({budget:,} bytes)"
+                )
+            image = _resize(image, size)
+            encoded, reduced = _encode(image, "JPEG", _BUDGET_JPEG_QUALITY), True
+            if len(encoded) > budget:
+                encoded, image = _shrink_to(image, budget)
+        mime = "image/jpeg"
+    return PreparedImage(
+        data=encoded,
+        mime_type=mime,
+        width=image.width,
+        height=image.height,
+        source_format=source_format,
+        source_width=source_size[0],
+        source_height=source_size[1],
+        reduced=reduced,
+    )
+
+
+def _resize(image: Image.Image, size: tuple[int, int]) -> Image.Image:
+    if size == image.size:
+        return image
+    # Bilinear with Pillow's area-aware support is sharp enough for text in downscaled
+    # drawings and about twice as fast as bicubic; reducing_gap lets Pillow box-reduce first.
+    return image.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
+
+
+def _bytes_per_pixel(image: Image.Image, quality: int) -> float:
+    factor = max(1, max(image.size) // 512)
+    probe = image.reduce(factor) if factor > 1 else image
+    return len(_encode(probe, "JPEG", quality)) / (probe.width * probe.height)
+
+
+def _shrink_to(image: Image.Image, budget: int) -> tuple[bytes, Image.Image]:
+    """JPEG, then smaller JPEGs, until the bytes fit ``budget``; sizes scale with pixel count."""
+    image = _flatten(image)
+    encoded = _encode(image, "JPEG", _BUDGET_JPEG_QUALITY)
+    for _attempt in range(6):
+        if len(encoded) <= budget:
+            return encoded, image
+        scale = math.sqrt(budget / len(encoded)) * 0.92
+        size = (max(1, int(image.width * scale)), max(1, int(image.height * scale)))
+        if max(size) < _MIN_SIDE:
+            break
+        image = _resize(image, size)
+        encoded = _encode(image, "JPEG", _BUDGET_JPEG_QUALITY)
+    if len(encoded) <= budget:
+        return encoded, image
+    raise ImageRejected(f"it does not fit in what is left of the response budget ({budget:,} bytes)")
+
+
+# --- SVG ------------------------------------------------------------------------------------
+
+_UNITS = {"": 1.0, "px": 1.0, "pt": 4 / 3, "pc": 16.0, "mm": 96 / 25.4, "cm": 96 / 2.54, "in": 96.0}
+_LENGTH = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-z]*)\s*$")
+
+
+def _length(value: str | None) -> float | None:
+    if not value:
+        return None
+    match = _LENGTH.match(value)
+    if not match or match.group(2) not in _UNITS:
+        return None
+    number = float(match.group(1)) * _UNITS[match.group(2)]
+    return number if number > 0 else None
+
+
+def _natural_size(root) -> tuple[float, float] | None:
+    width, height = _length(root.get("width")), _length(root.get("height"))
+    box = (root.get("viewBox") or "").replace(",", " ").split()
+    view = None
+    if len(box) == 4:
+        try:
+            view = (float(box[2]), float(box[3]))
+        except ValueError:
+            view = None
+        if view and (view[0] <= 0 or view[1] <= 0):
+            view = None
+    if width and height:
+        return width, height
+    if view:
+        if width:
+            return width, width * view[1] / view[0]
+        if height:
+            return height * view[0] / view[1], height
+        return view
+    return None
+
+
+def _safe_data_image(href: str, max_pixels: int) -> bool:
+    """An embedded raster image is kept only if its header passes the pixel cap."""
+    if not href.startswith("data:image/") or "svg" in href[:30].lower() or ";base64," not in href[:100]:
+        return False
+    try:
+        raw = base64.b64decode(href.split(",", 1)[1], validate=False)
+        _open(raw, max_pixels)
+    except Exception:
+        return False
+    return True
+
+
+def _sanitise_svg(text: str, max_pixels: int):
+    import xml.etree.ElementTree as ET
+
+    if "<!ENTITY" in text:
+        raise ImageRejected("SVG files that declare XML entities are not rendered")
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise ImageRejected("the SVG is not well-formed XML") from exc
+    if not root.tag.endswith("svg"):
+        raise ImageRejected("the file is not an SVG image")
+    # resvg would load <image href="/any/local/file.png"> from disk, outside the allowed paths:
+    # keep only references inside the document and small embedded rasters.
+    for parent in root.iter():
+        for child in list(parent):
+            href = (child.get("href") or child.get(_XLINK) or "").strip()
+            if not href or href.startswith("#") or child.tag.rsplit("}", 1)[-1] == "a":
+                continue  # same-document references, and links (never fetched)
+            if child.tag.endswith("}image") and _safe_data_image(href, max_pixels):
+                continue
+            parent.remove(child)
+    return root
+
+
+def render_svg(data: bytes, *, max_side: int, max_pixels: int) -> tuple[bytes, tuple[int, int]]:
+    """Render SVG (or SVGZ) to PNG inside the ``max_side`` box; returns PNG and natural size."""
+    import xml.etree.ElementTree as ET
+
+    import resvg_py
+
+    if data[:2] == b"\x1f\x8b":
+        try:
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            data = inflater.decompress(data, 20 * len(data) + 1_000_000)
+            if inflater.unconsumed_tail:
+                raise ImageRejected("the compressed SVG expands too much")
+        except (zlib.error, gzip.BadGzipFile) as exc:
+            raise ImageRejected("the compressed SVG is corrupt") from exc
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImageRejected("the SVG is not UTF-8 text") from exc
+    root = _sanitise_svg(text, max_pixels)
+    natural = _natural_size(root)
+    if natural and max(natural) <= max_side:
+        width, height = max(1, round(natural[0])), max(1, round(natural[1]))
+    elif natural:
+        width, height = _fit((max(1, round(natural[0])), max(1, round(natural[1]))), max_side)
+    else:
+        width = height = max_side  # unknown size: resvg fits the drawing inside this box
+    # Never let resvg choose the canvas: a huge width/height would make it abort the process.
+    clean = ET.tostring(root, encoding="unicode")
+    try:
+        png = bytes(resvg_py.svg_to_bytes(svg_string=clean, width=width, height=height))
+    except Exception as exc:
+        raise ImageRejected("the SVG could not be rendered") from exc
+    size = (round(natural[0]), round(natural[1])) if natural else (width, height)
+    return png, size

@@ -1,0 +1,97 @@
+"""``vision-bridge``: start the MCP server on stdio (configured by the environment).
+
+``--help`` and ``--version`` import neither the MCP SDK nor any provider SDK, so they are instant.
+Configuration problems are reported on stderr, all at once, with exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from importlib import resources
+
+from vision_bridge import __version__
+from vision_bridge.config import ENV_HELP, load_settings
+from vision_bridge.errors import ConfigError
+
+DESCRIPTION = """\
+A vision sidecar MCP server (stdio): lets a text-only model describe images, read their text and
+compare them, by asking a vision model (OpenAI or Anthropic format) or, offline, Tesseract.
+Tools: analyze_image, ocr_image, compare_images. Every result reports the vision model's token use
+in _meta["io.github.docab/usage"]."""
+
+EPILOG = (
+    ENV_HELP
+    + """
+Examples:
+  VISION_API_BASE_URL=https://api.openai.com/v1 VISION_API_KEY=sk-... VISION_MODEL=gpt-4o vision-bridge
+  VISION_API_FORMAT=anthropic VISION_API_BASE_URL=https://api.anthropic.com \\
+      VISION_API_KEY=sk-ant-... VISION_MODEL=claude-sonnet-4-5 vision-bridge
+  VISION_BACKEND=tesseract vision-bridge          # offline OCR, nothing leaves the machine
+
+  vision-bridge --skill > SKILL.md                # the skill file that tells a host when to call it
+"""
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vision-bridge",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-V", "--version", action="version", version=f"vision-bridge {__version__}")
+    parser.add_argument(
+        "--skill", action="store_true", help="print the vision-sidecar skill file for MCP hosts and exit"
+    )
+    return parser
+
+
+def skill_text() -> str:
+    return resources.files("vision_bridge").joinpath("skill/vision-sidecar.md").read_text(encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.skill:
+        sys.stdout.write(skill_text())
+        return 0
+    level = os.environ.get("VISION_LOG_LEVEL", "INFO").strip().upper()
+    logging.basicConfig(
+        level=level if level in logging.getLevelNamesMapping() else "INFO",
+        format="vision-bridge: %(message)s",
+        stream=sys.stderr,
+    )
+    if level != "DEBUG":
+        # One INFO line per provider request from the HTTP clients is noise in a host's server log.
+        for name in ("httpx", "httpx2", "httpcore"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        settings = load_settings(os.environ)
+        from vision_bridge.service import create_service
+
+        service = create_service(settings)
+    except ConfigError as exc:
+        print(
+            f"vision-bridge: cannot start, the configuration has problems:\n{exc}\n"
+            "Run 'vision-bridge --help' for every setting.",
+            file=sys.stderr,
+        )
+        return 1
+    from vision_bridge.server import build_server
+
+    app = build_server(service)
+    logging.getLogger("vision_bridge").info("serving on stdio: %s", settings.describe())
+    try:
+        app.run()
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""The one interface every backend implements, and the plain data that crosses it.
+
+A :class:`VisionRequest` is complete and provider-neutral: the final instruction text, the
+images (each either prepared bytes or a URL the provider should fetch) and the options.
+A backend turns it into its wire format, makes the call and returns a :class:`VisionAnswer`,
+or raises :class:`~vision_bridge.errors.VisionError` (a :class:`ProviderError` for a failed
+provider call, which carries the HTTP status so the service can decide on the URL fallback).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from vision_bridge.cache import BackendIdentity
+from vision_bridge.errors import ErrorCause, VisionError
+from vision_bridge.prepare import ImageLimits, PreparedImage
+from vision_bridge.prompts import OcrFormat
+from vision_bridge.usage import TokenUsage
+
+Task = Literal["analyze", "ocr", "compare"]
+Detail = Literal["auto", "high", "low"]
+
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+MAX_ERROR_DETAIL_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ResponseLimits:
+    max_body: int = MAX_RESPONSE_BYTES
+    max_error_body: int = MAX_ERROR_DETAIL_BYTES
+
+
+DEFAULT_RESPONSE_LIMITS = ResponseLimits()
+
+
+class ResponseTooLarge(Exception):
+    def __init__(self, limit: int, declared: int | None = None) -> None:
+        detail = f"declared {declared:,} bytes" if declared is not None else "sent more"
+        super().__init__(f"the provider's response {detail}, over the limit of {limit:,} bytes")
+        self.limit = limit
+
+
+ERROR_DETAIL_CHARS = 2000
+"""How much of a provider's error message reaches the caller (the transport reads at most 1 MiB)."""
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """One image of a request: ``inline`` bytes, or a ``url`` for the provider to fetch."""
+
+    inline: PreparedImage | None = None
+    url: str | None = None
+    label: str | None = None  # "Image 1", ... when several images are compared
+
+    def __post_init__(self) -> None:
+        if (self.inline is None) == (self.url is None):
+            raise ValueError("an ImagePart holds exactly one of inline or url")
+
+
+@dataclass(frozen=True)
+class VisionRequest:
+    task: Task
+    prompt: str
+    images: tuple[ImagePart, ...]
+    detail: Detail = "auto"
+    ocr_format: OcrFormat = "plain"
+    languages: tuple[str, ...] = ()
+
+    @property
+    def has_urls(self) -> bool:
+        return any(part.url is not None for part in self.images)
+
+
+AnswerSource = Literal["content", "reasoning", "ocr"]
+
+
+@dataclass(frozen=True)
+class VisionAnswer:
+    text: str
+    usage: TokenUsage
+    answer_from: AnswerSource = "content"
+
+
+class ProviderError(VisionError):
+    """A provider call failed. ``status`` is the HTTP status when there was one."""
+
+    def __init__(
+        self, cause: ErrorCause, message: str, *, status: int | None = None, detail: str = ""
+    ) -> None:
+        super().__init__(cause, message)
+        self.status = status
+        self.detail = detail
+
+
+class VisionBackend(Protocol):
+    identity: BackendIdentity
+    image_limits: ImageLimits
+    accepts_urls: bool  # False: URLs are downloaded and sent inline before the call
+    tasks: frozenset[Task]
+
+    async def answer(self, request: VisionRequest, *, timeout_s: float) -> VisionAnswer: ...
+
+    def warm_up(self) -> None:
+        """Import what the first call needs (blocking; the server runs it in a thread after start)."""
+
+    async def aclose(self) -> None: ...
+
+
+# A provider that could not fetch an image URL says so in words like these; the service then
+# downloads the image itself and sends it inline, once.
+_FETCH_WORDS = re.compile(
+    r"download|fetch|retriev|could not (?:load|access|process|read)|unable to (?:load|access|process|read)"
+    r"|failed to (?:load|access|process|read)|image[ _]?url|\burl\b|media",
+    re.IGNORECASE,
+)
+_JSON_MESSAGE = re.compile(r'^\s*\{.*?"message"\s*:\s*"((?:[^"\\]|\\.)*)', re.DOTALL)
+_NOT_ABOUT_FETCHING = frozenset({401, 403, 404, 408, 429})
+
+
+def is_url_fetch_failure(error: ProviderError) -> bool:
+    """Did the provider fail because it could not fetch an image URL (so inlining could help)?"""
+    if error.status is None or not 400 <= error.status < 500 or error.status in _NOT_ABOUT_FETCHING:
+        return False
+    return bool(_FETCH_WORDS.search(error.detail or error.message))
+
+
+def provider_message(body: object) -> str:
+    """The human part of a provider's error body, in either provider's JSON shape or as raw text."""
+    if isinstance(body, Mapping):
+        error = body.get("error", body)
+        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+            return error["message"]
+        if isinstance(error, str):
+            return error
+        if isinstance(body.get("message"), str):
+            return body["message"]
+        return json.dumps(body, ensure_ascii=False)[: ERROR_DETAIL_CHARS * 2]
+    if body is None:
+        return ""
+    text = str(body)
+    # An error body cut at the byte cap is no longer valid JSON; its message usually survives.
+    match = _JSON_MESSAGE.search(text[:4096])
+    if match is not None:
+        try:
+            return json.loads(f'"{match.group(1)}"')
+        except ValueError:
+            return match.group(1)
+    return text
+
+
+def shorten_detail(text: str, limit: int = ERROR_DETAIL_CHARS) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… (detail cut at {limit:,} characters)"
+
+
+_STATUS_HINTS = {
+    401: "the provider refused the API key: check VISION_API_KEY",
+    403: "the provider refused access: check VISION_API_KEY and the model's permissions",
+    404: "the endpoint or model was not found: check VISION_MODEL and VISION_API_BASE_URL "
+    "(OpenAI format: the base ends with /v1; Anthropic format: the base has no /v1)",
+    413: "the request was too large for the provider",
+    429: "the provider is rate-limiting requests; try again later",
+}
+
+
+def status_error(provider: str, status: int, body: object) -> ProviderError:
+    detail = provider_message(body)
+    hint = _STATUS_HINTS.get(status, "")
+    shown = shorten_detail(detail) if detail else "no detail given"
+    parts = [f"{provider} answered HTTP {status}: {shown}"]
+    if hint:
+        parts.append(hint)
+    return ProviderError(
+        ErrorCause.API, ". ".join(parts), status=status, detail=detail[: ERROR_DETAIL_CHARS * 4]
+    )
+
+
+def translate_sdk_error(provider: str, exc: BaseException, sdk: Any) -> ProviderError | None:
+    """Map an ``openai``/``anthropic`` SDK exception (same shapes in both) to a ProviderError."""
+    if isinstance(exc, sdk.APIStatusError):
+        return status_error(provider, exc.status_code, exc.body)
+    if isinstance(exc, sdk.APITimeoutError):
+        return ProviderError(ErrorCause.TIMEOUT, f"{provider} did not answer in time")
+    if isinstance(exc, sdk.APIConnectionError):
+        return ProviderError(ErrorCause.API, f"could not reach {provider}: the connection failed or was cut")
+    if isinstance(exc, sdk.APIResponseValidationError | sdk.APIError):
+        return ProviderError(ErrorCause.API, f"{provider} sent a response that could not be read")
+    return None

@@ -1,0 +1,189 @@
+"""Make an image acceptable to a provider: check it, convert it, and downscale it when it is too big.
+
+An image that fits (accepted type, within the provider's side and byte limits) is sent byte for
+byte as it came. Otherwise it is decoded once and re-encoded: first frame only, EXIF orientation
+applied, types the provider does not take (BMP, TIFF, animated GIF) become PNG, sides over the
+limit are scaled down, and an encoding still over the byte limit is retried as JPEG at smaller
+scales. Pixels are capped before anything is decoded, so a decompression bomb costs nothing.
+
+Pillow is imported inside the functions: the server starts without it.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from vision_bridge.errors import input_error
+from vision_bridge.inputs import ImageBytes
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+
+MAX_PIXELS = 100_000_000
+"""Largest image, in pixels, the bridge will decode (a 10,000 x 10,000 image)."""
+
+_SAFE_MODES = frozenset({"1", "L", "LA", "P", "RGB", "RGBA"})
+_MAX_SHRINK_STEPS = 12
+
+
+@dataclass(frozen=True)
+class ImageLimits:
+    """What a backend accepts inline. ``max_bytes`` counts the encoded file, before base64."""
+
+    accepted_mimes: frozenset[str] | None  # None: anything Pillow decodes
+    max_bytes: int | None = None
+    max_side: int | None = None
+
+    def with_side_cap(self, side: int | None) -> ImageLimits:
+        if side is None:
+            return self
+        current = self.max_side
+        return ImageLimits(
+            self.accepted_mimes, self.max_bytes, side if current is None else min(current, side)
+        )
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    data: bytes
+    mime: str
+    width: int
+    height: int
+    note: str = ""  # what was changed, for ``_meta`` ("" when sent as it came)
+
+    def base64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{self.base64()}"
+
+
+def _unreadable(origin: str) -> Exception:
+    return input_error(f"{origin} is not a readable image (accepted: PNG, JPEG, GIF, WebP, BMP)")
+
+
+def open_checked(image: ImageBytes, *, max_pixels: int = MAX_PIXELS) -> PILImage:
+    """Open (headers only) and check the pixel cap; raise an input error for anything unreadable."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            # Pillow warns past ~89 MP; the cap below is the bridge's own decision.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            opened = Image.open(io.BytesIO(image.data))
+    except Image.DecompressionBombError:
+        raise input_error(f"{image.origin} has more than the limit of {max_pixels:,} pixels") from None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+        raise _unreadable(image.origin) from None
+    width, height = opened.size
+    if width * height > max_pixels:
+        raise input_error(
+            f"{image.origin} is {width}x{height} = {width * height:,} pixels, over the limit of {max_pixels:,}"
+        )
+    if width < 1 or height < 1:
+        raise _unreadable(image.origin)
+    return opened
+
+
+def load_pixels(
+    image: ImageBytes, *, max_pixels: int = MAX_PIXELS, draft_to: tuple[int, int] | None = None
+) -> PILImage:
+    """Decode the first frame with EXIF orientation applied; input error when the data is corrupt."""
+    from PIL import ImageOps
+
+    opened = open_checked(image, max_pixels=max_pixels)
+    try:
+        if draft_to is not None and opened.format == "JPEG":
+            # JPEG can decode straight at 1/2, 1/4 or 1/8 scale: much faster for big photos.
+            opened.draft("RGB", draft_to)
+        opened.seek(0)
+        opened.load()
+        oriented = ImageOps.exif_transpose(opened)
+    except (OSError, ValueError, SyntaxError, EOFError):
+        raise input_error(f"{image.origin} is corrupt or truncated and cannot be decoded") from None
+    if oriented.mode not in _SAFE_MODES:
+        oriented = oriented.convert("RGBA" if "A" in oriented.getbands() else "RGB")
+    return oriented
+
+
+def _encode(picture: PILImage, fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    if fmt == "JPEG":
+        if picture.mode not in ("L", "RGB"):
+            from PIL import Image
+
+            rgba = picture.convert("RGBA")
+            flat = Image.new("RGB", rgba.size, (255, 255, 255))
+            flat.paste(rgba, mask=rgba.getchannel("A"))
+            picture = flat
+        picture.save(buffer, "JPEG", quality=88, optimize=True)
+    else:
+        picture.save(buffer, "PNG", optimize=False, compress_level=6)
+    return buffer.getvalue()
+
+
+def _scaled(size: tuple[int, int], scale: float) -> tuple[int, int]:
+    return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
+
+
+def prepare_image(image: ImageBytes, limits: ImageLimits, *, max_pixels: int = MAX_PIXELS) -> PreparedImage:
+    """Return the image in a form ``limits`` accepts; downscale rather than refuse."""
+    from PIL import Image
+
+    opened = open_checked(image, max_pixels=max_pixels)
+    fmt = opened.format or ""
+    mime = Image.MIME.get(fmt, "")
+    width, height = opened.size
+    animated = bool(getattr(opened, "is_animated", False))
+    longest = max(width, height)
+    scale = 1.0
+    if limits.max_side is not None and longest > limits.max_side:
+        scale = limits.max_side / longest
+    accepted = limits.accepted_mimes is None or mime in limits.accepted_mimes
+    fits_bytes = limits.max_bytes is None or len(image.data) <= limits.max_bytes
+
+    if accepted and not animated and scale == 1.0 and fits_bytes and mime:
+        try:
+            opened.verify()  # checks PNG chunk CRCs and structure without decoding
+        except Exception:
+            raise input_error(f"{image.origin} is corrupt or truncated and cannot be decoded") from None
+        return PreparedImage(image.data, mime, width, height)
+
+    # EXIF orientations 5-8 turn the picture a quarter: its sides swap once it is upright.
+    orientation = opened.getexif().get(0x0112, 1)
+    upright = (height, width) if orientation in (5, 6, 7, 8) else (width, height)
+    target = _scaled(upright, scale)
+    picture = load_pixels(
+        image, max_pixels=max_pixels, draft_to=_scaled((width, height), scale) if scale < 1 else None
+    )
+    if picture.size != target:
+        picture = picture.resize(target, Image.Resampling.LANCZOS)
+    # Photos stay JPEG; screenshots, diagrams and text stay lossless.
+    out_fmt = "JPEG" if fmt == "JPEG" else "PNG"
+    data = _encode(picture, out_fmt)
+    steps = 0
+    while limits.max_bytes is not None and len(data) > limits.max_bytes:
+        if out_fmt == "PNG":
+            out_fmt = "JPEG"
+        else:
+            scale *= 0.75
+            picture = picture.resize(_scaled(picture.size, 0.75), Image.Resampling.LANCZOS)
+        data = _encode(picture, out_fmt)
+        steps += 1
+        if steps > _MAX_SHRINK_STEPS:
+            raise input_error(f"{image.origin} could not be made smaller than {limits.max_bytes:,} bytes")
+    changes: list[str] = []
+    if picture.size != upright:
+        changes.append(f"downscaled from {upright[0]}x{upright[1]} to {picture.size[0]}x{picture.size[1]}")
+    new_mime = "image/jpeg" if out_fmt == "JPEG" else "image/png"
+    if new_mime != mime or animated:
+        changes.append(
+            f"converted from {fmt or 'unknown'}{' (animated, first frame)' if animated else ''} to {out_fmt}"
+        )
+    if not changes:
+        changes.append(f"re-encoded to fit {limits.max_bytes:,} bytes")
+    return PreparedImage(data, new_mime, picture.size[0], picture.size[1], note="; ".join(changes))
