@@ -11,9 +11,9 @@ Structured path (``submitted_answer``): the agent gave its answer through a tool
 skipped. ``Extraction.method`` records which path produced the prediction.
 
 The model is anything with ``async complete(messages, *, max_tokens, temperature) -> Completion``;
-messages are ``{"role": ..., "content": str}`` dicts. The harness adapts its clients to it. (An
-Anthropic adapter must send the final assistant turn as a prefill, whose trailing newline the
-Messages API rejects: strip it there.)
+messages are ``{"role": ..., "content": str}`` dicts. The harness adapts its clients to it
+(``harness.models.completion_adapter``; for Anthropic models, which would read a final assistant
+turn as prefill, it folds that turn into the user turn).
 """
 
 from __future__ import annotations
