@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from harness.errors import CommandError
 
 COMMAND_MODULES: tuple[str, ...] = (
+    "benchmark.mmlongbench.cli",
     "benchmark.webextract.command",
     "harness.report_cli",
 )
