@@ -48,3 +48,10 @@ def test_docab_help_runs_without_tracebacks() -> None:
     result = subprocess.run([sys.executable, "-m", "harness.cli", "--help"], capture_output=True, text=True)
     assert result.returncode == 0
     assert "usage: docab" in result.stdout
+
+
+def test_closed_pipe_is_not_a_traceback() -> None:
+    # `docab ... | head` closes the pipe early; the CLI must exit quietly.
+    script = "import subprocess, sys; p = subprocess.Popen([sys.executable, '-m', 'harness.cli', 'data', 'check', '--help'], stdout=subprocess.PIPE, stderr=subprocess.PIPE); p.stdout.close(); err = p.stderr.read(); p.wait(); print(err.decode())"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
+    assert "Traceback" not in result.stdout
