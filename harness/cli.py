@@ -51,6 +51,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        try:
+            code = _run(argv)
+        except SystemExit as exit_:  # argparse's --help and usage errors
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+        sys.stdout.flush()  # inside the try, so a closed pipe is caught here and not at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (`docab ... | head`): not worth a traceback. Point stdout at devnull
+        # so the interpreter's final flush does not raise again; 141 is the shell's SIGPIPE status.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "func", None)
@@ -72,11 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"docab {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # The reader went away (`docab ... | head`): not an error worth a traceback. Point stdout at
-        # devnull so the interpreter's final flush does not raise again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
 
 
 if __name__ == "__main__":
