@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -18,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.run",
     "harness.commands.demo",
     "harness.commands.merge",
+    "benchmark.mmlongbench.cli",
     "benchmark.webextract.command",
     "harness.report_cli",
 )
@@ -52,6 +54,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        try:
+            code = _run(argv)
+        except SystemExit as exit_:  # argparse's --help and usage errors
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+        sys.stdout.flush()  # inside the try, so a closed pipe is caught here and not at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (`docab ... | head`): not worth a traceback. Point stdout at devnull
+        # so the interpreter's final flush does not raise again; 141 is the shell's SIGPIPE status.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "func", None)

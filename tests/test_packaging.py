@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -48,3 +49,18 @@ def test_docab_help_runs_without_tracebacks() -> None:
     result = subprocess.run([sys.executable, "-m", "harness.cli", "--help"], capture_output=True, text=True)
     assert result.returncode == 0
     assert "usage: docab" in result.stdout
+
+
+def test_closed_pipe_is_not_a_traceback() -> None:
+    # `docab ... | head` closes the pipe before docab is done writing; it must exit quietly.
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader is gone before the first byte is written
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "harness.cli", "--help"], stdout=writer, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        os.close(writer)
+    assert result.returncode == 141
+    assert "Traceback" not in result.stderr
+    assert "Exception ignored" not in result.stderr

@@ -1,0 +1,124 @@
+"""docab data check / convert / score through the CLI entry point, and once through the console script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+
+
+def write_jsonl(path: Path, records: list[object]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" if not isinstance(r, str) else r + "\n" for r in records))
+    return path
+
+
+RECORDS = [
+    {
+        "doc_type": "Guidebook",
+        "answer": "18.29%",
+        "answer_format": "Float",
+        "evidence_pages": "[3, 5]",
+        "evidence_sources": "['Pure-text (Plain-text)']",
+        "pred": "0.1829",
+    },
+    {
+        "doc_type": "Guidebook",
+        "answer": "Not answerable",
+        "answer_format": "None",
+        "evidence_pages": "[]",
+        "evidence_sources": "[]",
+        "pred": "Not answerable",
+    },
+    {
+        "doc_type": "Brochure",
+        "answer": "['a', 'b']",
+        "answer_format": "List",
+        "evidence_pages": [2],
+        "evidence_sources": ["Table"],
+        "pred": "['b', 'a']",
+    },
+    {
+        "doc_type": "Brochure",
+        "answer": "7",
+        "answer_format": "Int",
+        "evidence_pages": "[4]",
+        "evidence_sources": "['Chart']",
+    },
+]
+
+
+def test_score_writes_each_record_with_its_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    predictions = write_jsonl(tmp_path / "preds.jsonl", RECORDS)
+    assert main(["score", str(predictions), "--out", str(tmp_path / "scored.jsonl")]) == 0
+    scored = [json.loads(line) for line in (tmp_path / "scored.jsonl").read_text().splitlines()]
+    assert [r["score"] for r in scored] == [1.0, 1.0, 1.0, 0.0]  # no pred scores 0
+    assert scored[0]["pred"] == "0.1829" and "doc_type" in scored[0]
+    out = capsys.readouterr().out
+    assert "Acc  75.0 %" in out and "F1" in out and "evidence: Chart" in out and "doc type: Brochure" in out
+
+
+def test_score_reads_official_json_lists_and_reports_bad_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    official = tmp_path / "res_gpt-4o.json"
+    official.write_text(json.dumps(RECORDS[:2]))
+    assert main(["score", str(official), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["overall"] == {"n": 2, "acc": 1.0, "f1": 1.0, "recall": 1.0, "precision": 1.0}
+    mixed = write_jsonl(
+        tmp_path / "mixed.jsonl",
+        [RECORDS[0], "{broken", {"pred": "x"}, {"answer": "a", "answer_format": "Bool", "pred": "a"}],
+    )
+    assert main(["score", str(mixed)]) == 0
+    err = capsys.readouterr().err
+    assert "line 2: not valid JSON" in err and "line 3: missing answer, answer_format" in err
+    assert "line 4: unknown answer_format 'Bool'" in err
+
+
+def test_score_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["score", str(tmp_path / "missing.jsonl")]) == 2
+    assert "docab score: error:" in capsys.readouterr().err
+    (tmp_path / "empty.jsonl").write_text("\n")
+    assert main(["score", str(tmp_path / "empty.jsonl")]) == 2
+    assert "holds no predictions" in capsys.readouterr().err
+
+
+def test_convert_and_check(suite_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pdfs = tmp_path / "pdfs"
+    shutil.copytree(suite_dir / "documents", pdfs)
+    assert main(["convert", str(pdfs), "--out", str(tmp_path / "corpus"), "--jobs", "1"]) == 0
+    assert "converted 3 document(s), 12 pages" in capsys.readouterr().out
+    assert main(["convert", str(pdfs), "--out", str(tmp_path / "corpus"), "--jobs", "1"]) == 0
+    assert "3 up to date" in capsys.readouterr().out
+    (pdfs / "bad.pdf").write_bytes(b"nope")
+    assert main(["convert", str(pdfs), "--out", str(tmp_path / "corpus"), "--jobs", "1"]) == 1
+    assert "failed: bad.pdf: damaged or not a PDF" in capsys.readouterr().err
+    assert main(["convert", str(tmp_path / "nothing"), "--out", str(tmp_path / "c")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["convert", str(pdfs), "--out", str(tmp_path / "c"), "--jobs", "0"]) == 2
+
+    assert main(["data", "check", "--data", str(suite_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "data version: docab-suite/v1" in out and "result: usable" in out
+    assert main(["data", "check", "--data", str(tmp_path / "nowhere")]) == 2
+    assert "question data not found" in capsys.readouterr().err
+    empty_docs = tmp_path / "no-pdfs"
+    empty_docs.mkdir()
+    assert main(["data", "check", "--data", str(suite_dir), "--documents", str(empty_docs), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert {f["code"]: f["count"] for f in report["findings"]}["missing-pdf"] == 3
+
+
+def test_console_script_scores(tmp_path: Path) -> None:
+    predictions = write_jsonl(tmp_path / "preds.jsonl", RECORDS[:1])
+    docab = shutil.which("docab")
+    if docab is None:
+        pytest.skip("the docab console script is not installed in this environment")
+    done = subprocess.run([docab, "score", str(predictions)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Acc 100.0 %" in done.stdout
