@@ -9,7 +9,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from harness.messages import ToolSpec
@@ -71,10 +72,11 @@ def parse_submission(arguments: Any) -> Submission | str:
     if status not in ("answered", "not_answerable"):
         return "status must be 'answered' or 'not_answerable'"
     if not isinstance(answer, str):
-        if isinstance(answer, int | float | list) and not isinstance(answer, bool):
-            answer = str(answer)
-        else:
+        if not isinstance(answer, int | float | list) or isinstance(answer, bool):
             return "answer must be a string"
+        from benchmark.mmlongbench.extraction import submitted_answer
+
+        answer = submitted_answer(answer).pred  # the text the scorer reads: a list literal, a number
     if status == "answered" and not answer.strip():
         return "an 'answered' submission needs a non-empty answer (or use status 'not_answerable')"
     return Submission(status, answer.strip())
@@ -82,9 +84,14 @@ def parse_submission(arguments: Any) -> Submission | str:
 
 @dataclass(frozen=True)
 class Extraction:
+    """What the extraction step gave: the answer to score, its token use (role ``extractor``), an
+    error when the extractor could not be reached (the sample is then an error), and the
+    benchmark's own account of the step for the transcript."""
+
     answer: str
     usage: tuple[Usage, ...] = ()
     error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 class AnswerExtractor(Protocol):
@@ -108,20 +115,24 @@ class _RecordingCompletion:
 
 @dataclass
 class BenchmarkExtractor:
-    """The benchmark's answer extraction (``benchmark.mmlongbench.extraction``) through a harness model."""
+    """The benchmark's answer extraction (``benchmark.mmlongbench.extraction``) through a harness model.
+
+    An unparsable extractor reply scores 0 as in the official code ("Failed to extract"); an
+    extractor that could not be reached makes the sample an error.
+    """
 
     completion_model: Any  # anything with ``async complete(messages, *, max_tokens, temperature)``
     model: Any = None  # the harness model behind it, closed by the runner with the run's event loop
+    prompt_file: Path | None = None  # the benchmark checkout's prompt; None: the bundled copy
 
     async def extract(self, question: str, response: str) -> Extraction:
-        from benchmark.mmlongbench.extraction import extract_answer
+        from benchmark.mmlongbench.extraction import extract_answer, load_prompt
 
         recorder = _RecordingCompletion(self.completion_model)
-        try:
-            answer = await extract_answer(recorder, question, response)
-        except Exception as exc:  # the benchmark maps API failures to "Failed"; anything else lands here
-            return Extraction("Failed", tuple(recorder.usage), f"answer extraction failed: {exc}")
-        return Extraction(str(getattr(answer, "answer", answer)), tuple(recorder.usage))
+        result = await extract_answer(recorder, question, response, prompt=load_prompt(self.prompt_file))
+        details = {k: v for k, v in result.to_dict().items() if k != "usage"}
+        error = f"answer extraction failed: {result.error}" if result.status == "api-failure" else None
+        return Extraction(result.pred, tuple(recorder.usage), error, details)
 
 
 def protocol_instructions(protocol: AnswerProtocol) -> str:

@@ -69,6 +69,7 @@ class DatasetConfig(_Section):
     doc_types: list[str] | None = None
     evidence_sources: list[str] | None = None
     answerable_only: bool = False
+    max_evidence_page: int | None = Field(default=None, ge=1)  # 120: the official 120-page view
     sample: int | None = Field(default=None, ge=1)  # a seeded random subset of this many questions
     sample_seed: int = 0
 

@@ -1,14 +1,15 @@
 """The questions a run asks, each paired with the converted document folder it is about.
 
-Two sources, both in the MMLongBench-Doc schema (``benchmark.mmlongbench.questions.Question``):
-the built-in suite (``benchmark.suite``) and MMLongBench-Doc itself (a folder in the benchmark's
-GitHub layout, converted with ``docab convert``). Filters are plain functions on samples.
+Two sources, both read by the benchmark's own loader (``benchmark.mmlongbench.questions``) with its
+filters (``QuestionFilter``): the built-in suite (``benchmark.suite``, generated and converted on
+first use into the docab cache, ``$DOCAB_CACHE`` or ``~/.cache/docab``) and MMLongBench-Doc (a
+folder in the benchmark's GitHub layout, a ``samples.json``, a parquet file or ``hf:...``), whose
+PDFs are converted beforehand with ``docab convert``.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,30 +52,8 @@ class Dataset:
     name: str
     version: str
     samples: tuple[Sample, ...]
-
-    @property
-    def missing_documents(self) -> list[Sample]:
-        return [s for s in self.samples if not (s.document_dir / "document.md").is_file()]
-
-
-def select(samples: Sequence[Sample], config: DatasetConfig) -> list[Sample]:
-    """Apply the config's filters, in a documented order: ids, types, sources, answerable, sample."""
-    chosen = list(samples)
-    if config.doc_ids is not None:
-        wanted = set(config.doc_ids)
-        chosen = [s for s in chosen if s.doc_id in wanted or Path(s.doc_id).stem in wanted]
-    if config.doc_types is not None:
-        types = {t.lower() for t in config.doc_types}
-        chosen = [s for s in chosen if s.doc_type.lower() in types]
-    if config.evidence_sources is not None:
-        sources = {t.lower() for t in config.evidence_sources}
-        chosen = [s for s in chosen if sources & {e.lower() for e in s.evidence_sources}]
-    if config.answerable_only:
-        chosen = [s for s in chosen if s.answer != "Not answerable"]
-    if config.sample is not None and config.sample < len(chosen):
-        picked = set(random.Random(config.sample_seed).sample(range(len(chosen)), config.sample))
-        chosen = [s for i, s in enumerate(chosen) if i in picked]
-    return chosen
+    extraction_prompt: Path | None = None  # the benchmark's own prompt file, when the source has one
+    corpus: Path | None = None
 
 
 def document_folder(corpus: Path, doc_id: str) -> Path:
@@ -82,47 +61,65 @@ def document_folder(corpus: Path, doc_id: str) -> Path:
     return corpus / Path(doc_id).stem
 
 
-def from_questions(name: str, version: str, questions: Iterable[Any], corpus: Path) -> Dataset:
+def from_questions(name: str, version: str, questions: Iterable[Any], corpus: Path, **extra: Any) -> Dataset:
     samples = tuple(Sample.from_question(q, document_folder(corpus, q.doc_id)) for q in questions)
-    return Dataset(name, version, samples)
+    return Dataset(name, version, samples, corpus=corpus, **extra)
+
+
+def question_filter(config: DatasetConfig) -> Any:
+    from benchmark.mmlongbench.questions import QuestionFilter
+
+    def optional(values: list[str] | None) -> frozenset[str] | None:
+        return frozenset(values) if values is not None else None
+
+    return QuestionFilter(
+        doc_ids=optional(config.doc_ids),
+        doc_types=optional(config.doc_types),
+        evidence_sources=optional(config.evidence_sources),
+        answerable_only=config.answerable_only,
+        max_evidence_page=config.max_evidence_page,
+        sample=config.sample,
+        seed=config.sample_seed,
+    )
 
 
 def load_dataset(config: DatasetConfig, *, results_dir: Path) -> Dataset:
     """Load the configured questions and locate their converted documents.
 
-    The built-in suite is generated and converted on first use. MMLongBench-Doc must have been
-    converted with ``docab convert``; questions whose document is missing are kept (they become
-    error records, for both arms alike) and listed by the caller.
+    Questions whose document is missing from the corpus are kept (they become error records, for
+    every arm alike); the launcher lists them before the run.
     """
-    dataset = _load_suite(results_dir) if config.source == "suite" else _load_mmlongbench(config, results_dir)
-    return Dataset(dataset.name, dataset.version, tuple(select(dataset.samples, config)))
+    from benchmark.mmlongbench.corpus import ConversionError
+    from benchmark.mmlongbench.errors import DataError
+    from benchmark.mmlongbench.questions import load_questions
 
-
-def _load_suite(results_dir: Path) -> Dataset:
     try:
-        from benchmark.suite import ensure_suite
-    except ImportError:
-        raise CommandError(
-            "the built-in suite (benchmark.suite) is not available in this checkout yet"
-        ) from None
-    suite = ensure_suite(results_dir / "suite")
-    return from_questions("suite", str(suite.version), suite.questions, Path(suite.corpus_dir))
+        if config.source == "suite":
+            from benchmark.suite import ensure_suite, ensure_suite_corpus
 
-
-def _load_mmlongbench(config: DatasetConfig, results_dir: Path) -> Dataset:
-    try:
-        from benchmark.mmlongbench.questions import load_questions
-    except ImportError:
-        raise CommandError("the MMLongBench-Doc loader (benchmark.mmlongbench) is not available") from None
-    path = Path(config.path or "").expanduser()
-    if not path.exists():
-        raise CommandError(f"dataset.path {str(path)!r} does not exist")
-    question_set = load_questions(path)
+            corpus = ensure_suite_corpus()
+            qset = load_questions(ensure_suite(), criteria=question_filter(config))
+            return from_questions(
+                "suite", qset.version, qset.questions, corpus, extraction_prompt=qset.extraction_prompt
+            )
+        remote = str(config.path).startswith("hf:")
+        if remote and not config.corpus:
+            raise CommandError(
+                f"dataset.path {config.path!r} needs dataset.corpus: the folder of the converted PDFs"
+            )
+        path = Path(config.path or "").expanduser()
+        qset = load_questions(str(config.path) if remote else path, criteria=question_filter(config))
+    except (DataError, ConversionError) as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"could not prepare the dataset: {exc.strerror or exc}") from None
     corpus = Path(config.corpus).expanduser() if config.corpus else results_dir / "corpus" / path.name
     if not corpus.is_dir():
-        documents = getattr(question_set, "documents_dir", None) or path
+        documents = qset.documents_dir or path
         raise CommandError(
             f"the converted corpus {str(corpus)!r} does not exist; convert the PDFs first:\n"
             f"  docab convert {documents} --out {corpus}"
         )
-    return from_questions("mmlongbench", str(question_set.version), question_set.questions, corpus)
+    return from_questions(
+        "mmlongbench", qset.version, qset.questions, corpus, extraction_prompt=qset.extraction_prompt
+    )

@@ -17,15 +17,18 @@ page are level 3 or deeper, so ``## Page N`` spans its whole page. From that:
 Only what the model was shown counts: the tracker looks at results after the output budget cut
 them. Search hits (``grep``) and heading indexes are not reads and do not count.
 
-Pure: the tracker is fed calls and results, and does no I/O.
+Pure: the tracker is fed calls and results, and does no I/O (``page_spans`` reads ``meta.json``).
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harness.messages import Image, Text, ToolCall, ToolResult
@@ -48,15 +51,22 @@ class PageMap:
     unique_lines: dict[str, int] = field(compare=False, repr=False)
 
     @classmethod
-    def from_markdown(cls, text: str) -> PageMap:
+    def from_markdown(cls, text: str, spans: Sequence[tuple[int, int]] | None = None) -> PageMap:
+        """From ``document.md``; ``spans`` (page, first line) from the corpus' ``meta.json`` when
+        available, else found from the ``## Page N`` headings (the same thing, by the contract)."""
         lines = text.splitlines()
         pages: list[int] = []
         starts: list[int] = []
-        for number, line in enumerate(lines, 1):
-            match = PAGE_HEADING.match(line)
-            if match:
-                pages.append(int(match.group(1)))
-                starts.append(number)
+        if spans:
+            for page, first in sorted(spans, key=lambda s: s[1]):
+                pages.append(page)
+                starts.append(first)
+        else:
+            for number, line in enumerate(lines, 1):
+                match = PAGE_HEADING.match(line)
+                if match:
+                    pages.append(int(match.group(1)))
+                    starts.append(number)
         counts = Counter(_fingerprint(line) for line in lines)
         unique = {
             key: number
@@ -76,6 +86,17 @@ class PageMap:
         """The line number of a line that occurs exactly once in the document, else None."""
         key = _fingerprint(line)
         return self.unique_lines.get(key) if key else None
+
+
+def page_spans(meta_path: Path) -> list[tuple[int, int]] | None:
+    """(page, first line) pairs from a corpus ``meta.json`` (``pages[].page``, ``pages[].lines``),
+    or None when the file is missing or holds none. Reads a file: the one impure helper here."""
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        spans = [(int(p["page"]), int(p["lines"][0])) for p in meta["pages"]]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    return spans or None
 
 
 def _fingerprint(line: str) -> str:

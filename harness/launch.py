@@ -110,7 +110,11 @@ def launch(
         )
 
     model = model or _build_model(config.model_spec())
-    extractor = _build_extractor(config, model) if config.answer.protocol == "extraction" else None
+    extractor = (
+        _build_extractor(config, model, dataset.extraction_prompt)
+        if config.answer.protocol == "extraction"
+        else None
+    )
     scorer = scorer or default_scorer()
     arms = [arm.name for arm in config.arms]
     store = RunStore(request.folder)
@@ -188,7 +192,7 @@ def _build_model(spec: ModelConfig) -> Model:
         raise CommandError(str(exc)) from None
 
 
-def _build_extractor(config: RunConfig, model: Model) -> Any:
+def _build_extractor(config: RunConfig, model: Model, prompt_file: Path | None) -> Any:
     from harness.answer import BenchmarkExtractor
     from harness.models.completion_adapter import CompletionAdapter
 
@@ -198,7 +202,9 @@ def _build_extractor(config: RunConfig, model: Model) -> Any:
             "the extraction protocol needs an LLM to extract answers; set answer.extractor "
             '(e.g. { name = "openai/gpt-4o" }) or use protocol = "submit_tool"'
         )
-    return BenchmarkExtractor(CompletionAdapter(extractor_model), model=extractor_model)
+    return BenchmarkExtractor(
+        CompletionAdapter(extractor_model), model=extractor_model, prompt_file=prompt_file
+    )
 
 
 def _model_ids(config: RunConfig, model: Model) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from harness.agent import AgentTrace, run_agent
 from harness.answer import NOT_ANSWERABLE, AnswerExtractor, Extraction
 from harness.config import RunConfig
 from harness.dataset import Sample
-from harness.evidence import PageMap, ReadTracker
+from harness.evidence import PageMap, ReadTracker, page_spans
 from harness.messages import ToolSpec
 from harness.models.base import Model
 from harness.progress import ProgressSink
@@ -186,7 +186,8 @@ async def run_sample(
         page_map = ctx.page_maps.get(sample.document_dir)
         if page_map is None:
             text = (document / "document.md").read_text(encoding="utf-8", errors="replace")
-            page_map = ctx.page_maps[sample.document_dir] = PageMap.from_markdown(text)
+            page_map = PageMap.from_markdown(text, spans=page_spans(sample.document_dir / "meta.json"))
+            ctx.page_maps[sample.document_dir] = page_map
         tracker = ReadTracker(page_map, workspace_root=str(worker.root))
         if "fs" in arm.tools:
             if not worker.fs_tools:
@@ -266,6 +267,7 @@ async def run_sample(
             "score": score,
             "errors": errors,
             "extraction_usage": [u.to_dict() for u in extraction.usage] if extraction else [],
+            "extraction": extraction.details if extraction else None,
         }
     )
     transcript = {

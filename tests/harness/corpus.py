@@ -33,7 +33,13 @@ def write_document(folder: Path, pages: tuple[str, ...] = PAGES, title: str = "A
         lines += [f"## Page {number}", "", f"![Page {number}]({image})", "", *body.splitlines(), ""]
         spans.append([start, len(lines)])
     (folder / "document.md").write_text("\n".join(lines) + "\n")
-    (folder / "meta.json").write_text(json.dumps({"pages": len(pages), "page_lines": spans}))
+    meta = {
+        "format": "docab-corpus-document/1",
+        "source": f"{title}.pdf",
+        "page_count": len(pages),
+        "pages": [{"page": n, "lines": span} for n, span in enumerate(spans, 1)],
+    }
+    (folder / "meta.json").write_text(json.dumps(meta))
     return folder
 
 

@@ -159,3 +159,16 @@ def test_md_vision_labels_name_page_images(tmp_path: Path) -> None:
     )
     tracker.observe(ToolCall("1", "read_md_with_images", {"uri": "document/document.md"}), result)
     assert tracker.pages_read == (3,)
+
+
+def test_page_spans_come_from_the_corpus_meta(tmp_path: Path) -> None:
+    from harness.evidence import page_spans
+
+    write_document(tmp_path / "document")
+    spans = page_spans(tmp_path / "document" / "meta.json")
+    text = (tmp_path / "document" / "document.md").read_text()
+    assert spans is not None and [p for p, _ in spans] == [1, 2, 3]
+    assert PageMap.from_markdown(text, spans=spans).starts == PageMap.from_markdown(text).starts
+    assert page_spans(tmp_path / "missing.json") is None
+    (tmp_path / "bad.json").write_text('{"pages": [{"page": 1}]}')
+    assert page_spans(tmp_path / "bad.json") is None
