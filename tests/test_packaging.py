@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -51,16 +52,24 @@ def test_docab_help_runs_without_tracebacks() -> None:
     assert "usage: docab" in result.stdout
 
 
-def test_closed_pipe_is_not_a_traceback() -> None:
+def test_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
     # `docab ... | head` closes the pipe before docab is done writing; it must exit quietly.
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text(
+        json.dumps({"question": "q", "answer": "4", "answer_format": "Int", "doc_id": "d.pdf", "pred": "4"})
+        + "\n"
+    )
     reader, writer = os.pipe()
     os.close(reader)  # the reader is gone before the first byte is written
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "harness.cli", "--help"], stdout=writer, stderr=subprocess.PIPE, text=True
+            [sys.executable, "-m", "harness.cli", "score", str(predictions)],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
         )
     finally:
         os.close(writer)
-    assert result.returncode == 141
+    assert result.returncode == 141, result.stderr
     assert "Traceback" not in result.stderr
     assert "Exception ignored" not in result.stderr
