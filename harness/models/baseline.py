@@ -233,21 +233,38 @@ def keywords(question: str) -> dict[str, float]:
     return weights
 
 
+QUANTITY_CUES = (
+    "how many",
+    "how much",
+    "number of",
+    "how long",
+    "how old",
+    "how far",
+    "count",
+    "percent",
+    "percentage",
+    "proportion",
+    "share of",
+    "rate",
+    "revenue",
+    "price",
+    "fee",
+    "cost",
+    "amount",
+    "total",
+    "distance",
+    "per share",
+)
+
+
 def wants_number(question: str) -> bool:
     q = question.lower()
-    return any(
-        w in q
-        for w in (
-            "how many",
-            "how much",
-            "number of",
-            "percent",
-            "what year",
-            "which year",
-            "how long",
-            "how old",
-        )
-    )
+    return any(cue in q for cue in QUANTITY_CUES) or bool(re.search(r"\b(what|which) year\b|\bwhen\b", q))
+
+
+def focus_stems(weights: dict[str, float]) -> set[str]:
+    """The words the question asks about (boosted by ``keywords``)."""
+    return {stem for stem, weight in weights.items() if weight >= FOCUS_BOOST}
 
 
 def line_score(line: str, weights: dict[str, float]) -> float:
@@ -335,6 +352,42 @@ def _numbers_in(text: str) -> set[str]:
     return {n.strip("$%").replace(",", "") for n in _NUMBER.findall(text)}
 
 
+def _cells(line: str) -> list[str]:
+    text = line.strip().strip("|")
+    return [c.strip() for c in text.split("|")] if "|" in text else text.split()
+
+
+def table_cell(lines: Sequence[str], index: int, question: str) -> str | None:
+    """When ``lines[index]`` is a table row and a header row above it names a column the question
+    mentions (a year, a label), the row's cell in that column."""
+    row = _cells(lines[index])
+    if len(row) < 3 or not any(_NUMBER.fullmatch(c) for c in row[1:]):
+        return None
+    asked = {_stem(t) for t in _WORD.findall(question)}
+    for header_line in reversed(lines[max(0, index - 12) : index]):
+        header = _cells(header_line)
+        if len(header) != len(row):
+            continue
+        columns = [i for i, cell in enumerate(header) if i > 0 and _stem(cell) in asked]
+        if len(columns) == 1:
+            return row[columns[0]]
+    return None
+
+
+def _nearest(pattern: re.Pattern[str], text: str, excluded: set[str], focus: set[str]) -> str | None:
+    """The match of ``pattern`` in ``text`` nearest to a focus word (the first one without focus)."""
+    found = [
+        m for m in pattern.finditer(text) if m.group(0).strip().strip("$%").replace(",", "") not in excluded
+    ]
+    if not found:
+        return None
+    anchors = [m.start() for m in _WORD.finditer(text) if _stem(m.group(0)) in focus]
+    if not anchors:
+        return found[0].group(0).strip()
+    best = min(found, key=lambda m: min(abs(m.start() - a) for a in anchors))
+    return best.group(0).strip()
+
+
 def shape_answer(question: str, line: str, weights: dict[str, float]) -> str:
     """A short answer span from the best line, shaped by what the question asks for."""
     q = question.lower()
@@ -344,13 +397,7 @@ def shape_answer(question: str, line: str, weights: dict[str, float]) -> str:
         if rest.strip() and line_score(label, weights) > 0:
             value = rest.strip()
     excluded = _numbers_in(question)
-
-    def first(pattern: re.Pattern[str], text: str) -> str | None:
-        for match in pattern.finditer(text):
-            token = match.group(0).strip()
-            if token.strip("$%").replace(",", "") not in excluded:
-                return token
-        return None
+    focus = focus_stems(weights)
 
     if re.match(r"^(is|are|does|do|did|was|were|can|has|have|will)\b", q):
         return "Yes"
@@ -359,15 +406,15 @@ def shape_answer(question: str, line: str, weights: dict[str, float]) -> str:
         if named:
             return " ".join(named.group(1).rstrip(".").split()[:8])
     if any(w in q for w in ("percent", "percentage", "%", "proportion", "share of", "rate")):
-        found = first(_PERCENT, value) or first(_NUMBER, value)
+        found = _nearest(_PERCENT, value, excluded, focus) or _nearest(_NUMBER, value, excluded, focus)
         if found:
             return found.replace(" ", "")
-    if any(w in q for w in ("what year", "which year", "in what year", "when ")):
-        found = first(_YEAR, value)
+    if re.search(r"\b(what|which) year\b|\bwhen\b", q):
+        found = _nearest(_YEAR, value, excluded, focus)
         if found:
             return found
-    if any(w in q for w in ("how many", "number of", "how much", "how long", "how old", "how far", "count")):
-        found = first(_NUMBER, value)
+    if wants_number(question):
+        found = _nearest(_NUMBER, value, excluded, focus)
         if found:
             return found.strip("$").replace(",", "") if "how many" in q else found.strip("$")
     words = value.rstrip(".").split()
@@ -499,18 +546,19 @@ class KeywordBaseline:
         lines = _read_lines(history, ("read_md_with_images", "read_file"))
         if not lines:  # nothing read: fall back to the search hits themselves
             lines = [text for _, text in grep_hits(history.ok_text("grep"))]
-        best_score, best = 0.0, ""
+        best_score, best, best_index = 0.0, "", -1
         excluded = _numbers_in(question)
-        for line in lines:
+        for index, line in enumerate(lines):
             if line.lstrip().startswith("#") or line.lstrip().startswith("!["):
                 continue  # headings and image references name things; they rarely hold answers
             if wants_number(question) and not (_numbers_in(line) - excluded):
                 continue
             score = line_score(line, weights)
             if score > best_score:
-                best_score, best = score, line
+                best_score, best, best_index = score, line, index
         if best_score >= ANSWERABLE_SCORE:
-            answer, status = shape_answer(question, best, weights), "answered"
+            cell = table_cell(lines, best_index, question) if wants_number(question) else None
+            answer, status = cell or shape_answer(question, best, weights), "answered"
         else:
             answer, status = NOT_ANSWERABLE, "not_answerable"
         if SUBMIT_TOOL_NAME in offered:

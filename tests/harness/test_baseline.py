@@ -101,3 +101,15 @@ def test_keywords_weigh_what_the_question_asks_about() -> None:
 )
 def test_answer_shapes(question: str, line: str, answer: str) -> None:
     assert shape_answer(question, line, keywords(question)) == answer
+
+
+def test_numbers_near_the_asked_word_and_table_columns() -> None:
+    from harness.models.baseline import table_cell
+
+    question = "How many people does Northwind Tools employ?"
+    line = "Northwind Tools was founded in 1970 in Ghent. Today the company employs 4759 people and sells"
+    assert shape_answer(question, line, keywords(question)) == "4759"
+    table = ["Revenue by region, million euro", "Region 2022 2023", "North 58.5 51.7", "East 58.8 66.5"]
+    assert table_cell(table, 3, "What was the revenue of the East region in 2023?") == "66.5"
+    assert table_cell(table, 3, "What was the revenue of the East region?") is None  # no column named
+    assert table_cell(table, 0, "What was the revenue in 2023?") is None  # not a table row
