@@ -99,3 +99,24 @@ def make_dataset(root: Path, documents: int = 2, name: str = "test-suite"):  # t
 def exact_scorer(gold: str, prediction: str, answer_format: str) -> float:
     """Stands in for the benchmark's scorer: case-insensitive exact match."""
     return float(gold.strip().lower() == prediction.strip().lower())
+
+
+def write_benchmark_folder(root: Path, documents: int = 2) -> tuple[Path, Path]:
+    """The test dataset in MMLongBench-Doc's own layout: ``root/data/samples.json`` (every field a
+    string, as in the benchmark) and a converted corpus ``root/corpus``. Returns (data, corpus)."""
+    dataset = make_dataset(root / "corpus", documents=documents)
+    rows = [
+        {
+            "doc_id": s.doc_id,
+            "doc_type": s.doc_type,
+            "question": s.question,
+            "answer": s.answer,
+            "evidence_pages": str(list(s.evidence_pages)),
+            "evidence_sources": str(list(s.evidence_sources)),
+            "answer_format": s.answer_format,
+        }
+        for s in dataset.samples
+    ]
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    (root / "data" / "samples.json").write_text(json.dumps(rows, indent=1))
+    return root / "data", root / "corpus"
