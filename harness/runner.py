@@ -176,7 +176,7 @@ async def run_sample(
     tools: list[Tool] = []
     sample_sessions: list[MCPSession] = []
     used_sessions: list[MCPSession] = []
-    loop_started = 0.0
+    loop_started = loop_ended = 0.0
     try:
         # File work runs in a thread: on a slow disk it would otherwise stall every sample in flight.
         if worker.slot.reusable(sample.document_dir):
@@ -235,6 +235,7 @@ async def run_sample(
             raw_answer = trace.submission.answer
         else:
             raw_answer = trace.final_text
+        loop_ended = time.perf_counter()
         if status == "ok":
             score = float(ctx.scorer(sample.answer, extracted, sample.answer_format))
     except (WorkspaceError, MCPStartError) as exc:
@@ -250,7 +251,8 @@ async def run_sample(
             errors.extend(session.events)
         for session in sample_sessions:
             await session.close()
-    wall = time.perf_counter() - loop_started if loop_started else 0.0
+    # The agent's time: not the set-up nor the stopping of per-sample servers.
+    wall = (loop_ended or time.perf_counter()) - loop_started if loop_started else 0.0
     if status != "ok":
         score = 0.0
     rel = transcript_path(arm_name, sample.qid, epoch)
