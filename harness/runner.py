@@ -66,6 +66,7 @@ class RunContext:
     server_specs: dict[str, MCPServerSpec] = field(default_factory=dict)
     page_maps: dict[Path, PageMap] = field(default_factory=dict)  # per document, shared by workers
     _logs: dict[str, IO[str]] = field(default_factory=dict)
+    _closing: set[asyncio.Task[None]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if not self.server_specs:
@@ -77,6 +78,17 @@ class RunContext:
         if server not in self._logs:
             self._logs[server] = self.store.log_file(f"mcp-{server}.stderr.log")
         return self._logs[server]
+
+    def close_later(self, session: MCPSession) -> None:
+        """Stop a per-sample server in the background (it takes the SDK about half a second);
+        :func:`run_units` waits for every one before it returns."""
+        task = asyncio.create_task(session.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def wait_closed(self) -> None:
+        while self._closing:
+            await asyncio.gather(*list(self._closing), return_exceptions=True)
 
     def close_logs(self) -> None:
         for handle in self._logs.values():
@@ -134,6 +146,7 @@ async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: 
             worker.root.mkdir()
         await asyncio.gather(*(_work(worker, queue, writer) for worker in workers))
     finally:
+        await ctx.wait_closed()
         await models.aclose()
         writer.shutdown(wait=True)
         ctx.store.close()
@@ -250,7 +263,7 @@ async def run_sample(
         for session in used_sessions:
             errors.extend(session.events)
         for session in sample_sessions:
-            await session.close()
+            ctx.close_later(session)
     # The agent's time: not the set-up nor the stopping of per-sample servers.
     wall = (loop_ended or time.perf_counter()) - loop_started if loop_started else 0.0
     if status != "ok":
