@@ -294,3 +294,18 @@ def test_a_server_that_never_starts_fails_before_any_sample(tmp_path: Path, data
     with pytest.raises(CommandError, match="was not found"):
         run(cfg, tmp_path, dataset)
     assert not (tmp_path / "results" / "t" / "records.jsonl").exists()
+
+
+def test_an_mcp_server_crashing_mid_sample_is_restarted_and_recorded(tmp_path: Path, dataset: Any) -> None:
+    server = "{cwd}/tests/harness/fixtures/mcp_test_server.py"
+    servers = {"crashy": {"command": "{python}", "args": [server], "env": {"TEST_WORKSPACE": "{workspace}"}}}
+    cfg = config(mcp_servers=servers, arms=[{"name": "crashy", "mcp_servers": ["crashy"]}])
+    model = ScriptedModel([turn("", ("crash_once", {})), turn("", ("crash_once", {})), submit("1980")])
+    outcome = run(cfg, tmp_path, dataset, model=model, limit=1)
+    (record,) = outcome.records
+    assert record.status == "ok" and record.score == 1.0  # the sample went on after the restart
+    assert any("crashed during crash_once" in e and "restarted" in e for e in record.errors)
+    first, second = (m for m in model.seen[2] if m.role == "tool")
+    assert first.is_error and "restarted" in first.text
+    assert second.text == "fine after a restart"
+    assert [c.is_error for c in record.tool_calls[:2]] == [True, False]

@@ -127,3 +127,50 @@ def test_anthropic_run_end_to_end(tmp_path: Path, monkeypatch: Any) -> None:
     assert any(b["type"] == "image" for b in result["content"])
     tools = {t["name"] for t in second_turn["tools"]}
     assert tools == {"list_files", "read_file", "grep", "submit_answer"}
+
+
+def extraction_script(protocol: str, request: Request):  # type: ignore[no-untyped-def]
+    body = request.json()
+    if not body.get("tools"):  # the benchmark's answer extraction: no tools, the official prompt
+        assert "Extracted answer" in json.dumps(body["messages"])
+        if "chief executive" in json.dumps(body["messages"]):
+            return error_reply("openai", 400, "the extractor refused")
+        return openai_reply(
+            "Extracted answer: 1980\nAnswer format: Integer", prompt_tokens=700, completion_tokens=9
+        )
+    question = body["messages"][1]["content"]
+    question = question if isinstance(question, str) else question[0]["text"]
+    if "founded" in question:
+        return openai_reply("The company was founded in 1980, says page 1.", prompt_tokens=800)
+    return openai_reply("I could not tell.", prompt_tokens=800)
+
+
+def test_extraction_protocol_through_the_benchmark_extractor(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("DOCAB_TEST_KEY", "k")
+    with LLMStub(extraction_script) as stub:
+        model = {
+            "name": "openai/stub-model",
+            "base_url": stub.openai_base_url,
+            "api_key_env": "DOCAB_TEST_KEY",
+            "max_retries": 0,
+        }
+        config = parse_config(
+            {"name": "x", "model": model, "answer": {"protocol": "extraction"}, "arms": [{"name": "fs"}]}
+        )
+        dataset = make_dataset(tmp_path / "corpus", documents=1)
+        request = RunRequest(config, results_dir=tmp_path / "results")
+        outcome = launch(
+            request, dataset=dataset, scorer=exact_scorer, progress=SilentProgress(), say=lambda s: None
+        )
+    by_question = {r.gold: r for r in outcome.records}
+    founded = by_question["1980"]
+    assert founded.answer_protocol == "extraction" and founded.status == "ok" and founded.score == 1.0
+    assert founded.raw_answer.startswith("The company was founded") and founded.extracted_answer == "1980"
+    assert [u.role for u in founded.usage] == ["agent", "extractor"]
+    assert founded.tokens("extractor") == 709
+    refused = by_question["Not answerable"]  # the extractor call failed for good: an error, scored 0
+    assert (
+        refused.status == "error" and refused.score == 0.0 and "answer extraction failed" in refused.errors[0]
+    )
+    transcript = json.loads((outcome.run_dir / founded.transcript).read_text())
+    assert transcript["events"][-1]["extraction"]["method"] == "llm-extraction"
