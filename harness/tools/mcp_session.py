@@ -25,6 +25,7 @@ import binascii
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -86,7 +87,19 @@ class MCPServerSpec:
 
             return _PLACEHOLDER.sub(one, text)
 
-        return fill(self.command), [fill(a) for a in self.args], {k: fill(v) for k, v in self.env.items()}
+        return (
+            _locate(fill(self.command)),
+            [fill(a) for a in self.args],
+            {k: fill(v) for k, v in self.env.items()},
+        )
+
+
+def _locate(command: str) -> str:
+    """A bare command name found on PATH, or else beside this Python (the servers' console scripts
+    are installed in the same environment as docab, which may not be on PATH: ``.venv/bin/docab``)."""
+    if os.sep in command or shutil.which(command):
+        return command
+    return shutil.which(command, path=os.path.dirname(sys.executable)) or command
 
 
 def convert_result(result: Any) -> ToolResult:

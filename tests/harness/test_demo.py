@@ -57,11 +57,11 @@ def check_run(tmp_path: Path, questions: int) -> list:  # type: ignore[type-arg]
 
 
 def test_demo_runs_both_arms_through_md_vision_and_resumes(tmp_path: Path) -> None:
-    first = demo(tmp_path, "--limit", "4")
+    first = demo(tmp_path, "--limit", "4", "--concurrency", "1")
     assert first.returncode == 0, first.stderr
     assert "offline baseline policy, not a model result" in first.stdout
     check_run(tmp_path, 4)
-    again = demo(tmp_path, "--limit", "4")
+    again = demo(tmp_path, "--limit", "4", "--concurrency", "1")
     assert again.returncode == 0 and "nothing to run" in again.stdout
 
 

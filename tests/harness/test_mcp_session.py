@@ -174,3 +174,11 @@ def test_convert_result_handles_every_content_kind() -> None:
     assert "could not be decoded" in converted.blocks[2].text
     assert converted.blocks[3].text == "embedded"
     assert "resource link" in converted.blocks[4].text
+
+
+def test_console_scripts_are_found_beside_this_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``.venv/bin/docab`` run without the venv on PATH still finds ``md-vision`` next to it."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    command, _, _ = MCPServerSpec(name="md", command="md-vision").render("/tmp/ws", {})
+    assert command == str(Path(sys.executable).parent / "md-vision")
+    assert MCPServerSpec(name="x", command="docab-no-such-server").render("/tmp/ws", {})[0] == "docab-no-such-server"
