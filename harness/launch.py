@@ -83,6 +83,7 @@ def launch(
     model: Model | None = None,
     scorer: Scorer | None = None,
     progress: ProgressSink | None = None,
+    store: RunStore | None = None,
     say: Callable[[str], None] = print,
 ) -> RunOutcome:
     config = request.config
@@ -117,7 +118,7 @@ def launch(
     )
     scorer = scorer or default_scorer()
     arms = [arm.name for arm in config.arms]
-    store = RunStore(request.folder)
+    store = store or RunStore(request.folder)
     manifest = manifest_for(
         run_id=request.run_id,
         config=config.model_dump(mode="json"),
@@ -172,6 +173,10 @@ def launch(
     ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, len(samples), epochs), earlier))
     try:
         asyncio.run(run_units(ctx, units, concurrency=concurrency))
+    except StoreError as exc:
+        raise CommandError(
+            f"{exc}\n(the samples written so far are kept; re-run the same command to resume)"
+        ) from None
     finally:
         ctx.progress.stop()
         manifest = store.read_manifest() or manifest

@@ -26,7 +26,6 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -41,7 +40,7 @@ from harness.models.base import Model
 from harness.progress import ProgressSink
 from harness.records import RunRecord, Status
 from harness.schedule import WorkUnit
-from harness.store import RunStore, utc_now
+from harness.store import BackgroundWriter, RunStore, utc_now
 from harness.tools.base import Tool
 from harness.tools.filesystem import filesystem_tools
 from harness.tools.mcp_session import MCPServerSpec, MCPSession, MCPStartError
@@ -128,9 +127,9 @@ async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: 
         queue.put_nowait(unit)
     parent = Path(tempfile.mkdtemp(prefix=f"docab-{ctx.run_id[:40]}-", dir=ctx.workspace_parent))
     ctx.store.open()
-    # One writer thread: transcripts, images and records are written in the order samples finish,
+    # Transcripts, images and records are written in the order samples finish, from one thread,
     # off the event loop (file creation is slow on some disks and would stall every sample).
-    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docab-writer")
+    writer = BackgroundWriter(ctx.store)
     models = contextlib.AsyncExitStack()
     try:
         # SDK-backed models hold HTTP clients bound to this event loop: open and close them here.
@@ -148,14 +147,13 @@ async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: 
     finally:
         await ctx.wait_closed()
         await models.aclose()
-        writer.shutdown(wait=True)
+        writer.close()
         ctx.store.close()
         ctx.close_logs()
         shutil.rmtree(parent, ignore_errors=True)
 
 
-async def _work(worker: _Worker, queue: asyncio.Queue[WorkUnit], writer: ThreadPoolExecutor) -> None:
-    loop = asyncio.get_running_loop()
+async def _work(worker: _Worker, queue: asyncio.Queue[WorkUnit], writer: BackgroundWriter) -> None:
     try:
         while True:
             try:
@@ -164,7 +162,7 @@ async def _work(worker: _Worker, queue: asyncio.Queue[WorkUnit], writer: ThreadP
                 return
             for arm in unit.arms:
                 record, transcript = await run_sample(worker, unit.sample, unit.epoch, arm)
-                await loop.run_in_executor(writer, worker.ctx.store.commit, record, transcript)
+                writer.submit(record, transcript)
                 worker.ctx.progress.update(record)
     finally:
         await worker.close()
@@ -192,9 +190,8 @@ async def run_sample(
     loop_started = loop_ended = 0.0
     try:
         # File work runs in a thread: on a slow disk it would otherwise stall every sample in flight.
-        if worker.slot.reusable(sample.document_dir):
-            document = worker.slot.document
-        else:
+        document = worker.slot.prepare(sample.document_dir, copy=False)  # reuse or a ready copy: cheap
+        if document is None:
             document = await asyncio.to_thread(worker.slot.prepare, sample.document_dir)
         page_map = ctx.page_maps.get(sample.document_dir)
         if page_map is None:

@@ -19,8 +19,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+import queue
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -189,6 +191,50 @@ class RunStore:
     def log_file(self, name: str) -> IO[str]:
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
         return (self.dir / "logs" / name).open("a", encoding="utf-8")
+
+
+class BackgroundWriter:
+    """Commits finished samples to a :class:`RunStore` from one thread, in the order submitted.
+
+    File creation is slow on some disks; writing from a thread keeps the event loop (and every
+    sample in flight) from waiting on it. A sample that was submitted but not yet written when the
+    process is killed counts as in flight: it is run again on resume. A write error stops the
+    writer; the next :meth:`submit` and :meth:`close` raise it.
+    """
+
+    _STOP = object()
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name="docab-writer", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is self._STOP:
+                return
+            if self._error is None:
+                try:
+                    self.store.commit(*item)
+                except BaseException as exc:  # surfaced to the run by submit() and close()
+                    self._error = exc
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise StoreError(f"could not write to {self.store.dir}: {self._error}") from self._error
+
+    def submit(self, record: RunRecord, transcript: dict[str, Any]) -> None:
+        self._raise()
+        self._queue.put((record, transcript))
+
+    def close(self) -> None:
+        """Wait for everything submitted to be written."""
+        self._queue.put(self._STOP)
+        self._thread.join()
+        self._raise()
 
 
 def _cut_torn_tail(path: Path) -> None:

@@ -90,17 +90,23 @@ class DocumentPool:
         self._count = 0
         self.copies = 0  # copies made (for tests and benchmarks)
 
-    def take(self, source: Path) -> tuple[Path, Snapshot]:
+    def take_ready(self, source: Path) -> tuple[Path, Snapshot] | None:
+        """A pristine pooled copy of ``source``, or None (cheap: no copy is made)."""
         while True:
             with self._lock:
                 free = self._free.get(source)
                 candidate = free.pop() if free else None
             if candidate is None:
-                break
+                return None
             folder, placed = candidate
             if snapshot(folder) == placed:
                 return folder, placed
             shutil.rmtree(folder, ignore_errors=True)
+
+    def take(self, source: Path) -> tuple[Path, Snapshot]:
+        ready = self.take_ready(source)
+        if ready is not None:
+            return ready
         with self._lock:
             self._count += 1
             folder = self.area / f"copy-{self._count:06d}"
@@ -140,12 +146,23 @@ class WorkspaceSlot:
             and snapshot(self.document) == current[2]
         )
 
-    def prepare(self, source: Path) -> Path:
+    def prepare(self, source: Path, *, copy: bool = True) -> Path | None:
+        """Place ``source``; with ``copy=False``, only from a ready pooled copy (None if there is
+        none), so a caller on an event loop can do the cheap case inline and the copy in a thread."""
         if self.reusable(source):
             return self.document
+        if not copy:
+            ready = self.pool.take_ready(source)
+            if ready is None:
+                return None
+            self._return_current()
+            clear(self.root)
+            return self._place(source, *ready)
         self._return_current()
         clear(self.root)
-        folder, placed = self.pool.take(source)
+        return self._place(source, *self.pool.take(source))
+
+    def _place(self, source: Path, folder: Path, placed: Snapshot) -> Path:
         try:
             os.rename(folder, self.document)
         except OSError as exc:

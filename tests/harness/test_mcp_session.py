@@ -181,4 +181,7 @@ def test_console_scripts_are_found_beside_this_python(monkeypatch: pytest.Monkey
     monkeypatch.setenv("PATH", "/nonexistent")
     command, _, _ = MCPServerSpec(name="md", command="md-vision").render("/tmp/ws", {})
     assert command == str(Path(sys.executable).parent / "md-vision")
-    assert MCPServerSpec(name="x", command="docab-no-such-server").render("/tmp/ws", {})[0] == "docab-no-such-server"
+    assert (
+        MCPServerSpec(name="x", command="docab-no-such-server").render("/tmp/ws", {})[0]
+        == "docab-no-such-server"
+    )

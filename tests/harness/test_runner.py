@@ -37,6 +37,7 @@ def config(**overrides: Any) -> RunConfig:
 def run(cfg: RunConfig, tmp_path: Path, dataset: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
     options = {
         "model": kwargs.pop("model", None),
+        "store": kwargs.pop("store", None),
         "scorer": exact_scorer,
         "progress": SilentProgress(),
         "say": lambda s: None,
@@ -309,3 +310,20 @@ def test_an_mcp_server_crashing_mid_sample_is_restarted_and_recorded(tmp_path: P
     assert first.is_error and "restarted" in first.text
     assert second.text == "fine after a restart"
     assert [c.is_error for c in record.tool_calls[:2]] == [True, False]
+
+
+def test_a_write_failure_stops_the_run_with_a_clear_error(tmp_path: Path, dataset: Any) -> None:
+    from harness.store import RunStore
+
+    class FullDisk(RunStore):
+        def commit(self, record: Any, transcript: Any) -> None:
+            if record.qid == dataset.samples[2].qid:
+                raise OSError(28, "No space left on device")
+            super().commit(record, transcript)
+
+    store = FullDisk(tmp_path / "results" / "t")
+    with pytest.raises(CommandError, match="No space left on device") as info:
+        run(config(), tmp_path, dataset, concurrency=1, store=store)
+    assert "re-run the same command to resume" in str(info.value)
+    kept = list(read_records(tmp_path / "results" / "t" / "records.jsonl"))
+    assert kept and all(r.qid != dataset.samples[2].qid for r in kept)

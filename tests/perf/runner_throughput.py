@@ -101,6 +101,7 @@ class RawChatModel:
             parts.path + "/chat/completions",
         )
         self.connections: dict[int, _Connection] = {}
+        self._tools_json: dict[tuple[str, ...], str] = {}
 
     async def _connection(self) -> _Connection:
         key = id(asyncio.current_task())
@@ -134,21 +135,26 @@ class RawChatModel:
                 )
             else:
                 wire.append({"role": "user", "content": m.text})
-        body = {
-            "model": "stub",
-            "messages": wire,
-            "max_tokens": max_output_tokens,
-            "tools": [
-                {
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
-                }
-                for t in tools
-            ],
-        }
+        key = tuple(t.name for t in tools)
+        if key not in self._tools_json:  # the same few tool sets on every call: serialise each once
+            self._tools_json[key] = json.dumps(
+                [
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": t.input_schema,
+                        },
+                    }
+                    for t in tools
+                ]
+            )
+        head = json.dumps({"model": "stub", "messages": wire, "max_tokens": max_output_tokens})
+        body = head[:-1] + ', "tools": ' + self._tools_json[key] + "}"
         began = time.perf_counter()
         connection = await self._connection()
-        data = await connection.post_json(self.host, self.path, json.dumps(body).encode())
+        data = await connection.post_json(self.host, self.path, body.encode())
         latency = time.perf_counter() - began
         message = data["choices"][0]["message"]
         calls = tuple(
@@ -217,6 +223,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--client", choices=("raw", "openai", "inprocess"), default="raw")
     parser.add_argument("--goal", type=float, default=1.15)
+    parser.add_argument("--stub-server", choices=("asyncio", "threads"), default="asyncio")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="docab-perf-"))
@@ -295,7 +302,8 @@ def main() -> int:
     ratio = wall / ideal
     print(
         f"runner throughput: {args.samples} samples x {args.arms} arms x {args.turns} turns, "
-        f"{args.concurrency} in flight, model delay {args.delay * 1000:.0f} ms, client {args.client}"
+        f"{args.concurrency} in flight, model delay {args.delay * 1000:.0f} ms, client {args.client}, "
+        f"stub server {args.stub_server if stub else '-'}"
     )
     retries = sum(r.retries for r in records)
     print(
