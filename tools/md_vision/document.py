@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html import unescape
 from html.parser import HTMLParser
@@ -165,20 +166,19 @@ def _find_frontmatter(text: str, line_starts: tuple[int, ...]) -> Frontmatter | 
 
 # --- reading cmark's XML ----------------------------------------------------------------------
 #
-# Every tag in the XML is the parser's own (the document's text is escaped). Only these nodes
-# matter here.
-_XML_NODES = re.compile(
-    rb"<(?:"
-    rb'heading sourcepos="(?P<first>\d+):(?P<col>\d+)-(?P<last>\d+):(?P<end_col>\d+)" level="(?P<level>\d)"'
-    rb"|(?P<close>/)?(?P<container>block_quote|item)\b(?P<container_attrs>[^>]*)>"
-    rb'|image(?: sourcepos="[^"]*")? destination="(?P<dest>[^"]*)" title="[^"]*"(?P<bare> /)?>'
-    rb"|(?P<image_end>/image>)"
-    rb'|html_(?P<html>block|inline)(?: sourcepos="(?P<html_first>\d+):[^"]*")? xml:space="preserve">'
-    rb"(?P<raw>[^<]*)"
-    rb")"
+# Every tag in the XML is the parser's own (the document's text is escaped), on a line of its own,
+# indented two spaces per level below <document>. Each pattern starts with a distinct literal, so
+# the scans skip the (much larger) text at C speed.
+_HEADING = re.compile(rb'<heading sourcepos="(\d+):(\d+)-(\d+):(\d+)" level="(\d)"')
+_IMAGE_NODE = re.compile(
+    rb'<image(?: sourcepos="[^"]*")? destination="(?P<dest>[^"]*)" title="[^"]*"(?P<bare> /)?>'
 )
+_HTML_NODE = re.compile(
+    rb'<html_(?P<html>block|inline)(?: sourcepos="(?P<first>\d+):[^"]*")? xml:space="preserve">(?P<raw>[^<]*)'
+)
+_QUOTE_TAG = re.compile(rb"<(/?)block_quote\b([^>]*)>")
 # The blocks that hold inline content, and so images. Looked up only for images (backwards from
-# each), which keeps the scan above to the few nodes that matter.
+# each), which keeps the scans to the few nodes that matter.
 _LEAF_TAGS = (b"<paragraph ", b"<heading ", b"<table_cell ")
 _LEAF = re.compile(rb'<\w+ sourcepos="(\d+):(\d+)-(\d+):(\d+)"')
 _ALT_TEXT = re.compile(
@@ -204,8 +204,6 @@ _ONE_LINE_IMAGE = re.compile(
     rf"|\[(?:[^\[\]\\\r\n]|{_ESC})*\]"
     r"|(?![(\[]))"
 )
-_ATX_OPEN = re.compile(r"[ \t]*#{1,6}(?=[ \t]|$)")
-_ATX_CLOSE = re.compile(r"(?:^|[ \t])#+[ \t]*$")
 _QUOTE_MARKER = re.compile(r" {0,3}>[ \t]?")
 # A link reference definition on one line (`[label]: dest "title"`): cmark keeps those that start
 # a setext heading's paragraph inside the heading's position, but not in its content.
@@ -273,10 +271,6 @@ class _Found:
     alt: str = ""
 
 
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
 class _Reader:
     """Turns cmark's XML of a text into headings and image references."""
 
@@ -293,63 +287,71 @@ class _Reader:
         return self.text[starts[number - 1] : starts[number]].rstrip("\r\n")
 
     def read(self, xml: bytes) -> None:
+        headings = self._read_headings(xml)
+        if b"<image " in xml or b"<html_" in xml:
+            self._read_images(xml, headings)
+
+    def _read_headings(self, xml: bytes) -> dict[int, _Block]:
+        """Headings, in order; returns their blocks by XML position (setext ends corrected)."""
+        blocks: dict[int, _Block] = {}
+        quotes_seen, quote_depth = 0, 0  # <block_quote> nesting, counted up to `quotes_seen`
+        for position in _tags(xml, b"<heading "):
+            node = _HEADING.match(xml, position)
+            block = _block(node.group(1, 2, 3, 4))
+            nested = position - xml.rfind(b"\n", 0, position) - 1 > 2  # not a child of <document>
+            if block.last > block.first:  # setext: its text lines may carry block-quote markers
+                for tag in _QUOTE_TAG.finditer(xml, quotes_seen, position):
+                    quote_depth += -1 if tag[1] else 0 if tag[2].endswith(b"/") else 1
+                quotes_seen = position
+            self._heading(block, int(node[5]), nested, quote_depth)
+            blocks[position] = block
+        return blocks
+
+    def _read_images(self, xml: bytes, headings: dict[int, _Block]) -> None:
+        nodes = [_IMAGE_NODE.match(xml, position) for position in _tags(xml, b"<image ")]
+        if b"<html_" in xml:
+            nodes += (_HTML_NODE.match(xml, position) for position in _tags(xml, b"<html_"))
+            nodes.sort(key=_start)
         leaf = -1  # where the block holding the latest images starts in the XML
         block: _Block | None = None
         found: list[_Found] = []  # images of `block` so far
-        headings: dict[int, _Block] = {}  # by XML position (setext ends are corrected)
-        quote_depth = 0
-        containers = 0  # open list items and block quotes: a heading inside one is nested
-        image_depth = 0  # an image inside an image's alt text is part of that text
-        alt_start = 0
-        for node in _XML_NODES.finditer(xml):
-            if node["level"] is not None:
-                heading = _block(node.group(1, 2, 3, 4))
-                self._heading(heading, int(node["level"]), containers > 0, quote_depth)
-                headings[node.start()] = heading
-            elif node["container"] is not None:
-                step = -1 if node["close"] else 0 if node["container_attrs"].endswith(b"/") else 1
-                containers += step
-                if node["container"] == b"block_quote":
-                    quote_depth += step
-            elif node["image_end"] is not None:
-                image_depth -= 1
-                if image_depth == 0 and found:
-                    fragment = xml[alt_start : node.start()]
-                    found[-1].alt = "".join(
+        inside = 0  # end of the current image's alt text: what is in there belongs to the alt
+        for node in nodes:
+            position = node.start()
+            if position < inside:
+                continue
+            if node.re is _IMAGE_NODE:
+                image = _Found(_xml_text(node["dest"]))
+                if node["bare"] is None:
+                    inside = _closing_image_tag(xml, node.end())
+                    image.alt = "".join(
                         " " if part["text"] is None else _xml_text(part["text"])
-                        for part in _ALT_TEXT.finditer(fragment)
+                        for part in _ALT_TEXT.finditer(xml, node.end(), inside)
                     )
-            elif node["html_first"] is not None and node["html"] == b"block":
-                if _RAW_IMG_ANYWHERE.search(node["raw"]):
+            elif node["html"] == b"block":
+                if node["first"] is not None and _RAW_IMG_ANYWHERE.search(node["raw"]):
                     if found:  # keep document order
                         self._place(block, found)
                         found = []
                     # An HTML block: its lines are the source lines, so tag lines are exact.
-                    self.images.extend(_html_images(_xml_text(node["raw"]), int(node["html_first"])))
-            else:  # an image, or inline HTML
-                if image_depth:
-                    image_depth += node["dest"] is not None and node["bare"] is None
+                    self.images.extend(_html_images(_xml_text(node["raw"]), int(node["first"])))
+                continue
+            elif _RAW_IMG_TAG.match(node["raw"]):
+                tag = _xml_text(node["raw"])
+                parsed = _html_images(tag, 1)
+                if not parsed:
                     continue
-                if node["dest"] is not None:
-                    image = _Found(_xml_text(node["dest"]))
-                    if node["bare"] is None:
-                        image_depth, alt_start = 1, node.end()
-                elif node["html"] == b"inline" and _RAW_IMG_TAG.match(node["raw"]):
-                    tag = _xml_text(node["raw"])
-                    parsed = _html_images(tag, 1)
-                    if not parsed:
-                        continue
-                    image = _Found(parsed[0].target, html_tag=tag, alt=parsed[0].alt)
-                else:
-                    continue
-                start = max(xml.rfind(tag, leaf + 1, node.start()) for tag in _LEAF_TAGS)
-                if start > leaf:  # a new block: place the previous block's images
-                    if found:
-                        self._place(block, found)
-                        found = []
-                    leaf = start
-                    block = headings.get(start) or _block(_LEAF.match(xml, start).group(1, 2, 3, 4))
-                found.append(image)
+                image = _Found(parsed[0].target, html_tag=tag, alt=parsed[0].alt)
+            else:
+                continue
+            start = max(xml.rfind(tag, leaf + 1, position) for tag in _LEAF_TAGS)
+            if start > leaf:  # a new block: place the previous block's images
+                if found:
+                    self._place(block, found)
+                    found = []
+                leaf = start
+                block = headings.get(start) or _block(_LEAF.match(xml, start).group(1, 2, 3, 4))
+            found.append(image)
         if found:
             self._place(block, found)
 
@@ -360,10 +362,12 @@ class _Reader:
         start = _char_index(line, block.column)
         first_line = block.first
         if block.last == block.first:  # ATX: `## Title ##`
-            raw = line[start:]
-            opening = _ATX_OPEN.match(raw)
-            body = raw[opening.end() :] if opening else raw
-            text = _collapse(_ATX_CLOSE.sub("", body))
+            body = line[start:].lstrip("#").strip(" \t")
+            if body.endswith("#"):  # a closing sequence must follow a space (or be all there is)
+                kept = body.rstrip("#")
+                if not kept or kept[-1] in " \t":
+                    body = kept
+            text = " ".join(body.split())
         else:  # setext: text lines, then the underline
             block.last = self._underline(block, "=" if level == 1 else "-", quote_depth)
             parts = [line[start:]]
@@ -373,7 +377,7 @@ class _Reader:
             while definitions < len(parts) - 1 and _is_reference_definition(parts[definitions]):
                 definitions += 1
             first_line += definitions
-            text = _collapse(" ".join(parts[definitions:]))
+            text = " ".join(" ".join(parts[definitions:]).split())
         key = (level, text)
         occurrence = self._seen[key] = self._seen.get(key, 0) + 1
         self.headings.append(Heading(level, text, first_line, occurrence, nested))
@@ -457,12 +461,44 @@ class _Reader:
             self.images.append(ImageRef(image.target, line, image.alt, syntax, markup))
 
 
+def _start(match: re.Match) -> int:
+    return match.start()
+
+
+def _tags(xml: bytes, opening: bytes) -> Iterator[int]:
+    """Where each ``opening`` starts in ``xml`` (bytes.find outruns a regex scan here)."""
+    position = xml.find(opening)
+    while position >= 0:
+        yield position
+        position = xml.find(opening, position + len(opening))
+
+
+def _closing_image_tag(xml: bytes, position: int) -> int:
+    """Where the ``</image>`` closing the image opened just before ``position`` starts."""
+    depth = 1
+    while True:
+        close = xml.find(b"</image>", position)
+        opening = xml.find(b"<image ", position, close)
+        if opening < 0 or close < 0:
+            if close < 0:
+                return len(xml)
+            depth -= 1
+            if depth == 0:
+                return close
+            position = close + 8
+        else:
+            if not xml.startswith(b"/>", xml.find(b">", opening) - 1):
+                depth += 1
+            position = opening + 7
+
+
 def _block(position: tuple[bytes, bytes, bytes, bytes]) -> _Block:
     """A block from its ``sourcepos`` numbers."""
-    first, column, last, end_column = (int(number) for number in position)
-    if end_column == 0 and last > first:  # cmark's way of saying "to the end of the line before"
-        return _Block(first, last - 1, column, None)
-    return _Block(first, last, column, end_column)
+    first, column, last, end_column = position
+    first, last, end = int(first), int(last), int(end_column)
+    if end == 0 and last > first:  # cmark's way of saying "to the end of the line before"
+        return _Block(first, last - 1, int(column), None)
+    return _Block(first, last, int(column), end)
 
 
 def _is_reference_definition(line: str) -> bool:

@@ -38,7 +38,7 @@ import threading
 # cmark.h option bits (stable across cmark releases; a test checks them against cmarkgfm's).
 CMARK_OPT_SOURCEPOS = 1 << 1
 CMARK_OPT_VALIDATE_UTF8 = 1 << 9
-OPTIONS = CMARK_OPT_SOURCEPOS | CMARK_OPT_VALIDATE_UTF8
+OPTIONS = CMARK_OPT_SOURCEPOS
 
 _EXTENSIONS = (b"table",)
 
@@ -151,5 +151,8 @@ def markdown_to_xml(text: str) -> bytes:
     Lines are counted as CommonMark does (``\\n``, ``\\r\\n`` or a lone ``\\r`` ends one); columns
     are 1-based byte offsets into the UTF-8 line. Runs without the GIL for the C part.
     """
-    data = text.encode("utf-8", "surrogatepass")  # lone surrogates become U+FFFD in cmark
-    return _library().to_xml(data, OPTIONS)
+    try:
+        return _library().to_xml(text.encode("utf-8"), OPTIONS)
+    except UnicodeEncodeError:  # lone surrogates: let cmark replace them with U+FFFD
+        data = text.encode("utf-8", "surrogatepass")
+        return _library().to_xml(data, OPTIONS | CMARK_OPT_VALIDATE_UTF8)
