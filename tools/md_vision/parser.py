@@ -99,6 +99,8 @@ class _Cmark:
             if not root:
                 raise MemoryError("cmark-gfm could not parse the document")
             rendered = lib.cmark_render_xml(root, options)
+            lib.cmark_node_free(root)  # before copying the output: lower peak memory
+            root = None
             if not rendered:
                 raise MemoryError("cmark-gfm could not render the document")
             try:
