@@ -29,6 +29,7 @@ import asyncio
 import json
 import os
 import random
+import shlex
 import shutil
 import sys
 import tempfile
@@ -221,12 +222,17 @@ def _server_pid() -> int | None:
                     cmdline = handle.read()
             except OSError:
                 continue
-            if parent == mine and b"md-vision" in cmdline:
+            if parent == mine and (b"md-vision" in cmdline or b"md_vision" in cmdline):
                 found = int(entry)
     return found
 
 
+SERVER_COMMAND: list[str] = []  # --server: another build of md-vision to compare against
+
+
 def _server_command() -> list[str]:
+    if SERVER_COMMAND:
+        return SERVER_COMMAND
     script = shutil.which("md-vision")
     return [script] if script else [sys.executable, "-m", "md_vision"]
 
@@ -532,7 +538,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keep", type=Path, help="generate into this folder and keep it (reused when present)"
     )
+    parser.add_argument(
+        "--server",
+        help="command that starts the server over stdio, e.g. another checkout's md-vision, to compare "
+        "builds [md-vision on PATH]; the in-process figures always use the md_vision this Python imports",
+    )
     args = parser.parse_args(argv)
+    if args.server:
+        SERVER_COMMAND[:] = shlex.split(args.server)
 
     import PIL
 

@@ -287,9 +287,7 @@ class _Reader:
         return self.text[starts[number - 1] : starts[number]].rstrip("\r\n")
 
     def read(self, xml: bytes) -> None:
-        headings = self._read_headings(xml)
-        if b"<image " in xml or b"<html_" in xml:
-            self._read_images(xml, headings)
+        self._read_images(xml, self._read_headings(xml))
 
     def _read_headings(self, xml: bytes) -> dict[int, _Block]:
         """Headings, in order; returns their blocks by XML position (setext ends corrected)."""
@@ -309,9 +307,11 @@ class _Reader:
 
     def _read_images(self, xml: bytes, headings: dict[int, _Block]) -> None:
         nodes = [_IMAGE_NODE.match(xml, position) for position in _tags(xml, b"<image ")]
-        if b"<html_" in xml:
-            nodes += (_HTML_NODE.match(xml, position) for position in _tags(xml, b"<html_"))
-            nodes.sort(key=_start)
+        raw_html = [_HTML_NODE.match(xml, position) for position in _tags(xml, b"<html_")]
+        if raw_html:
+            nodes = sorted(nodes + raw_html, key=_start)
+        if not nodes:
+            return
         leaf = -1  # where the block holding the latest images starts in the XML
         block: _Block | None = None
         found: list[_Found] = []  # images of `block` so far
