@@ -5,6 +5,7 @@ in-process, and prints each figure against its target from issue 2.
     uv run python tests/perf/md_vision_bench.py --only index --files 1000
     uv run python tests/perf/md_vision_bench.py --only images --repeat 5
     uv run python tests/perf/md_vision_bench.py --only parallel  # serial vs threads vs processes
+    uv run python tests/perf/md_vision_bench.py --only parse     # CPU per 20 KB document
 
 (a) index_md over a folder of 1,000 markdown files (~20 MB, 37 headings each): cold (first call
     on a fresh server), warm (nothing changed since the last call), peak memory of the server.
@@ -16,6 +17,7 @@ in-process, and prints each figure against its target from issue 2.
     measured on its own and reported separately.
 (c) --only parallel: a cold folder index in-process with one thread, with 2 and 4 threads, and
     with a 2-process pool (start-up included), to choose how to parallelise.
+(d) parse_document on one generated 20 KB document: CPU per document, and the C share.
 
 Every figure is printed as wall time and CPU time (server process and its children) with the
 machine's load average before and after, because the machine may be shared: on a busy machine
@@ -288,6 +290,8 @@ class Figure:
 def _seconds(value: float | None) -> str:
     if value is None:
         return ""
+    if value < 0.01:
+        return f"{value * 1000:.2f} ms"
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
 
 
@@ -382,6 +386,37 @@ def bench_parallel(root: Path) -> list[Figure]:
         note = "CPU: this process only" if "process" in label else ""
         figures.append(
             Figure(f"cold index of {len(paths)} files, {label}", timer.wall, None, timer.cpu, note)
+        )
+    return figures
+
+
+# --- (d) one document ---------------------------------------------------------------------------
+
+
+def bench_parse(repeat: int) -> list[Figure]:
+    """CPU per document of the parse behind both tools, on one generated 20 KB file (best of runs)."""
+    from md_vision.document import parse_document
+
+    text = make_markdown(random.Random(11), 11)
+    steps = [("parse_document", parse_document)]
+    try:
+        from md_vision.parser import markdown_to_xml
+    except ImportError:  # a build without the cmark binding (--server comparisons)
+        pass
+    else:
+        steps.append(("  of which cmark-gfm to XML (C)", markdown_to_xml))
+    figures = []
+    for label, step in steps:
+        step(text)
+        runs = []
+        for _ in range(max(5, repeat)):
+            with Timer() as timer:
+                for _ in range(20):
+                    step(text)
+            runs.append(timer)
+        best = min(runs, key=lambda timer: timer.cpu)
+        figures.append(
+            Figure(f"{label}, {len(text) / 1000:.0f} KB document", best.wall / 20, None, best.cpu / 20)
         )
     return figures
 
@@ -530,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--only", choices=["index", "images", "parallel"], help="run one benchmark")
+    parser.add_argument("--only", choices=["index", "images", "parallel", "parse"], help="run one benchmark")
     parser.add_argument("--files", type=int, default=1000, help="markdown files to generate [1000]")
     parser.add_argument(
         "--repeat", type=int, default=5, help="warm/cached repetitions; the best is shown [5]"
@@ -571,6 +606,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  {'peak memory of the server':<44} {info['peak_mb']:>6.0f} MB {'':<13} {'< 300 MB':<10} {verdict}"
             )
+        if args.only in (None, "parse"):
+            _print(f"(d) one document, in-process  [{_load()}]", bench_parse(args.repeat))
         if args.only == "parallel":
             _print(f"(c) parallel indexing, in-process  [{_load()}]", bench_parallel(corpus))
         if args.only in (None, "images"):
