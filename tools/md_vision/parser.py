@@ -7,7 +7,7 @@ Choices, and why:
 
 - **cmark-gfm, from the** ``cmarkgfm`` **package.** GitHub's C implementation of CommonMark. One
   call parses and renders a document; Python never sees a token, which is where the previous
-  pure-Python parser spent its time (about 8 ms per 20 KB file then, about 1 ms now).
+  pure-Python parser spent its time (``tests/perf/md_vision_bench.py --only parse``).
 - **CommonMark plus GFM tables, nothing else.** Tables change what is a heading (``a | b`` /
   ``--|--`` / ``1 | 2`` / ``---`` is a table and a rule, not a setext heading), so they are on. The
   other GFM extensions (autolinks, strikethrough, task lists, the tag filter) change neither
@@ -17,13 +17,15 @@ Choices, and why:
   ``</li>`` in the document cannot pose as structure. The XML also keeps the source position of
   every block (paragraphs of tight lists and HTML blocks included, which HTML output drops), keeps
   image destinations as written (HTML output percent-encodes them), and shows nesting by
-  indentation. It costs about 0.3 ms more per 20 KB file than HTML output.
-- **Our own binding, through ctypes.** ``cmarkgfm``'s helpers never free what the C library
-  returns (the output string, and with extensions the whole syntax tree): about 5 MB leaked per
-  200 KB document, measured. The compiled library inside ``cmarkgfm`` exports the full cmark-gfm
-  C API, so this module declares the handful of functions it needs and frees both. ctypes rather
-  than cffi because cffi's ``cdef`` costs about 0.25 s (pycparser) on first use in every process;
-  ctypes releases the GIL during each call too, so threads parse in parallel.
+  indentation. It is larger than HTML output and takes cmark longer to write; the guarantees
+  above are worth that.
+- **Our own binding, through ctypes.** ``cmarkgfm``'s helpers (``cmarkgfm/cmark.py``) never free
+  what the C library returns: the output string, and with extensions the whole syntax tree, so a
+  long-running server would grow with every document. The compiled library inside ``cmarkgfm``
+  exports the full cmark-gfm C API, so this module declares the handful of functions it needs and
+  frees both (``tests/md_vision/test_parser.py`` checks). ctypes rather than cffi: declaring
+  functions with cffi runs pycparser, a noticeable start-up cost in every process, and ctypes
+  releases the GIL during each call as well, so threads parse in parallel.
 
 Inline source positions in the XML are not used: cmark-gfm gets them wrong after link reference
 definitions, hard line breaks and multi-line link destinations (see :mod:`md_vision.document`).
