@@ -17,7 +17,8 @@ in-process, and prints each figure against its target from issue 2.
     measured on its own and reported separately.
 (c) --only parallel: a cold folder index in-process with one thread, with 2 and 4 threads, and
     with a 2-process pool (start-up included), to choose how to parallelise.
-(d) parse_document on one generated 20 KB document: CPU per document, and the C share.
+(d) parse_document on one generated 20 KB document: CPU per document, and the C share; and on a
+    10 MB document (the default size limit) in a fresh process, with its peak memory.
 
 Every figure is printed as wall time and CPU time (server process and its children) with the
 machine's load average before and after, because the machine may be shared: on a busy machine
@@ -421,6 +422,36 @@ def bench_parse(repeat: int) -> list[Figure]:
     return figures
 
 
+_BIG_DOCUMENT = """
+import random, resource, sys, time
+sys.path.insert(0, {here!r})
+from md_vision_bench import make_markdown
+from md_vision.document import parse_document
+text = "".join(make_markdown(random.Random(n), n) for n in range(500))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+started, cpu = time.perf_counter(), time.process_time()
+document = parse_document(text)
+print(time.perf_counter() - started, time.process_time() - cpu, len(text),
+      (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
+"""
+
+
+def bench_big_document() -> Figure:
+    """One 10 MB document (the default --max-markdown-bytes), in a fresh process for its peak memory."""
+    import subprocess
+
+    code = _BIG_DOCUMENT.format(here=str(Path(__file__).resolve().parent))
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    wall, cpu, size, grown_mb = (float(value) for value in output.split())
+    return Figure(
+        f"parse_document ({size / 1e6:.0f} MB)",
+        wall,
+        None,
+        cpu,
+        f"peak memory +{grown_mb:.0f} MB over the text",
+    )
+
+
 # --- (b) images --------------------------------------------------------------------------------
 
 _SECTION = {"section": "## Sheet set", "max_images": 10}
@@ -607,7 +638,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {'peak memory of the server':<44} {info['peak_mb']:>6.0f} MB {'':<13} {'< 300 MB':<10} {verdict}"
             )
         if args.only in (None, "parse"):
-            _print(f"(d) one document, in-process  [{_load()}]", bench_parse(args.repeat))
+            _print(
+                f"(d) one document, in-process  [{_load()}]",
+                [*bench_parse(args.repeat), bench_big_document()],
+            )
         if args.only == "parallel":
             _print(f"(c) parallel indexing, in-process  [{_load()}]", bench_parallel(corpus))
         if args.only in (None, "images"):
