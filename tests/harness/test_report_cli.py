@@ -63,7 +63,7 @@ def test_report_of_a_missing_folder_is_one_clear_line(
 
 
 def test_too_few_resamples_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # docab's main() turns argparse's usage errors into an exit status (it no longer raises SystemExit).
+    # argparse's usage errors come back from main() as exit status 2, not as SystemExit.
     assert main(["report", str(tmp_path), "--resamples", "5"]) == 2
     assert "at least 100" in capsys.readouterr().err
 

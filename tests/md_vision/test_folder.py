@@ -1,4 +1,4 @@
-"""Folder index: what is skipped, order, caps, caching by (real path, size, mtime), pools."""
+"""Folder index: what is skipped, order, caps, caching by (real path, size, mtime), threads."""
 
 from __future__ import annotations
 
@@ -116,11 +116,43 @@ def test_many_files_go_through_a_pool_in_order(tmp_path: Path) -> None:
     assert pooled == index_many(paths, 10_000, None)
 
 
-def test_process_pool_through_the_service(tmp_path: Path) -> None:
+def test_thread_pool_through_the_service_matches_one_at_a_time(tmp_path: Path) -> None:
     for number in range(50):
+        (tmp_path / f"d{number:02d}.md").write_text(f"# Doc {number}\n![i](i{number}.png)\n")
+    pooled = index(settings_for(tmp_path, index_workers=3), str(tmp_path))
+    serial = index(settings_for(tmp_path, index_workers=1), str(tmp_path))
+    assert len(pooled.entries) == 50 and pooled.entries[-1].rows[0].heading == "# Doc 49"
+    assert pooled.text == serial.text
+
+
+def test_files_that_cannot_be_read_are_listed_with_a_reason(tmp_path: Path) -> None:
+    (tmp_path / "ok.md").write_text("# ok\n")
+    os.mkfifo(tmp_path / "pipe.md")  # reading it would block: never opened
+    os.symlink(tmp_path / "gone.md", tmp_path / "broken.md")
+    result = index(settings_for(tmp_path), str(tmp_path))
+    assert [Path(entry.path).name for entry in result.entries] == ["gone.md", "ok.md", "pipe.md"]
+    assert 'gone.md" error="the file cannot be read"' in result.text
+    assert 'pipe.md" error="not a regular file"' in result.text
+
+
+def test_warm_index_reuses_entries_and_notices_each_change(tmp_path: Path) -> None:
+    for number in range(30):
         (tmp_path / f"d{number:02d}.md").write_text(f"# Doc {number}\n")
-    result = index(settings_for(tmp_path, index_workers=2), str(tmp_path))
-    assert len(result.entries) == 50 and result.entries[-1].rows[0].heading == "# Doc 49"
+
+    async def go():
+        async with MdVision(settings_for(tmp_path, index_workers=2)) as vision:
+            first = await vision.index(str(tmp_path))
+            again = await vision.index(str(tmp_path))
+            (tmp_path / "d07.md").write_text("# Changed\n## More\n")
+            (tmp_path / "d30.md").write_text("# New\n")
+            changed = await vision.index(str(tmp_path))
+            return first, again, changed
+
+    first, again, changed = run(go())
+    assert all(a is b for a, b in zip(first.entries, again.entries, strict=True))
+    assert again.text == first.text
+    assert [row.heading for row in changed.entries[7].rows] == ["# Changed", "## More"]
+    assert changed.entries[6] is first.entries[6] and len(changed.entries) == 31
 
 
 def test_scan_does_not_follow_directory_symlinks(tmp_path: Path) -> None:
@@ -128,4 +160,4 @@ def test_scan_does_not_follow_directory_symlinks(tmp_path: Path) -> None:
     (tmp_path / "real" / "x.md").write_text("# x\n")
     os.symlink(tmp_path / "real", tmp_path / "loop")
     scan = scan_folder(tmp_path, lambda _path: True, 100)
-    assert [path.name for path in scan.files] == ["x.md"]
+    assert [file.path.name for file in scan.files] == ["x.md"]

@@ -88,6 +88,18 @@ def test_over_budget_image_is_reencoded_and_scaled_until_it_fits() -> None:
     assert prepared.width < 1200
 
 
+def test_budget_squeeze_near_half_size_averages_pixel_blocks_and_still_fits() -> None:
+    from md_vision.imaging import _resize
+
+    image = Image.new("RGB", (2000, 1500))
+    assert _resize(image, (1024, 768), for_budget=True).size == (1000, 750)  # 2x2 blocks
+    assert _resize(image, (1300, 975), for_budget=True).size == (1300, 975)  # half is too far off
+    assert _resize(image, (1024, 768)).size == (1024, 768)  # fitting max_side stays exact
+    data = _noisy_png(size=(1600, 1200))
+    prepared = prepare_image(data, byte_budget=700_000)
+    assert prepared.reduced and len(prepared.data) <= 700_000 and prepared.width <= 1568
+
+
 def test_image_that_cannot_fit_even_small_is_rejected() -> None:
     with pytest.raises(ImageRejected, match="response budget"):
         prepare_image(_noisy_png(), byte_budget=500)

@@ -141,6 +141,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FlagError as exc:
         print(f"md-vision: error: {exc}\nRun `md-vision --help` for usage.", file=sys.stderr)
         return 2
+    from md_vision.parser import ParserUnavailable, check_parser
+
+    try:
+        check_parser()  # a broken install fails here, not on the first request
+    except ParserUnavailable as exc:
+        print(f"md-vision: error: {exc}", file=sys.stderr)
+        return 1
     from md_vision.server import serve
 
     try:

@@ -5,28 +5,63 @@ Everything downstream (the index, section reads, line-range reads) works on one
 source by line. Nothing is ever re-serialised, so a read returns the source byte for byte, and a
 line range that starts inside a fence or frontmatter cannot turn into a heading.
 
-Lines are numbered from 1 and end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (as in markdown-it).
+Lines are numbered from 1 and end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (as in CommonMark).
 The line count agrees with ``wc -l`` for a file that ends with a newline.
+
+The structure comes from one cmark-gfm pass (:mod:`md_vision.parser`: CommonMark plus GFM tables,
+rendered as CommonMark XML with the source position of every block). YAML frontmatter, which
+CommonMark does not know, is found here and blanked out before parsing (line numbers kept).
+
+**Headings** are cmark's heading nodes. The level is the node's; the line is its first source
+line; ``nested`` means it sits inside a list item or a block quote. The text is taken from the
+source, not from the rendering: for ``# ATX`` headings the line from the heading's column with the
+opening ``#`` run and any closing ``#`` sequence removed; for setext headings the text lines with
+their block-quote markers removed. Whitespace is collapsed; emphasis markers and escapes are kept
+(``## Sub *emph*``). A raw ``<h2>`` in HTML is not a markdown heading.
+
+**Images** are markdown images (``![alt](src)``, ``![alt][ref]``, ``![alt][]``, ``![ref]``; cmark
+resolves the references) and ``<img>`` tags in raw HTML, inline or in HTML blocks (not inside HTML
+comments, ``<script>`` or ``<style>``), in document order. Nothing in a code span or code block is
+an image, and an image inside another image's alt text belongs to that alt text, as in HTML. The
+target is the destination as written, with backslash escapes and entities resolved and no
+percent-decoding (``file:`` or ``javascript:`` targets are kept, to be refused with a reason later).
+
+**Where an image is placed** (``ImageRef.line``: a read inlines the image after that line, and the
+index counts it in the section holding that line):
+
+- in an HTML block: the line on which its ``<img>`` tag ends;
+- in a paragraph, heading or table cell that is one line long: that line;
+- in a longer paragraph or setext heading: the line on which the image's markup ends, when that
+  is certain: the block's source holds exactly one ``![`` or ``<img`` per image it renders, and
+  the image's markup is a one-line ``![alt](dest "title")``, ``![alt][ref]`` or ``![ref]`` (or an
+  ``<img>`` tag, whose own line breaks are counted);
+- otherwise the block's last line. From the first image of a block that falls back, the block's
+  later images fall back too, so images always stay in document order and never come before the
+  text that references them.
+
+(cmark-gfm also reports positions for inline nodes, but they are wrong after link reference
+definitions, hard line breaks and multi-line link destinations, so they are not used.)
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from html import unescape
 from html.parser import HTMLParser
-from itertools import accumulate
+from itertools import accumulate, count
+from operator import add
 from typing import Literal
 
-from md_vision.parser import structure_parser
+from md_vision.parser import markdown_to_xml
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _FRONTMATTER_OPEN = re.compile(r"---[ \t]*(?:\r\n|\r|\n)")
 _FRONTMATTER_CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*")
-_MAY_HOLD_IMAGE = re.compile(r"!\[|<img", re.IGNORECASE)
-_SPACES = re.compile(r"\s+")
 
-ImageSyntax = Literal["inline", "reference", "html"]
+ImageSyntax = Literal["inline", "reference", "markdown", "html"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +124,12 @@ class Document:
             return ""
         return self.text[self.line_starts[first - 1] : self.line_starts[last]]
 
+    def char_count_of(self, first: int, last: int) -> int:
+        """``len(self.lines(first, last))``, without copying the text."""
+        first = max(first, 1)
+        last = min(last, self.line_count)
+        return self.line_starts[last] - self.line_starts[first - 1] if last >= first else 0
+
     def section_end(self, index: int) -> int:
         """Last line of the section opened by ``headings[index]`` (subsections included)."""
         return self._section_ends[index]
@@ -104,12 +145,9 @@ class Document:
 def line_starts_of(text: str) -> tuple[int, ...]:
     if "\r" in text:
         starts = [0, *(match.end() for match in _LINE_BREAK.finditer(text))]
-    else:  # the common case, at C speed: each line's length plus its "\n"
-        starts = [0, *accumulate(len(line) + 1 for line in text.split("\n"))]
-        starts.pop()  # the piece after the last "\n" has no line break of its own
-        starts.append(len(text))
-        if starts[-1] == starts[-2]:
-            starts.pop()
+    else:  # the common case, at C speed: after each "\n", the lengths so far plus the "\n"s
+        ended = text.split("\n")[:-1]
+        starts = [0, *map(add, accumulate(map(len, ended)), count(1))]
     if starts[-1] != len(text):
         starts.append(len(text))  # last line has no line break: close it
     return tuple(starts)
@@ -124,6 +162,61 @@ def _find_frontmatter(text: str, line_starts: tuple[int, ...]) -> Frontmatter | 
         if _FRONTMATTER_CLOSE.fullmatch(line):
             return Frontmatter(text=text[line_starts[1] : start], end_line=index + 1)
     return None
+
+
+# --- reading cmark's XML ----------------------------------------------------------------------
+#
+# Every tag in the XML is the parser's own (the document's text is escaped), on a line of its own,
+# indented two spaces per level below <document>. The few nodes that matter are found with
+# bytes.find on their opening (far faster than a regex over all the text nodes around them) and
+# read with a regex at that spot.
+_HEADING = re.compile(rb'<heading sourcepos="(\d+):(\d+)-(\d+):(\d+)" level="(\d)"')
+_IMAGE_NODE = re.compile(
+    rb'<image(?: sourcepos="[^"]*")? destination="(?P<dest>[^"]*)" title="[^"]*"(?P<bare> /)?>'
+)
+_HTML_NODE = re.compile(
+    rb'<html_(?P<html>block|inline)(?: sourcepos="(?P<first>\d+):[^"]*")? xml:space="preserve">(?P<raw>[^<]*)'
+)
+_QUOTE_TAG = re.compile(rb"<(/?)block_quote\b([^>]*)>")
+# The blocks that hold inline content, and so images. Looked up only for images (backwards from
+# each), which keeps the scans to the few nodes that matter.
+_LEAF_TAGS = (b"<paragraph ", b"<heading ", b"<table_cell ")
+_LEAF = re.compile(rb'<\w+ sourcepos="(\d+):(\d+)-(\d+):(\d+)"')
+_ALT_TEXT = re.compile(
+    rb'<(?:text|code)[^>]*?xml:space="preserve">(?P<text>[^<]*)<|<(?:softbreak|linebreak) />'
+)
+_RAW_IMG_TAG = re.compile(rb"&lt;img(?:[\s/]|&gt;)", re.IGNORECASE)
+_RAW_IMG_ANYWHERE = re.compile(rb"&lt;img", re.IGNORECASE)
+
+# In a block's source: where an image can start (every image starts like this; not everything
+# that starts like this is an image).
+_IMAGE_START = re.compile(r"!\[|<img(?=[\s/>])", re.IGNORECASE)
+# A markdown image whose whole markup is on one line. Alt text with a backtick or "<" is not
+# accepted: a code span, raw HTML or autolink there could hide a bracket.
+_ESC = r"\\[^\r\n]"
+_ALT_CHAR = rf"(?:[^\[\]\\`<\r\n]|{_ESC})"
+_DEST_CHAR = rf"(?:[^\x00-\x20()\\\x7f]|{_ESC})"
+_ONE_LINE_IMAGE = re.compile(
+    rf"!\[{_ALT_CHAR}*(?:\[{_ALT_CHAR}*\]{_ALT_CHAR}*)*\]"
+    r"(?:(?P<inline>\([ \t]*(?:"
+    rf"(?:<(?:[^<>\\\r\n]|{_ESC})*>|(?!<)(?:{_DEST_CHAR}|\({_DEST_CHAR}*\))+)"
+    rf"""(?:[ \t]+(?:"(?:[^"\\\r\n]|{_ESC})*"|'(?:[^'\\\r\n]|{_ESC})*'|\((?:[^()\\\r\n]|{_ESC})*\)))?"""
+    r")?[ \t]*\))"
+    rf"|\[(?:[^\[\]\\\r\n]|{_ESC})*\]"
+    r"|(?![(\[]))"
+)
+_QUOTE_MARKER = re.compile(r" {0,3}>[ \t]?")
+# A link reference definition on one line (`[label]: dest "title"`): cmark keeps those that start
+# a setext heading's paragraph inside the heading's position, but not in its content.
+_REFERENCE_LINE = re.compile(
+    rf" {{0,3}}\[(?P<label>(?:[^\[\]\\\r\n]|{_ESC})+)\]:[ \t]*"
+    rf"(?:<(?:[^<>\\\r\n]|{_ESC})*>|(?!<)(?:{_DEST_CHAR}|\({_DEST_CHAR}*\))+)"
+    rf"""(?:[ \t]+(?:"(?:[^"\\\r\n]|{_ESC})*"|'(?:[^'\\\r\n]|{_ESC})*'|\((?:[^()\\\r\n]|{_ESC})*\)))?[ \t]*"""
+)
+
+
+def _xml_text(raw: bytes) -> str:
+    return unescape(raw.decode("utf-8", "replace"))
 
 
 class _ImgTags(HTMLParser):
@@ -145,6 +238,9 @@ class _ImgTags(HTMLParser):
 
 
 def _html_images(fragment: str, first_line: int) -> list[ImageRef]:
+    """``<img>`` tags in raw HTML whose first line is ``first_line`` (1-based)."""
+    if "\r" in fragment:  # HTMLParser counts only "\n" as a line end
+        fragment = fragment.replace("\r\n", "\n").replace("\r", "\n")
     parser = _ImgTags()
     try:
         parser.feed(fragment)
@@ -152,43 +248,271 @@ def _html_images(fragment: str, first_line: int) -> list[ImageRef]:
     except Exception:  # HTMLParser is lenient; a pathological fragment just yields no images
         return []
     return [
-        ImageRef(target=src, line=first_line + line + 1, alt=alt, syntax="html", markup=raw)
+        ImageRef(target=src, line=first_line + line, alt=alt, syntax="html", markup=raw)
         for src, alt, line, raw in parser.found
     ]
 
 
-def _inline_images(content: str, first_line: int, env: dict) -> list[ImageRef]:
-    """Images in one inline block whose content starts on 0-based line ``first_line``."""
-    md = structure_parser()
-    children = md.inline.parse(content, md, env, [])
-    found: list[ImageRef] = []
-    for token in children:
-        span = token.meta
-        if not span or "end" not in span:
-            continue
-        end_line = first_line + content.count("\n", 0, span["end"]) + 1
-        markup = content[span["start"] : span["end"]]
-        if token.type == "image":
-            syntax: ImageSyntax = "inline" if markup.rstrip().endswith(")") else "reference"
-            found.append(
-                ImageRef(
-                    target=str(token.attrs.get("src", "")),
-                    line=end_line,
-                    alt=token.content,
-                    syntax=syntax,
-                    markup=markup,
-                )
-            )
-        elif token.type == "html_inline" and token.content[:4].lower() == "<img":
-            for image in _html_images(token.content, 0):
-                found.append(
-                    ImageRef(target=image.target, line=end_line, alt=image.alt, syntax="html", markup=markup)
-                )
-    return found
+@dataclass(slots=True)
+class _Block:
+    """A paragraph, heading or table cell, as cmark placed it."""
+
+    first: int  # first and last source line
+    last: int
+    column: int  # 1-based byte column where the block starts on its first line
+    end_column: int | None  # on its last line (None: to the end of the line)
 
 
-def _heading_text(raw: str) -> str:
-    return _SPACES.sub(" ", raw).strip()
+@dataclass(slots=True)
+class _Found:
+    """An image seen in a block, before its line is known."""
+
+    target: str
+    html_tag: str | None = None  # the raw tag, for <img> in inline HTML
+    alt: str = ""
+
+
+class _Reader:
+    """Turns cmark's XML of a text into headings and image references."""
+
+    def __init__(self, text: str, line_starts: tuple[int, ...]) -> None:
+        self.text = text
+        self.line_starts = line_starts
+        self.headings: list[Heading] = []
+        self.images: list[ImageRef] = []
+        self._seen: dict[tuple[int, str], int] = {}
+
+    def line(self, number: int) -> str:
+        """Source line ``number`` without its line break."""
+        starts = self.line_starts
+        return self.text[starts[number - 1] : starts[number]].rstrip("\r\n")
+
+    def read(self, xml: bytes) -> None:
+        self._read_images(xml, self._read_headings(xml))
+
+    def _read_headings(self, xml: bytes) -> dict[int, _Block]:
+        """Headings, in order; returns their blocks by XML position (setext ends corrected)."""
+        blocks: dict[int, _Block] = {}
+        quotes_seen, quote_depth = 0, 0  # <block_quote> nesting, counted up to `quotes_seen`
+        for position in _tags(xml, b"<heading "):
+            node = _HEADING.match(xml, position)
+            block = _block(node.group(1, 2, 3, 4))
+            nested = position - xml.rfind(b"\n", 0, position) - 1 > 2  # not a child of <document>
+            if block.last > block.first:  # setext: its text lines may carry block-quote markers
+                for tag in _QUOTE_TAG.finditer(xml, quotes_seen, position):
+                    quote_depth += -1 if tag[1] else 0 if tag[2].endswith(b"/") else 1
+                quotes_seen = position
+            self._heading(block, int(node[5]), nested, quote_depth)
+            blocks[position] = block
+        return blocks
+
+    def _read_images(self, xml: bytes, headings: dict[int, _Block]) -> None:
+        nodes = [_IMAGE_NODE.match(xml, position) for position in _tags(xml, b"<image ")]
+        raw_html = [_HTML_NODE.match(xml, position) for position in _tags(xml, b"<html_")]
+        if raw_html:
+            nodes = sorted(nodes + raw_html, key=_start)
+        if not nodes:
+            return
+        leaf = -1  # where the block holding the latest images starts in the XML
+        block: _Block | None = None
+        found: list[_Found] = []  # images of `block` so far
+        inside = 0  # end of the current image's alt text: what is in there belongs to the alt
+        for node in nodes:
+            position = node.start()
+            if position < inside:
+                continue
+            if node.re is _IMAGE_NODE:
+                image = _Found(_xml_text(node["dest"]))
+                if node["bare"] is None:
+                    inside = _closing_image_tag(xml, node.end())
+                    image.alt = "".join(
+                        " " if part["text"] is None else _xml_text(part["text"])
+                        for part in _ALT_TEXT.finditer(xml, node.end(), inside)
+                    )
+            elif node["html"] == b"block":
+                if node["first"] is not None and _RAW_IMG_ANYWHERE.search(node["raw"]):
+                    if found:  # keep document order
+                        self._place(block, found)
+                        found = []
+                    # An HTML block: its lines are the source lines, so tag lines are exact.
+                    self.images.extend(_html_images(_xml_text(node["raw"]), int(node["first"])))
+                continue
+            elif _RAW_IMG_TAG.match(node["raw"]):
+                tag = _xml_text(node["raw"])
+                parsed = _html_images(tag, 1)
+                if not parsed:
+                    continue
+                image = _Found(parsed[0].target, html_tag=tag, alt=parsed[0].alt)
+            else:
+                continue
+            start = max(xml.rfind(tag, leaf + 1, position) for tag in _LEAF_TAGS)
+            if start > leaf:  # a new block: place the previous block's images
+                if found:
+                    self._place(block, found)
+                    found = []
+                leaf = start
+                block = headings.get(start) or _block(_LEAF.match(xml, start).group(1, 2, 3, 4))
+            found.append(image)
+        if found:
+            self._place(block, found)
+
+    # --- headings -------------------------------------------------------------------------
+
+    def _heading(self, block: _Block, level: int, nested: bool, quote_depth: int) -> None:
+        line = self.line(block.first)
+        start = _char_index(line, block.column)
+        first_line = block.first
+        if block.last == block.first:  # ATX: `## Title ##`
+            body = line[start:].lstrip("#").strip(" \t")
+            if body.endswith("#"):  # a closing sequence must follow a space (or be all there is)
+                kept = body.rstrip("#")
+                if not kept or kept[-1] in " \t":
+                    body = kept
+            text = " ".join(body.split())
+        else:  # setext: text lines, then the underline
+            block.last = self._underline(block, "=" if level == 1 else "-", quote_depth)
+            parts = [line[start:]]
+            for number in range(block.first + 1, block.last):
+                parts.append(self._strip_quote_markers(self.line(number), quote_depth, lazy=True))
+            definitions = 0
+            while definitions < len(parts) - 1 and _is_reference_definition(parts[definitions]):
+                definitions += 1
+            first_line += definitions
+            text = " ".join(" ".join(parts[definitions:]).split())
+        key = (level, text)
+        occurrence = self._seen[key] = self._seen.get(key, 0) + 1
+        self.headings.append(Heading(level, text, first_line, occurrence, nested))
+
+    def _underline(self, block: _Block, char: str, quote_depth: int) -> int:
+        """The line of a setext heading's underline.
+
+        cmark-gfm ends a setext heading on the line that closed it: the underline itself at the
+        end of the document, otherwise the line after it. The underline is the one of the two that
+        is a full (not lazy) line of ``=`` or ``-``.
+        """
+        last = block.last
+        for number in (last - 1, last, *range(block.first + 1, last - 1)):
+            if number <= block.first:
+                continue
+            rest = self._strip_quote_markers(self.line(number), quote_depth, lazy=False)
+            if rest is not None:
+                rest = rest.strip(" \t")
+                if rest and rest == char * len(rest):
+                    return number
+        return last
+
+    @staticmethod
+    def _strip_quote_markers(line: str, depth: int, *, lazy: bool):
+        """``line`` without its ``depth`` block-quote markers; a lazy line may have fewer
+        (without ``lazy``, such a line gives None)."""
+        for _ in range(depth):
+            marker = _QUOTE_MARKER.match(line)
+            if marker is None:
+                return line if lazy else None
+            line = line[marker.end() :]
+        return line
+
+    # --- image lines ----------------------------------------------------------------------
+
+    def _source_of(self, block: _Block) -> tuple[str, int]:
+        """The block's source and the text offset where it starts."""
+        starts = self.line_starts
+        if block.first != block.last:
+            return self.text[starts[block.first - 1] : starts[block.last]], starts[block.first - 1]
+        line = self.line(block.first)
+        offset = starts[block.first - 1]
+        if line.isascii():
+            start, end = block.column - 1, block.end_column or len(line)
+            return line[start:end], offset + start
+        data = line.encode("utf-8", "surrogatepass")
+        start = len(data[: block.column - 1].decode("utf-8", "replace"))
+        end = data[: block.end_column].decode("utf-8", "replace") if block.end_column else line
+        return line[start : len(end)], offset + start
+
+    def _place(self, block: _Block | None, found: list[_Found]) -> None:
+        if block is None:  # cannot happen with cmark's output; keep the images anyway
+            block = _Block(1, 1, 1, None)
+        source, offset = self._source_of(block)
+        starts = list(_IMAGE_START.finditer(source))
+        matched = len(starts) == len(found) and all(
+            (start.group()[0] == "!") == (image.html_tag is None)
+            for start, image in zip(starts, found, strict=True)
+        )
+        exact = matched  # until an image's end cannot be pinned down
+        for number, image in enumerate(found):
+            line, syntax, markup = block.last, "markdown", ""
+            if image.html_tag is not None:
+                syntax, markup = "html", image.html_tag
+            if matched:
+                start = starts[number].start()
+                ends_after = 0  # line breaks inside the markup
+                if image.html_tag is not None:
+                    ends_after = len(_LINE_BREAK.findall(image.html_tag))
+                else:
+                    one_line = _ONE_LINE_IMAGE.match(source, start)
+                    if one_line is None:
+                        exact = False
+                    else:
+                        syntax = "inline" if one_line["inline"] else "reference"
+                        markup = one_line.group()
+                if exact:
+                    line = bisect_right(self.line_starts, offset + start) + ends_after
+            if block.first == block.last:
+                line = block.first
+            self.images.append(ImageRef(image.target, line, image.alt, syntax, markup))
+
+
+def _start(match: re.Match) -> int:
+    return match.start()
+
+
+def _tags(xml: bytes, opening: bytes) -> Iterator[int]:
+    """Where each ``opening`` starts in ``xml`` (bytes.find outruns a regex scan here)."""
+    position = xml.find(opening)
+    while position >= 0:
+        yield position
+        position = xml.find(opening, position + len(opening))
+
+
+def _closing_image_tag(xml: bytes, position: int) -> int:
+    """Where the ``</image>`` closing the image opened just before ``position`` starts."""
+    depth = 1
+    while True:
+        close = xml.find(b"</image>", position)
+        opening = xml.find(b"<image ", position, close)
+        if opening < 0 or close < 0:
+            if close < 0:
+                return len(xml)
+            depth -= 1
+            if depth == 0:
+                return close
+            position = close + 8
+        else:
+            if not xml.startswith(b"/>", xml.find(b">", opening) - 1):
+                depth += 1
+            position = opening + 7
+
+
+def _block(position: tuple[bytes, bytes, bytes, bytes]) -> _Block:
+    """A block from its ``sourcepos`` numbers."""
+    first, column, last, end_column = position
+    first, last, end = int(first), int(last), int(end_column)
+    if end == 0 and last > first:  # cmark's way of saying "to the end of the line before"
+        return _Block(first, last - 1, int(column), None)
+    return _Block(first, last, int(column), end)
+
+
+def _is_reference_definition(line: str) -> bool:
+    match = _REFERENCE_LINE.fullmatch(line)
+    return match is not None and not match["label"].isspace()
+
+
+def _char_index(line: str, column: int) -> int:
+    """Index in ``line`` of 1-based byte ``column`` (container markers before it are ASCII)."""
+    prefix = line[: column - 1]
+    if prefix.isascii():
+        return column - 1
+    return len(line.encode("utf-8", "surrogatepass")[: column - 1].decode("utf-8", "replace"))
 
 
 def parse_document(text: str) -> Document:
@@ -197,52 +521,25 @@ def parse_document(text: str) -> Document:
     frontmatter = _find_frontmatter(text, line_starts)
     masked = text
     if frontmatter is not None:
-        # Keep the line numbering but hide the fences from markdown-it (`---` is a rule or a
-        # setext underline to it).
+        # Keep the line numbering but hide the fences from cmark (`---` is a rule or a setext
+        # underline to it).
         masked = "\n" * frontmatter.end_line + text[line_starts[frontmatter.end_line] :]
-    md = structure_parser()
-    env: dict = {}
-    tokens = md.parse(masked, env)
-
-    headings: list[Heading] = []
-    images: list[ImageRef] = []
-    seen: dict[tuple[int, str], int] = {}
-    pending_level = 0
-    for token in tokens:
-        kind = token.type
-        if kind == "heading_open":
-            pending_level = int(token.tag[1])
-            continue
-        if kind == "inline":
-            content = token.content
-            first_line = token.map[0] if token.map else 0
-            if pending_level:
-                heading_text = _heading_text(content)
-                key = (pending_level, heading_text)
-                seen[key] = seen.get(key, 0) + 1
-                headings.append(
-                    Heading(
-                        level=pending_level,
-                        text=heading_text,
-                        line=first_line + 1,
-                        occurrence=seen[key],
-                        nested=token.level > 1,
-                    )
-                )
-                pending_level = 0
-            if _MAY_HOLD_IMAGE.search(content):
-                images.extend(_inline_images(content, first_line, env))
-        elif kind == "html_block" and token.map and "<img" in token.content.lower():
-            images.extend(_html_images(token.content, token.map[0]))
-    images.sort(key=lambda image: image.line)  # stable: keeps the order within a line
+    reader = _Reader(text, line_starts)
+    reader.read(markdown_to_xml(masked))
+    images = reader.images
+    for number in range(1, len(images)):  # guard the invariant that `images_between` bisects on
+        if images[number].line < images[number - 1].line:
+            previous = images[number - 1].line
+            image = images[number]
+            images[number] = ImageRef(image.target, previous, image.alt, image.syntax, image.markup)
     line_count = len(line_starts) - 1
     return Document(
         text=text,
         line_starts=line_starts,
         frontmatter=frontmatter,
-        headings=tuple(headings),
+        headings=tuple(reader.headings),
         images=tuple(images),
-        _section_ends=_section_ends(headings, line_count),
+        _section_ends=_section_ends(reader.headings, line_count),
     )
 
 

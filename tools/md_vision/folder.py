@@ -3,11 +3,13 @@
 The walk skips hidden files and folders, ``node_modules`` and whatever the folder's
 ``.gitignore`` files exclude (nested ones apply to their subtree, later rules win, ``!`` negates),
 matches ``.md``/``.markdown`` case-insensitively, does not follow folder symlinks (no loops) and
-checks each file's real path against the allowed roots. Files come back in sorted order.
+checks each file's real path against the allowed roots. Files come back in sorted order, each with
+the size and modification time the walk saw (one ``stat`` per file, the cache key).
 
-Parsing is CPU-bound pure Python, so a large folder is indexed by a small process pool (threads
-would serialise on the GIL); small folders are indexed in-process, where a pool's start-up
-would cost more than it saves.
+Parsing runs in C (cmark-gfm) with the GIL released for about half of each file's time, so a
+large folder is indexed by a few threads: measured against a process pool on 1,000 files, threads
+cost no start-up (a process pool spends longer starting and importing than parsing) and share the
+caches (``tests/perf/md_vision_bench.py --only parallel`` compares serial, threads and processes).
 """
 
 from __future__ import annotations
@@ -26,13 +28,26 @@ from md_vision.sources import MARKDOWN_SUFFIXES, SourceError, read_local_markdow
 
 SKIPPED_DIRS = frozenset({"node_modules"})
 MAX_WALK_ENTRIES = 500_000  # a walk over a whole disk stops here instead of running for minutes
-POOL_THRESHOLD = 48  # below this many files to parse, a process pool is not worth starting
-CHUNK = 16  # files per task sent to a worker
+POOL_THRESHOLD = 16  # below this many files to parse, one thread does it
+CHUNK = 8  # files per task sent to a worker
+
+
+@dataclass(frozen=True, slots=True)
+class FoundFile:
+    path: Path  # real path
+    size: int = -1
+    mtime_ns: int = -1
+    problem: str | None = None  # why it cannot be indexed (then size and mtime_ns are -1)
+
+    @property
+    def key(self) -> tuple:
+        """What a cached index of this file is stored under: it changes when the file does."""
+        return ("file", str(self.path), self.size, self.mtime_ns)
 
 
 @dataclass
 class FolderScan:
-    files: list[Path] = field(default_factory=list)  # real paths, sorted, at most the cap
+    files: list[FoundFile] = field(default_factory=list)  # sorted, at most the cap
     found: int = 0  # markdown files found before the cap applied
     outside: int = 0  # files whose real path leaves the allowed roots (symlinks), skipped
     walk_truncated: bool = False
@@ -63,8 +78,9 @@ def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], path: str, is_dir:
 def scan_folder(root: Path, contains, max_files: int) -> FolderScan:
     """Walk ``root`` (a real path); ``contains(real_path)`` says whether a path is allowed."""
     scan = FolderScan()
-    found: list[tuple[str, Path]] = []
+    found: list[tuple[str, FoundFile]] = []
     stack: list[tuple[str, list[tuple[str, pathspec.GitIgnoreSpec]]]] = [(str(root), [])]
+    prefix = len(os.path.join(str(root), ""))  # entry paths start with the root and a separator
     visited = 0
     while stack:
         directory, inherited = stack.pop()
@@ -98,29 +114,32 @@ def scan_folder(root: Path, contains, max_files: int) -> FolderScan:
                 continue
             if specs and _ignored(specs, entry.path, False):
                 continue
-            real = os.path.realpath(entry.path)
-            if not contains(real):
+            # The walk starts at a real path and never enters a linked folder, so only a linked
+            # file can have a real path other than its own.
+            linked = entry.is_symlink()
+            real = os.path.realpath(entry.path) if linked else entry.path
+            if linked and not contains(real):
                 scan.outside += 1
                 continue
-            found.append((os.path.relpath(entry.path, root).replace(os.sep, "/"), Path(real)))
+            try:
+                info = os.stat(real) if linked else entry.stat()
+            except OSError:
+                file = FoundFile(Path(real), problem="the file cannot be read")
+            else:
+                if stat.S_ISREG(info.st_mode):
+                    file = FoundFile(Path(real), info.st_size, info.st_mtime_ns)
+                else:
+                    file = FoundFile(Path(real), problem="not a regular file")
+            relative = entry.path[prefix:]
+            found.append((relative.replace(os.sep, "/") if os.sep != "/" else relative, file))
     found.sort(key=lambda item: item[0])
     scan.found = len(found)
-    scan.files = [path for _relative, path in found[:max_files]]
+    scan.files = [file for _relative, file in found[:max_files]]
     return scan
 
 
-def file_key(path: Path) -> tuple[tuple, os.stat_result] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    if not stat.S_ISREG(info.st_mode):
-        return None
-    return ("file", str(path), info.st_size, info.st_mtime_ns), info
-
-
 def index_one(path: str, max_bytes: int) -> FileIndex | FileProblem:
-    """Read and index one file (runs in a worker process too: plain arguments, plain result)."""
+    """Read and index one file (plain arguments, plain result: safe in any worker)."""
     location = Path(path)
     try:
         info = location.stat()
@@ -137,7 +156,7 @@ def _index_chunk(paths: list[str], max_bytes: int) -> list[FileIndex | FileProbl
 
 
 def index_many(paths: Iterable[Path], max_bytes: int, pool: Executor | None) -> list[FileIndex | FileProblem]:
-    """Index files in order; with a pool, in chunks across its workers."""
+    """Index files in order; with a pool (of threads), in chunks across its workers."""
     names = [str(path) for path in paths]
     if pool is None or len(names) < POOL_THRESHOLD:
         return [index_one(name, max_bytes) for name in names]

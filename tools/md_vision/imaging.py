@@ -251,7 +251,7 @@ def _prepare_raster(data: bytes, *, max_side: int, max_pixels: int, byte_budget:
                 raise ImageRejected(
                     f"it does not fit in what is left of the response budget ({budget:,} bytes)"
                 )
-            image = _resize(image, size)
+            image = _resize(image, size, for_budget=True)
             encoded, reduced = _encode(image, "JPEG", _BUDGET_JPEG_QUALITY), True
             if len(encoded) > budget:
                 encoded, image = _shrink_to(image, budget)
@@ -268,9 +268,16 @@ def _prepare_raster(data: bytes, *, max_side: int, max_pixels: int, byte_budget:
     )
 
 
-def _resize(image: Image.Image, size: tuple[int, int]) -> Image.Image:
+def _resize(image: Image.Image, size: tuple[int, int], *, for_budget: bool = False) -> Image.Image:
     if size == image.size:
         return image
+    if for_budget:
+        # The byte budget only bounds the size. When a whole-number reduction lands within 15%
+        # under it (a 2000 px drawing squeezed to about 1000 px), average blocks of pixels
+        # instead: as sharp, and several times faster than resampling the full image.
+        factor = math.ceil(max(image.width / size[0], image.height / size[1]))
+        if factor >= 2 and min(image.width / factor / size[0], image.height / factor / size[1]) >= 0.85:
+            return image.reduce(factor)
     # Bilinear with Pillow's area-aware support is sharp enough for text in downscaled
     # drawings and about twice as fast as bicubic; reducing_gap lets Pillow box-reduce first.
     return image.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
@@ -293,7 +300,7 @@ def _shrink_to(image: Image.Image, budget: int) -> tuple[bytes, Image.Image]:
         size = (max(1, int(image.width * scale)), max(1, int(image.height * scale)))
         if max(size) < _MIN_SIDE:
             break
-        image = _resize(image, size)
+        image = _resize(image, size, for_budget=True)
         encoded = _encode(image, "JPEG", _BUDGET_JPEG_QUALITY)
     if len(encoded) <= budget:
         return encoded, image

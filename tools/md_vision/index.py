@@ -46,7 +46,7 @@ def index_document(document: Document, path: str | None = None) -> FileIndex:
                 heading=heading.label,
                 line_start=first,
                 image_count=len(document.images_between(first, last)),
-                char_count=len(document.lines(first, last)),
+                char_count=document.char_count_of(first, last),
             )
         )
     return FileIndex(

@@ -40,7 +40,12 @@ def index_markdown_folder(
     folder index); files that cannot be read come back as :class:`FileProblem`."""
     policy = PathPolicy.from_dirs([path], what="folder")
     scan = scan_folder(Path(policy.roots[0]), policy.contains, max_files)
-    return index_many(scan.files, max_bytes, None)
+    readable = [file.path for file in scan.files if file.problem is None]
+    indexed = iter(index_many(readable, max_bytes, None))
+    return [
+        next(indexed) if file.problem is None else FileProblem(str(file.path), file.problem)
+        for file in scan.files
+    ]
 
 
 def read_markdown(

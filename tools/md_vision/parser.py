@@ -1,151 +1,162 @@
-"""A markdown-it-py parser configured for structure, with source positions for images.
+"""The markdown parser: cmark-gfm (C) turns a document into CommonMark XML with source positions.
 
-Two things here go beyond a stock ``MarkdownIt("commonmark")``:
+:mod:`md_vision.document` builds the whole model (headings, images, sections) from this one pass;
+nothing else in md-vision parses markdown, so an index and a read can never disagree.
 
-- **First-character dispatch.** markdown-it tries every block rule on every block start and
-  every paragraph line (about a dozen Python calls per line). Most rules can only match a line
-  that starts with one particular character (``#`` for ATX headings, ``>`` for block quotes, ...).
-  :func:`_dispatching_ruler` rebuilds the block ruler so that each chain first looks at the line's
-  first character and calls only the rules that could match, in their original order. The
-  result is token-for-token identical to the stock parser (a test compares them) and about a
-  third faster, which matters when indexing a thousand files.
-- **Image positions.** Inline tokens carry no source positions. The ``image`` and
-  ``html_inline`` rules are wrapped so that each token they emit records where it started and
-  ended inside its inline block's content; :mod:`md_vision.document` turns that into a source
-  line. Link validation and normalisation are switched off so the destination is kept exactly
-  as written and ``file:`` or ``javascript:`` references are still seen (and refused later, with
-  a reason, instead of silently vanishing).
+Choices, and why:
 
-The core ``inline`` rule is disabled: :mod:`md_vision.document` runs the inline parser only on
-blocks whose text could hold an image, which is a small share of a typical document.
+- **cmark-gfm, from the** ``cmarkgfm`` **package.** GitHub's C implementation of CommonMark. One
+  call parses and renders a document; Python never sees a token, which is where the previous
+  pure-Python parser spent its time (``tests/perf/md_vision_bench.py --only parse``).
+- **CommonMark plus GFM tables, nothing else.** Tables change what is a heading (``a | b`` /
+  ``--|--`` / ``1 | 2`` / ``---`` is a table and a rule, not a setext heading), so they are on. The
+  other GFM extensions (autolinks, strikethrough, task lists, the tag filter) change neither
+  headings nor images, so they are left off.
+- **The XML renderer, not HTML.** In CommonMark XML every piece of the document's own text,
+  raw HTML included, is escaped, so every tag in the output is the parser's: a raw ``<h2>`` or
+  ``</li>`` in the document cannot pose as structure. The XML also keeps the source position of
+  every block (paragraphs of tight lists and HTML blocks included, which HTML output drops), keeps
+  image destinations as written (HTML output percent-encodes them), and shows nesting by
+  indentation. It is larger than HTML output and takes cmark longer to write; the guarantees
+  above are worth that.
+- **Our own binding, through ctypes.** ``cmarkgfm``'s helpers (``cmarkgfm/cmark.py``) never free
+  what the C library returns: the output string, and with extensions the whole syntax tree, so a
+  long-running server would grow with every document. The compiled library inside ``cmarkgfm``
+  exports the full cmark-gfm C API, so this module declares the handful of functions it needs and
+  frees both (``tests/md_vision/test_parser.py`` checks). ctypes rather than cffi: declaring
+  functions with cffi runs pycparser, a noticeable start-up cost in every process, and ctypes
+  releases the GIL during each call as well, so threads parse in parallel.
+
+Inline source positions in the XML are not used: cmark-gfm gets them wrong after link reference
+definitions, hard line breaks and multi-line link destinations (see :mod:`md_vision.document`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache
+import ctypes
+import importlib.util
+import threading
 
-from markdown_it import MarkdownIt
-from markdown_it import rules_block as rb
-from markdown_it import rules_inline as ri
-from markdown_it.ruler import Ruler
-from markdown_it.rules_block import StateBlock
-from markdown_it.rules_inline import StateInline
+# cmark.h option bits (stable across cmark releases; a test checks them against cmarkgfm's).
+CMARK_OPT_SOURCEPOS = 1 << 1
+CMARK_OPT_VALIDATE_UTF8 = 1 << 9
+OPTIONS = CMARK_OPT_SOURCEPOS
 
-BlockRule = Callable[[StateBlock, int, int, bool], bool]
-
-# The only first characters (after indentation) on which each rule can succeed. Rules not listed
-# (code, lheading, paragraph, and any rule a future markdown-it adds) are always tried.
-_FIRST_CHARS: dict[BlockRule, frozenset[str]] = {
-    rb.fence: frozenset("`~"),
-    rb.blockquote: frozenset(">"),
-    rb.hr: frozenset("*-_"),
-    rb.list_block: frozenset("*-+0123456789"),
-    rb.reference: frozenset("["),
-    rb.html_block: frozenset("<"),
-    rb.heading: frozenset("#"),
-}
-# A table needs its delimiter row on the next line, which starts with one of these.
-_TABLE_NEXT_CHARS = frozenset("|-:")
-_CHAINS = ("", "paragraph", "reference", "blockquote", "list")
+_EXTENSIONS = (b"table",)
 
 
-def _dispatcher(rules: list[BlockRule]) -> BlockRule:
-    """One block rule that tries, in order, only those of ``rules`` that could match the line."""
-    by_key: dict[tuple[str, bool], tuple[BlockRule, ...]] = {}
-
-    def candidates(first: str, table_possible: bool) -> tuple[BlockRule, ...]:
-        chosen = []
-        for rule in rules:
-            if rule is rb.table:
-                if table_possible:
-                    chosen.append(rule)
-            elif rule in _FIRST_CHARS:
-                if first in _FIRST_CHARS[rule]:
-                    chosen.append(rule)
-            else:
-                chosen.append(rule)
-        return tuple(chosen)
-
-    def dispatch(state: StateBlock, line: int, end_line: int, silent: bool) -> bool:
-        src = state.src
-        pos = state.bMarks[line] + state.tShift[line]
-        first = src[pos] if pos < state.eMarks[line] else ""
-        table_possible = False
-        following = line + 1
-        if following < end_line:
-            pos = state.bMarks[following] + state.tShift[following]
-            table_possible = pos < state.eMarks[following] and src[pos] in _TABLE_NEXT_CHARS
-        key = (first, table_possible)
-        chosen = by_key.get(key)
-        if chosen is None:
-            chosen = by_key[key] = candidates(first, table_possible)
-        for rule in chosen:  # noqa: SIM110 - a plain loop is measurably faster than any() here
-            if rule(state, line, end_line, silent):
-                return True
-        return False
-
-    return dispatch
+class ParserUnavailable(RuntimeError):
+    """The cmark-gfm library could not be loaded; the message says what to reinstall."""
 
 
-def _dispatching_ruler(stock: Ruler) -> Ruler:
-    ruler: Ruler = Ruler()
-    # The main chain's dispatcher always succeeds (its last rule is `paragraph`), so the
-    # terminator dispatchers pushed after it are reached only through their alt chains.
-    ruler.push("dispatch", _dispatcher(list(stock.getRules(""))), {"alt": []})
-    for chain in _CHAINS[1:]:
-        ruler.push(f"terminate_{chain}", _dispatcher(list(stock.getRules(chain))), {"alt": [chain]})
-    if "code" in stock.get_active_rules():
-        # StateBlock enables indented code blocks only when a rule *named* "code" is active.
-        # The real rule runs inside the dispatcher; this entry is never reached.
-        ruler.push("code", rb.code, {"alt": []})
-    return ruler
+class _FreeFunction(ctypes.Structure):
+    # struct cmark_mem { calloc; realloc; free; } from cmark-gfm.h
+    _fields_ = (
+        ("calloc", ctypes.c_void_p),
+        ("realloc", ctypes.c_void_p),
+        ("free", ctypes.CFUNCTYPE(None, ctypes.c_void_p)),
+    )
 
 
-def _recording(rule: Callable[[StateInline, bool], bool], token_type: str):
-    """Wrap an inline rule so the token it emits records its span in ``token.meta``."""
+class _Cmark:
+    """The few cmark-gfm C functions md-vision calls, with their signatures."""
 
-    def wrapped(state: StateInline, silent: bool) -> bool:
-        start = state.pos
-        count = len(state.tokens)
-        if not rule(state, silent):
-            return False
-        if not silent:
-            for token in reversed(state.tokens[count:]):
-                if token.type == token_type:
-                    token.meta = {"start": start, "end": state.pos}
-                    break
-        return True
+    def __init__(self, path: str) -> None:
+        lib = ctypes.CDLL(path)
+        pointer = ctypes.c_void_p
+        signatures = {
+            "cmark_gfm_core_extensions_ensure_registered": (None, []),
+            "cmark_find_syntax_extension": (pointer, [ctypes.c_char_p]),
+            "cmark_get_default_mem_allocator": (ctypes.POINTER(_FreeFunction), []),
+            "cmark_parser_new": (pointer, [ctypes.c_int]),
+            "cmark_parser_attach_syntax_extension": (ctypes.c_int, [pointer, pointer]),
+            "cmark_parser_feed": (None, [pointer, ctypes.c_char_p, ctypes.c_size_t]),
+            "cmark_parser_finish": (pointer, [pointer]),
+            "cmark_parser_free": (None, [pointer]),
+            "cmark_render_xml": (pointer, [pointer, ctypes.c_int]),
+            "cmark_node_free": (None, [pointer]),
+        }
+        for name, (restype, argtypes) in signatures.items():
+            function = getattr(lib, name)  # AttributeError when the build does not export it
+            function.restype = restype
+            function.argtypes = argtypes
+        lib.cmark_gfm_core_extensions_ensure_registered()
+        self.extensions = [lib.cmark_find_syntax_extension(name) for name in _EXTENSIONS]
+        if not all(self.extensions):
+            raise AttributeError("cmark-gfm's table extension is missing")
+        self.free = lib.cmark_get_default_mem_allocator().contents.free
+        self.lib = lib
 
-    return wrapped
+    def to_xml(self, data: bytes, options: int) -> bytes:
+        lib = self.lib
+        parser = lib.cmark_parser_new(options)
+        if not parser:
+            raise MemoryError("cmark-gfm could not allocate a parser")
+        root = None
+        try:
+            for extension in self.extensions:
+                lib.cmark_parser_attach_syntax_extension(parser, extension)
+            lib.cmark_parser_feed(parser, data, len(data))
+            root = lib.cmark_parser_finish(parser)
+            if not root:
+                raise MemoryError("cmark-gfm could not parse the document")
+            rendered = lib.cmark_render_xml(root, options)
+            lib.cmark_node_free(root)  # before copying the output: lower peak memory
+            root = None
+            if not rendered:
+                raise MemoryError("cmark-gfm could not render the document")
+            try:
+                return ctypes.string_at(rendered)
+            finally:
+                self.free(rendered)
+        finally:
+            if root:
+                lib.cmark_node_free(root)
+            lib.cmark_parser_free(parser)
 
 
-def _identity(url: str) -> str:
-    return url
+_lock = threading.Lock()
+_loaded: _Cmark | None = None
 
 
-def _accept(url: str) -> bool:
-    return True
+def _library() -> _Cmark:
+    global _loaded
+    if _loaded is None:
+        with _lock:  # registering the core extensions is not thread-safe in cmark-gfm
+            if _loaded is None:
+                _loaded = _load()
+    return _loaded
 
 
-def _configure(md: MarkdownIt, *, dispatch: bool) -> MarkdownIt:
-    md.enable("table")
-    md.core.ruler.disable(["inline", "text_join"])
-    md.validateLink = _accept  # type: ignore[method-assign]
-    md.normalizeLink = _identity  # type: ignore[method-assign]
-    md.inline.ruler.at("image", _recording(ri.image, "image"))
-    md.inline.ruler.at("html_inline", _recording(ri.html_inline, "html_inline"))
-    if dispatch:
-        md.block.ruler = _dispatching_ruler(md.block.ruler)
-    return md
+def _load(module: str = "cmarkgfm._cmark") -> _Cmark:
+    advice = "reinstall md-vision's dependencies (pip install --force-reinstall cmarkgfm)"
+    try:
+        spec = importlib.util.find_spec(module)
+    except ImportError:
+        spec = None
+    if spec is None or not spec.origin:
+        raise ParserUnavailable(f"the cmarkgfm package (cmark-gfm) is not installed: {advice}")
+    try:
+        return _Cmark(spec.origin)
+    except (OSError, AttributeError) as exc:
+        raise ParserUnavailable(
+            f"cmark-gfm from the cmarkgfm package at {spec.origin} cannot be used ({exc}): {advice}"
+        ) from None
 
 
-@cache
-def structure_parser() -> MarkdownIt:
-    """The shared parser: CommonMark plus GFM tables, raw HTML on, block-level only."""
-    return _configure(MarkdownIt("commonmark"), dispatch=True)
+def check_parser() -> None:
+    """Load the C library now; raises :class:`ParserUnavailable` with advice if it cannot be."""
+    _library()
 
 
-def reference_parser() -> MarkdownIt:
-    """The same configuration without first-character dispatch (used to test the dispatch)."""
-    return _configure(MarkdownIt("commonmark"), dispatch=False)
+def markdown_to_xml(text: str) -> bytes:
+    """The CommonMark XML of ``text`` (UTF-8), with ``sourcepos`` on every node.
+
+    Lines are counted as CommonMark does (``\\n``, ``\\r\\n`` or a lone ``\\r`` ends one); columns
+    are 1-based byte offsets into the UTF-8 line. Runs without the GIL for the C part.
+    """
+    try:
+        return _library().to_xml(text.encode("utf-8"), OPTIONS)
+    except UnicodeEncodeError:  # lone surrogates: let cmark replace them with U+FFFD
+        data = text.encode("utf-8", "surrogatepass")
+        return _library().to_xml(data, OPTIONS | CMARK_OPT_VALIDATE_UTF8)

@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import multiprocessing
 import os
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -22,7 +21,7 @@ from mcpguard import FetchLimits, GuardedClient, Resolver, SystemResolver
 
 from md_vision.cache import SizedLRU
 from md_vision.document import Document, ImageRef, parse_document
-from md_vision.folder import POOL_THRESHOLD, file_key, index_many, scan_folder
+from md_vision.folder import POOL_THRESHOLD, FoundFile, index_many, scan_folder
 from md_vision.imaging import ImageRejected, PreparedImage, prepare_image
 from md_vision.index import FileIndex, FileProblem, format_file_index, format_problem, index_document
 from md_vision.selection import Selection, SelectionError, select
@@ -107,6 +106,13 @@ class IndexResult:
     text: str = ""
 
 
+_Indexed = tuple[FileIndex | FileProblem, str]  # an index entry and its text in the index_md format
+
+
+def _indexed(entry: FileIndex | FileProblem) -> _Indexed:
+    return entry, format_file_index(entry) if isinstance(entry, FileIndex) else format_problem(entry)
+
+
 @dataclass
 class _Slot:
     image: ImageRef
@@ -141,13 +147,12 @@ class MdVision:
         self._client: GuardedClient | None = client
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._documents: SizedLRU[Document] = SizedLRU(96_000_000, _size_of_document)
-        self._indexes: SizedLRU[FileIndex] = SizedLRU(50_000)
+        self._indexes: SizedLRU[_Indexed] = SizedLRU(50_000)
         self._images: SizedLRU[PreparedImage] = SizedLRU(160_000_000, _size_of_prepared)
         self._threads = ThreadPoolExecutor(
             max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="md-vision"
         )
-        self._processes: Executor | None = None
-        self._pool_failed = False
+        self._parsers: ThreadPoolExecutor | None = None  # for large folders, made on first use
 
     async def __aenter__(self) -> MdVision:
         return self
@@ -175,8 +180,8 @@ class MdVision:
         if self._client is not None:
             await self._client.aclose()
         self._threads.shutdown(wait=False, cancel_futures=True)
-        if self._processes is not None:
-            self._processes.shutdown(wait=False, cancel_futures=True)
+        if self._parsers is not None:
+            self._parsers.shutdown(wait=False, cancel_futures=True)
 
     # --- loading ----------------------------------------------------------------------------
 
@@ -387,7 +392,7 @@ class MdVision:
                 loaded = await fetch_markdown(self._http(), self.settings, uri)
                 document = await self._run(parse_document, loaded.text)
                 entry = index_document(document, loaded.location.display)
-                return self._finish_index([entry], [])
+                return self._finish_index([_indexed(entry)], [])
             path = resolve_local(self.settings, uri)
             info = stat_file(path, uri)
             if path.is_dir():
@@ -396,7 +401,7 @@ class MdVision:
             cached = self._indexes.get(location.key)
             if cached is None:
                 _, document = await self._load(str(path))
-                cached = index_document(document, str(path))
+                cached = _indexed(index_document(document, str(path)))
                 self._indexes.put(location.key, cached)
             return self._finish_index([cached], [])
         except SourceError as exc:
@@ -423,52 +428,41 @@ class MdVision:
                 f"{scan.outside} file(s) were skipped because they are symlinks leading outside the allowed paths."
             )
 
-        entries: list[FileIndex | FileProblem | None] = [None] * len(scan.files)
-        missing: list[tuple[int, Path, tuple]] = []
-        for position, path in enumerate(scan.files):
-            keyed = file_key(path)
-            if keyed is None:
-                entries[position] = FileProblem(str(path), "the file cannot be read")
+        entries: list[_Indexed | None] = [None] * len(scan.files)
+        missing: list[tuple[int, FoundFile]] = []
+        for position, file in enumerate(scan.files):
+            if file.problem is not None:
+                problem = FileProblem(str(file.path), file.problem)
+                entries[position] = (problem, format_problem(problem))
                 continue
-            key, _info = keyed
-            cached = self._indexes.get(key)
+            cached = self._indexes.get(file.key)
             if cached is not None:
                 entries[position] = cached
             else:
-                missing.append((position, path, key))
+                missing.append((position, file))
         if missing:
-            pool = self._process_pool() if len(missing) >= POOL_THRESHOLD else None
-            try:
-                fresh = index_many([path for _, path, _ in missing], limits.max_markdown_bytes, pool)
-            except Exception:  # a broken pool (e.g. a sandbox without process support): go in-process
-                self._pool_failed = True
-                fresh = index_many([path for _, path, _ in missing], limits.max_markdown_bytes, None)
-            for (position, _path, key), entry in zip(missing, fresh, strict=True):
-                entries[position] = entry
+            pool = self._parser_pool() if len(missing) >= POOL_THRESHOLD else None
+            fresh = index_many([file.path for _, file in missing], limits.max_markdown_bytes, pool)
+            for (position, file), entry in zip(missing, fresh, strict=True):
+                entries[position] = indexed = _indexed(entry)
                 if isinstance(entry, FileIndex):
-                    self._indexes.put(key, entry)
+                    self._indexes.put(file.key, indexed)
         return self._finish_index([entry for entry in entries if entry is not None], notes)
 
-    def _process_pool(self) -> Executor | None:
+    def _parser_pool(self) -> Executor | None:
         workers = self.settings.limits.index_workers
-        if workers <= 1 or self._pool_failed:
+        if workers <= 1:
             return None
-        if self._processes is None:
-            try:
-                context = multiprocessing.get_context("forkserver")
-                context.set_forkserver_preload(["md_vision.folder"])
-            except ValueError:
-                context = multiprocessing.get_context("spawn")
-            self._processes = ProcessPoolExecutor(max_workers=workers, mp_context=context)
-        return self._processes
+        if self._parsers is None:
+            self._parsers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="md-vision-parse")
+        return self._parsers
 
-    def _finish_index(self, entries: list[FileIndex | FileProblem], notes: list[str]) -> IndexResult:
+    def _finish_index(self, entries: list[_Indexed], notes: list[str]) -> IndexResult:
         budget = self.settings.limits.max_response_bytes
         parts: list[str] = []
         used = sum(len(note) + 8 for note in notes)
         kept = 0
-        for entry in entries:
-            text = format_file_index(entry) if isinstance(entry, FileIndex) else format_problem(entry)
+        for _entry, text in entries:
             if used + len(text) + 2 > budget and kept:
                 notes.append(
                     f"The index was cut after {kept} of {len(entries)} files to stay within the "
@@ -481,4 +475,4 @@ class MdVision:
         body = "\n\n".join(parts)
         if notes:
             body = "\n".join(f"Note: {note}" for note in notes) + "\n\n" + body
-        return IndexResult(tuple(entries[:kept]), tuple(notes), body)
+        return IndexResult(tuple(entry for entry, _text in entries[:kept]), tuple(notes), body)

@@ -44,7 +44,7 @@ LIMIT_FLAGS: tuple[LimitFlag, ...] = (
     LimitFlag("--max-image-side", "max_image_side", int, "long side of images sent, SVGs included", 16),
     LimitFlag("--max-response-bytes", "max_response_bytes", int, "text + base64 images in one read", 10_000),
     LimitFlag("--max-files", "max_folder_files", int, "markdown files in one folder index", 1),
-    LimitFlag("--workers", "index_workers", int, "processes that parse a large folder (1 = in-process)", 1),
+    LimitFlag("--workers", "index_workers", int, "threads that parse a large folder (1 = one at a time)", 1),
 )
 
 
