@@ -56,18 +56,19 @@ def check_run(tmp_path: Path, questions: int) -> list:  # type: ignore[type-arg]
     return records
 
 
-def test_demo_runs_both_arms_through_md_vision_and_resumes(tmp_path: Path) -> None:
+def test_demo_runs_both_arms_through_md_vision(tmp_path: Path) -> None:
     first = demo(tmp_path, "--limit", "4", "--concurrency", "1")
     assert first.returncode == 0, first.stderr
     assert "offline baseline policy, not a model result" in first.stdout
     check_run(tmp_path, 4)
-    again = demo(tmp_path, "--limit", "4", "--concurrency", "1")
-    assert again.returncode == 0 and "nothing to run" in again.stdout
 
 
 @pytest.mark.slow
-def test_the_whole_demo(tmp_path: Path) -> None:
+def test_the_whole_demo_and_its_rerun(tmp_path: Path) -> None:
     result = demo(tmp_path)
     assert result.returncode == 0, result.stderr
     records = check_run(tmp_path, 29)
     assert sum(r.score for r in records) > 0
+    again = demo(tmp_path)  # the same command again: everything is recorded, nothing runs twice
+    assert again.returncode == 0 and "nothing to run" in again.stdout
+    assert len(check_run(tmp_path, 29)) == 58
