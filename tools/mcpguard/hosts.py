@@ -30,7 +30,7 @@ def normalise_host(host: str) -> str:
         return host
 
 
-def _is_ip_literal(host: str) -> bool:
+def is_ip_literal(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
     except ValueError:
@@ -78,7 +78,7 @@ class HostPolicy:
         host = normalise_host(host)
         if self.allow_any or host in self.internal_hosts:
             return True
-        if _is_ip_literal(host):
+        if is_ip_literal(host):
             return host in self.domains
         return any(host == d or host.endswith("." + d) for d in self.domains)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ import httpcore
 import httpx
 
 from mcpguard.errors import FetchError, FetchErrorKind, HostDenied
-from mcpguard.hosts import HostPolicy
+from mcpguard.hosts import HostPolicy, is_ip_literal
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
@@ -79,16 +78,8 @@ HeaderCheck = Callable[[str, int, httpx.Headers], None]
 """Called with (url, status, headers) before the body is read; raise GuardError to refuse."""
 
 
-def _is_ip_literal(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
 async def _resolve_checked(policy: HostPolicy, resolver: Resolver, host: str, port: int) -> list[str]:
-    if _is_ip_literal(host):
+    if is_ip_literal(host):
         addresses = [host]
     else:
         try:
