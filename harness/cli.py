@@ -16,6 +16,9 @@ from collections.abc import Sequence
 from harness.errors import CommandError
 
 COMMAND_MODULES: tuple[str, ...] = (
+    "harness.commands.run",
+    "harness.commands.demo",
+    "harness.commands.merge",
     "benchmark.mmlongbench.cli",
     "benchmark.webextract.command",
     "harness.report_cli",

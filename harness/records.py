@@ -8,7 +8,7 @@ that a reader must know about, and keep ``from_dict`` able to read older version
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness.usage import Usage, totals_by_role
@@ -74,7 +74,14 @@ class RunRecord:
         return sum(u.total for u in self.usage if role is None or u.role == role)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Built by hand: ``dataclasses.asdict`` deep-copies every nested value (raw provider usage,
+        # tool arguments) and cost milliseconds per record in the runner's hot path.
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        for name in ("errors", "pages_read", "sections_read", "evidence_pages", "evidence_sources"):
+            data[name] = list(data[name])
+        data["tool_calls"] = [
+            {name: getattr(c, name) for name in c.__dataclass_fields__} for c in self.tool_calls
+        ]
         data["usage"] = [u.to_dict() for u in self.usage]
         data["usage_totals"] = {role: t.to_dict() for role, t in totals_by_role(self.usage).items()}
         return data

@@ -53,3 +53,14 @@ def test_unknown_fields_from_newer_writers_are_ignored() -> None:
     data = make_record().to_dict()
     data["some_future_field"] = 1
     assert RunRecord.from_dict(data).qid == "doc.pdf#3"
+
+
+def test_to_dict_matches_the_generic_dataclass_conversion() -> None:
+    from dataclasses import asdict
+
+    record = make_record()
+    expected = asdict(record)
+    expected["usage"] = [u.to_dict() for u in record.usage]
+    data = record.to_dict()
+    del data["usage_totals"]
+    assert json.loads(json.dumps(data)) == json.loads(json.dumps(expected))

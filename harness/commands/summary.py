@@ -1,0 +1,29 @@
+"""What ``docab run`` and ``docab demo`` print at the end: the report's summary of the run.
+
+The same as ``docab report RUN_DIR`` (per-arm accuracy and F1 with intervals, tokens, latency,
+tool calls, paired differences), written into the run folder as ``report.md`` and
+``summary.json`` too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.errors import CommandError
+
+
+def print_summary(run_dir: Path) -> None:
+    from harness.report import ReportError, build_report, load_run
+    from harness.report_render import print_console, to_markdown
+
+    try:
+        report = build_report(load_run(run_dir))
+    except ReportError as exc:
+        raise CommandError(str(exc)) from None
+    print_console(report.summary)
+    try:
+        (run_dir / "report.md").write_text(to_markdown(report.summary), encoding="utf-8")
+        (run_dir / "summary.json").write_text(json.dumps(report.summary, indent=2), encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"could not write the report into {run_dir}: {exc.strerror or exc}") from None

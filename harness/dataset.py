@@ -1,0 +1,125 @@
+"""The questions a run asks, each paired with the converted document folder it is about.
+
+Two sources, both read by the benchmark's own loader (``benchmark.mmlongbench.questions``) with its
+filters (``QuestionFilter``): the built-in suite (``benchmark.suite``, generated and converted on
+first use into the docab cache, ``$DOCAB_CACHE`` or ``~/.cache/docab``) and MMLongBench-Doc (a
+folder in the benchmark's GitHub layout, a ``samples.json``, a parquet file or ``hf:...``), whose
+PDFs are converted beforehand with ``docab convert``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.config import DatasetConfig
+from harness.errors import CommandError
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One question and the folder of its converted document (``document.md``, ``pages/``)."""
+
+    qid: str
+    doc_id: str
+    doc_type: str
+    question: str
+    answer: str
+    answer_format: str
+    evidence_pages: tuple[int, ...]
+    evidence_sources: tuple[str, ...]
+    document_dir: Path
+
+    @classmethod
+    def from_question(cls, question: Any, document_dir: Path) -> Sample:
+        return cls(
+            qid=str(question.qid),
+            doc_id=str(question.doc_id),
+            doc_type=str(getattr(question, "doc_type", "") or ""),
+            question=str(question.question),
+            answer=str(question.answer),
+            answer_format=str(question.answer_format),
+            evidence_pages=tuple(int(p) for p in getattr(question, "evidence_pages", ()) or ()),
+            evidence_sources=tuple(str(s) for s in getattr(question, "evidence_sources", ()) or ()),
+            document_dir=document_dir,
+        )
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    version: str
+    samples: tuple[Sample, ...]
+    extraction_prompt: Path | None = None  # the benchmark's own prompt file, when the source has one
+    corpus: Path | None = None
+
+
+def document_folder(corpus: Path, doc_id: str) -> Path:
+    """The converter writes one folder per PDF, named after the PDF's stem."""
+    return corpus / Path(doc_id).stem
+
+
+def from_questions(name: str, version: str, questions: Iterable[Any], corpus: Path, **extra: Any) -> Dataset:
+    samples = tuple(Sample.from_question(q, document_folder(corpus, q.doc_id)) for q in questions)
+    return Dataset(name, version, samples, corpus=corpus, **extra)
+
+
+def question_filter(config: DatasetConfig) -> Any:
+    from benchmark.mmlongbench.questions import QuestionFilter
+
+    def optional(values: list[str] | None) -> frozenset[str] | None:
+        return frozenset(values) if values is not None else None
+
+    return QuestionFilter(
+        doc_ids=optional(config.doc_ids),
+        doc_types=optional(config.doc_types),
+        evidence_sources=optional(config.evidence_sources),
+        answerable_only=config.answerable_only,
+        max_evidence_page=config.max_evidence_page,
+        sample=config.sample,
+        seed=config.sample_seed,
+    )
+
+
+def load_dataset(config: DatasetConfig, *, results_dir: Path) -> Dataset:
+    """Load the configured questions and locate their converted documents.
+
+    Questions whose document is missing from the corpus are kept (they become error records, for
+    every arm alike); the launcher lists them before the run.
+    """
+    from benchmark.mmlongbench.corpus import ConversionError
+    from benchmark.mmlongbench.errors import DataError
+    from benchmark.mmlongbench.questions import load_questions
+
+    try:
+        if config.source == "suite":
+            from benchmark.suite import ensure_suite, ensure_suite_corpus
+
+            corpus = ensure_suite_corpus()
+            qset = load_questions(ensure_suite(), criteria=question_filter(config))
+            return from_questions(
+                "suite", qset.version, qset.questions, corpus, extraction_prompt=qset.extraction_prompt
+            )
+        remote = str(config.path).startswith("hf:")
+        if remote and not config.corpus:
+            raise CommandError(
+                f"dataset.path {config.path!r} needs dataset.corpus: the folder of the converted PDFs"
+            )
+        path = Path(config.path or "").expanduser()
+        qset = load_questions(str(config.path) if remote else path, criteria=question_filter(config))
+    except (DataError, ConversionError) as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"could not prepare the dataset: {exc.strerror or exc}") from None
+    corpus = Path(config.corpus).expanduser() if config.corpus else results_dir / "corpus" / path.name
+    if not corpus.is_dir():
+        documents = qset.documents_dir or path
+        raise CommandError(
+            f"the converted corpus {str(corpus)!r} does not exist; convert the PDFs first:\n"
+            f"  docab convert {documents} --out {corpus}"
+        )
+    return from_questions(
+        "mmlongbench", qset.version, qset.questions, corpus, extraction_prompt=qset.extraction_prompt
+    )
