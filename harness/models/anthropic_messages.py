@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.messages import Block, Image, Message, Reasoning, Text, ToolCall, ToolSpec
 from harness.models.config import ModelConfig
-from harness.models.provider import ParsedReply, ProviderModel, as_plain_json
+from harness.models.provider import ParsedReply, ProviderModel, as_plain_json, sdk_http_client
 from harness.models.retry import MalformedReply
 from harness.usage import Usage
 
@@ -162,8 +162,14 @@ class AnthropicMessagesModel(ProviderModel):
         return request
 
     async def send(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        response = await self._client.messages.create(
-            **request, timeout=self.config.timeout, extra_body=dict(self.config.extra_body) or None
+        # The SDK's generic ``post`` rather than ``messages.create``, for the reason given in
+        # ``OpenAIChatModel.send``: the body is already wire JSON, so skip the SDK's transform and
+        # model building; auth headers, the HTTP client, error mapping and timeouts stay the SDK's.
+        response = await self._client.post(
+            "/v1/messages",
+            body={**request, **self.config.extra_body},
+            cast_to=object,
+            options={"timeout": self.config.timeout},
         )
         return as_plain_json(response)
 
@@ -186,5 +192,6 @@ def build_anthropic_model(config: ModelConfig, *, api_key: str, **runtime: Any) 
         # re-queues for the concurrency slot and caps Retry-After. SDK retries would be invisible
         # and would multiply with ours.
         max_retries=0,
+        http_client=sdk_http_client(anthropic, config),
     )
     return AnthropicMessagesModel(config, sdk=anthropic, client=client, **runtime)

@@ -25,6 +25,7 @@ DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 ReasoningEcho = Literal["tool_turns", "all", "none"]
 MaxTokensParam = Literal["auto", "max_tokens", "max_completion_tokens"]
+HttpBackend = Literal["auto", "aiohttp", "httpx"]
 
 
 class ModelConfigError(ValueError):
@@ -47,6 +48,10 @@ class ModelConfig:
     retry_base_delay: float = 1.0
     retry_max_delay: float = 30.0
     retry_after_cap: float = 60.0
+    # The SDKs' HTTP transport. "auto": aiohttp when installed (the harness extra brings it), else
+    # the SDK's default httpx2 pool, whose request assignment scans every connection and costs
+    # about 1 ms of CPU per request at 64 in flight.
+    http_backend: HttpBackend = "auto"
     # OpenAI Chat Completions (and compatible servers)
     reasoning_effort: str | None = None
     reasoning_echo: ReasoningEcho = "tool_turns"
@@ -95,6 +100,8 @@ class ModelConfig:
                 raise ModelConfigError(f"{key} must not be negative")
         if self.reasoning_echo not in ("tool_turns", "all", "none"):
             raise ModelConfigError("reasoning_echo must be one of tool_turns, all, none")
+        if self.http_backend not in ("auto", "aiohttp", "httpx"):
+            raise ModelConfigError("http_backend must be one of auto, aiohttp, httpx")
         if self.max_tokens_param not in ("auto", "max_tokens", "max_completion_tokens"):
             raise ModelConfigError("max_tokens_param must be one of auto, max_tokens, max_completion_tokens")
         if self.provider != "anthropic":

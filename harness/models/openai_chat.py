@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.messages import Block, Image, Message, Reasoning, Text, ToolCall, ToolSpec
 from harness.models.config import ModelConfig
-from harness.models.provider import ParsedReply, ProviderModel, as_plain_json
+from harness.models.provider import ParsedReply, ProviderModel, as_plain_json, sdk_http_client
 from harness.models.retry import MalformedReply
 from harness.usage import Usage
 
@@ -223,8 +223,16 @@ class OpenAIChatModel(ProviderModel):
         return request
 
     async def send(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        response = await self._client.chat.completions.create(
-            **request, timeout=self.config.timeout, extra_body=dict(self.config.extra_body) or None
+        # The SDK's generic ``post`` (its documented route for raw endpoints) instead of
+        # ``chat.completions.create``: the request is already wire JSON, and ``create`` walks it
+        # against its TypedDicts (about 4 ms of CPU for a 27 KB history, most of a call's cost at
+        # 64 in flight) and then builds pydantic models we would only dump back to JSON. Auth,
+        # the HTTP client, error mapping and timeouts are the SDK's either way.
+        response = await self._client.post(
+            "/chat/completions",
+            body={**request, **self.config.extra_body},
+            cast_to=object,
+            options={"timeout": self.config.timeout},
         )
         return as_plain_json(response)
 
@@ -255,5 +263,6 @@ def build_openai_model(config: ModelConfig, *, api_key: str, **runtime: Any) -> 
         # re-queues for the concurrency slot and caps Retry-After. SDK retries would be invisible
         # and would multiply with ours.
         max_retries=0,
+        http_client=sdk_http_client(openai, config),
     )
     return OpenAIChatModel(config, sdk=openai, client=client, **runtime)

@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.messages import Message, Reasoning, ToolCall, ToolSpec
 from harness.models.base import Turn
-from harness.models.config import ModelConfig
+from harness.models.config import ModelConfig, ModelConfigError
 from harness.models.limits import ConcurrencyLimits
 from harness.models.retry import (
     Clock,
@@ -194,3 +194,22 @@ def as_plain_json(response: Any) -> dict[str, Any]:
     if isinstance(response, dict):
         return response
     raise MalformedReply(f"the reply body is not a JSON object ({type(response).__name__})")
+
+
+def sdk_http_client(sdk: Any, config: Any) -> Any | None:
+    """The HTTP client to hand an official SDK, or None for the SDK's default (httpx2).
+
+    Both SDKs ship ``DefaultAioHttpClient`` (their extra ``aiohttp``), which they recommend for
+    high concurrency; with it installed and ``http_backend`` "auto" or "aiohttp", it is used.
+    """
+    if config.http_backend == "httpx":
+        return None
+    try:
+        return sdk.DefaultAioHttpClient()
+    except RuntimeError as exc:  # the SDK says: aiohttp extra not installed
+        if config.http_backend == "aiohttp":
+            raise ModelConfigError(
+                f'{config.name}: http_backend = "aiohttp" needs the SDK\'s aiohttp extra '
+                f"(pip install '{sdk.__name__}[aiohttp]')"
+            ) from exc
+        return None

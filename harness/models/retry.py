@@ -110,11 +110,27 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float) -> float | 
     return max(0.0, when.timestamp() - now)
 
 
+def _refused(exc: BaseException) -> bool:
+    """A "timeout" that was really a failed connect: the SDKs' aiohttp transport reports a refused
+    or unresolvable connection as ConnectTimeout; the OS error further down the chain tells."""
+    seen = 0
+    cause: BaseException | None = exc
+    while cause is not None and seen < 8:
+        os_error = getattr(cause, "os_error", None)  # aiohttp's ClientConnectorError
+        if isinstance(os_error, OSError) and not isinstance(os_error, TimeoutError):
+            return True
+        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+        seen += 1
+    return False
+
+
 def classify_sdk_error(exc: BaseException, sdk: ModuleType, *, provider: str, now: float) -> Failure:
     """Map an ``openai`` or ``anthropic`` SDK exception (same class names in both) to a Failure."""
     if isinstance(exc, MalformedReply):
         return Failure("malformed", f"{provider} sent a reply that cannot be read: {exc}", retryable=True)
-    if isinstance(exc, sdk.APITimeoutError):
+    if isinstance(exc, sdk.APITimeoutError) and not _refused(exc):
         return Failure("timeout", f"{provider} did not answer within the time limit", retryable=True)
     if isinstance(exc, sdk.APIConnectionError):
         return Failure("connection", f"could not reach {provider}: {_short(exc)}", retryable=True)

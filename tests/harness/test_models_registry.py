@@ -53,6 +53,7 @@ def test_model_key_is_accepted_as_an_alias_for_name() -> None:
         ({"name": "openai/m", "thinking_budget": 2000}, "thinking_budget applies to anthropic/"),
         ({"name": "anthropic/m", "reasoning_effort": "low"}, "reasoning_effort applies to openai/"),
         ({"name": "openai/m", "reasoning_echo": "always"}, "reasoning_echo must be one of"),
+        ({"name": "openai/m", "http_backend": "curl"}, "http_backend must be one of"),
         ({"name": "openai/m", "temperature": "hot"}, "invalid model config"),
         (42, "must be a table or a name"),
     ],
@@ -125,3 +126,17 @@ def test_baseline_module_without_build_is_reported(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, "harness.models.baseline", types.ModuleType("harness.models.baseline"))
     with pytest.raises(ModelConfigError, match=r"does not provide build\(config\)"):
         build_model("baseline/keyword", env={})
+
+
+@pytest.mark.parametrize("name", ["openai/gpt-4o", "anthropic/claude-sonnet-4-5"])
+def test_http_backend_picks_the_sdks_transport(name: str) -> None:
+    """aiohttp (the SDKs' recommended transport under concurrency) by default; httpx2 on request."""
+    import httpx2
+
+    env = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+    auto = build_model({"name": name}, env=env, limits=ConcurrencyLimits())
+    plain = build_model({"name": name, "http_backend": "httpx"}, env=env, limits=ConcurrencyLimits())
+    auto_transport = type(auto._client._client._transport).__name__  # type: ignore[attr-defined]
+    plain_transport = type(plain._client._client._transport).__name__  # type: ignore[attr-defined]
+    assert "Aiohttp" in auto_transport
+    assert plain_transport == httpx2.AsyncHTTPTransport.__name__
