@@ -1,13 +1,14 @@
-"""Folder index: what is skipped, order, caps, caching by (real path, size, mtime), threads."""
+"""Folder index: what is skipped, order, caps, caching by (real path, size, mtime), worker pools."""
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
-from md_vision.folder import index_many, scan_folder
+from md_vision.folder import index_many, parser_pool, scan_folder
 from md_vision.index import FileIndex
 from md_vision.service import MdVision, ToolFailure
 
@@ -116,13 +117,44 @@ def test_many_files_go_through_a_pool_in_order(tmp_path: Path) -> None:
     assert pooled == index_many(paths, 10_000, None)
 
 
-def test_thread_pool_through_the_service_matches_one_at_a_time(tmp_path: Path) -> None:
+def test_worker_pool_through_the_service_matches_one_at_a_time(tmp_path: Path) -> None:
     for number in range(50):
         (tmp_path / f"d{number:02d}.md").write_text(f"# Doc {number}\n![i](i{number}.png)\n")
     pooled = index(settings_for(tmp_path, index_workers=3), str(tmp_path))
     serial = index(settings_for(tmp_path, index_workers=1), str(tmp_path))
     assert len(pooled.entries) == 50 and pooled.entries[-1].rows[0].heading == "# Doc 49"
     assert pooled.text == serial.text
+
+
+def test_parser_pool_is_processes_from_a_forkserver_and_gives_the_same_index(tmp_path: Path) -> None:
+    paths = []
+    for number in range(40):
+        path = tmp_path / f"d{number:02d}.md"
+        path.write_text(f"# Doc {number}\n\n![fig](f{number}.png)\n\n## Part\n")
+        paths.append(path)
+    pool = parser_pool(2)
+    try:
+        assert isinstance(pool, ProcessPoolExecutor)
+        assert pool._mp_context.get_start_method() == "forkserver"  # never forked from a threaded server
+        assert index_many(paths, 10_000, pool) == index_many(paths, 10_000, None)
+    finally:
+        pool.shutdown()
+
+
+class _DeadPool(Executor):
+    """A process pool whose worker died: every map raises BrokenProcessPool."""
+
+    def map(self, *args, **kwargs):
+        raise BrokenProcessPool("a worker died")
+
+
+def test_a_dead_worker_pool_falls_back_to_indexing_here(tmp_path: Path) -> None:
+    paths = []
+    for number in range(20):
+        path = tmp_path / f"d{number:02d}.md"
+        path.write_text(f"# Doc {number}\n")
+        paths.append(path)
+    assert index_many(paths, 10_000, _DeadPool()) == index_many(paths, 10_000, None)
 
 
 def test_files_that_cannot_be_read_are_listed_with_a_reason(tmp_path: Path) -> None:

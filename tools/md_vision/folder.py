@@ -6,18 +6,24 @@ matches ``.md``/``.markdown`` case-insensitively, does not follow folder symlink
 checks each file's real path against the allowed roots. Files come back in sorted order, each with
 the size and modification time the walk saw (one ``stat`` per file, the cache key).
 
-Parsing runs in C (cmark-gfm) with the GIL released for about half of each file's time, so a
-large folder is indexed by a few threads: measured against a process pool on 1,000 files, threads
-cost no start-up (a process pool spends longer starting and importing than parsing) and share the
-caches (``tests/perf/md_vision_bench.py --only parallel`` compares serial, threads and processes).
+A large folder is parsed by worker processes. Half of each file's parse is Python (reading the
+C parser's output), so threads share one core: on 1,000 files (20 MB) two threads took about as
+long as one (1.9-2.0 s), two processes 1.3 s plus their start. The workers come from a forkserver
+(a clean, single-threaded process that has imported the parser), never forked from this threaded
+server, where a lock held by another thread at fork time could hang the child; the server starts
+them in the background at start-up (:func:`warm_up`), so the first index does not wait for them.
+Where forkserver does not exist (Windows), threads do the work.
+(``tests/perf/md_vision_bench.py --only parallel`` compares serial, threads and processes.)
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import stat
 from collections.abc import Iterable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -156,12 +162,38 @@ def _index_chunk(paths: list[str], max_bytes: int) -> list[FileIndex | FileProbl
 
 
 def index_many(paths: Iterable[Path], max_bytes: int, pool: Executor | None) -> list[FileIndex | FileProblem]:
-    """Index files in order; with a pool (of threads), in chunks across its workers."""
+    """Index files in order; with a pool, in chunks across its workers.
+
+    A worker process that dies (killed, out of memory) breaks the pool; the files are then indexed
+    here instead, so the caller still gets every file.
+    """
     names = [str(path) for path in paths]
     if pool is None or len(names) < POOL_THRESHOLD:
         return [index_one(name, max_bytes) for name in names]
     chunks = [names[start : start + CHUNK] for start in range(0, len(names), CHUNK)]
     results: list[FileIndex | FileProblem] = []
-    for batch in pool.map(_index_chunk, chunks, [max_bytes] * len(chunks)):
-        results.extend(batch)
+    try:
+        for batch in pool.map(_index_chunk, chunks, [max_bytes] * len(chunks)):
+            results.extend(batch)
+    except BrokenProcessPool:
+        return [index_one(name, max_bytes) for name in names]
     return results
+
+
+def parser_pool(workers: int) -> Executor:
+    """Worker processes started by a forkserver that has imported the parser; threads without one."""
+    try:
+        context = multiprocessing.get_context("forkserver")
+    except ValueError:  # no forkserver on this platform
+        return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="md-vision-parse")
+    context.set_forkserver_preload(["md_vision.folder"])
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+def _ready() -> bool:
+    return True
+
+
+def warm_up(pool: Executor) -> None:
+    """Have the pool start its workers now, in the background, without waiting for them."""
+    pool.submit(_ready)

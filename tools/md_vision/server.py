@@ -145,4 +145,6 @@ def serve(settings: Settings) -> None:
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="md-vision: %(levelname)s %(message)s"
     )
-    build_server(settings).run()
+    vision = MdVision(settings)
+    vision.warm_up()  # folder parsers start while the client connects
+    build_server(settings, vision).run()

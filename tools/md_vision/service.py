@@ -21,7 +21,7 @@ from mcpguard import FetchLimits, GuardedClient, Resolver, SystemResolver
 
 from md_vision.cache import SizedLRU
 from md_vision.document import Document, ImageRef, parse_document
-from md_vision.folder import POOL_THRESHOLD, FoundFile, index_many, scan_folder
+from md_vision.folder import POOL_THRESHOLD, FoundFile, index_many, parser_pool, scan_folder, warm_up
 from md_vision.imaging import ImageRejected, PreparedImage, prepare_image
 from md_vision.index import FileIndex, FileProblem, format_file_index, format_problem, index_document
 from md_vision.selection import Selection, SelectionError, select
@@ -152,7 +152,7 @@ class MdVision:
         self._threads = ThreadPoolExecutor(
             max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="md-vision"
         )
-        self._parsers: ThreadPoolExecutor | None = None  # for large folders, made on first use
+        self._parsers: Executor | None = None  # for large folders: made by warm_up() or on first use
 
     async def __aenter__(self) -> MdVision:
         return self
@@ -454,8 +454,14 @@ class MdVision:
         if workers <= 1:
             return None
         if self._parsers is None:
-            self._parsers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="md-vision-parse")
+            self._parsers = parser_pool(workers)
         return self._parsers
+
+    def warm_up(self) -> None:
+        """Start the folder parsers in the background (the server calls this at start-up)."""
+        pool = self._parser_pool()
+        if pool is not None:
+            warm_up(pool)
 
     def _finish_index(self, entries: list[_Indexed], notes: list[str]) -> IndexResult:
         budget = self.settings.limits.max_response_bytes

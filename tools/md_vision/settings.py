@@ -23,7 +23,7 @@ class Limits:
     max_image_side: int = 1568  # output images fit in this square; SVGs are rendered into it
     max_response_bytes: int = 5_000_000  # text plus base64 images in one read result
     max_folder_files: int = 2000  # markdown files in one folder index
-    index_workers: int = field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)))
+    index_workers: int = field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)))  # processes
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,13 @@ LIMIT_FLAGS: tuple[LimitFlag, ...] = (
     LimitFlag("--max-image-side", "max_image_side", int, "long side of images sent, SVGs included", 16),
     LimitFlag("--max-response-bytes", "max_response_bytes", int, "text + base64 images in one read", 10_000),
     LimitFlag("--max-files", "max_folder_files", int, "markdown files in one folder index", 1),
-    LimitFlag("--workers", "index_workers", int, "threads that parse a large folder (1 = one at a time)", 1),
+    LimitFlag(
+        "--workers",
+        "index_workers",
+        int,
+        "worker processes that parse a large folder (1 = in the server process)",
+        1,
+    ),
 )
 
 
