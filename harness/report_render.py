@@ -117,7 +117,7 @@ def title(summary: Mapping[str, Any]) -> str:
 
 def sections(summary: Mapping[str, Any]) -> list[Section]:
     arms = summary["arms"]
-    result = [_arms_section(arms), _tokens_section(arms), _tools_section(arms)]
+    result = [_arms_section(arms), _tokens_section(arms), _time_section(arms), _tools_section(arms)]
     by_name = {a["arm"]: a for a in arms}
     result += [_comparison_section(c, by_name) for c in summary["comparisons"]]
     if summary["breakdowns"]:
@@ -144,12 +144,6 @@ def _arms_section(arms: Sequence[Mapping[str, Any]]) -> Section:
                 with_interval(arm["f1"]),
                 f"{status['ok']} / {status['error']} / {status['timeout']} / {status['limit']}",
                 with_interval(recall) if recall else "–",
-                median_p90(arm["tokens"]["total"]),
-                pct(arm["tokens"]["cache_read_share"])
-                if arm["tokens"]["cache_read_share"] is not None
-                else "–",
-                median_p90(arm["time"]["wall_s"], seconds),
-                count(arm["tool_calls"]["per_question"]["mean"]),
             ]
         )
     notes = []
@@ -169,10 +163,6 @@ def _arms_section(arms: Sequence[Mapping[str, Any]]) -> Section:
             "F1 [95 % CI]",
             "ok / error / timeout / limit",
             "evidence recall",
-            "tokens/q median (p90)",
-            "cache read",
-            "wall/q median (p90)",
-            "tool calls/q",
         ],
         rows,
         notes,
@@ -192,33 +182,45 @@ def _tokens_section(arms: Sequence[Mapping[str, Any]]) -> Section:
     for arm in arms:
         tokens = arm["tokens"]
         definitions = tokens.get("tool_definition_tokens")
+        share = tokens["cache_read_share"]
         rows.append(
-            [arm["arm"]]
+            [arm["arm"], median_p90(tokens["total"])]
             + [median_p90(tokens["by_role"].get(role)) for role in roles]
             + [
+                pct(share) if share is not None else "–",
                 count(tokens["first_call_input"]["median"]) if tokens["first_call_input"]["n"] else "–",
                 count(definitions) if definitions is not None else "not recorded",
-                median_p90(arm["time"]["model_s"], seconds),
-                median_p90(arm["time"]["tool_s"], seconds),
-                count(arm["turns"]["median"]),
             ]
         )
-    headers = [
-        "arm",
-        *[f"{r} tokens/q" for r in roles],
-        "first call input",
-        "tool definitions",
-        "model time/q",
-        "tool time/q",
-        "turns/q",
-    ]
+    headers = ["arm", "all roles", *roles, "cache read", "first call input", "tool definitions"]
     return Section(
-        "Cost per question (median (p90))",
+        "Tokens per question (median (p90))",
         headers,
         rows,
         [
-            "First call input: the input tokens of the first agent call (system prompt, tool definitions, question)."
+            "First call input: the input tokens of the first agent call (system prompt, tool definitions, "
+            "question). Cache read: the share of input tokens read from the provider's prompt cache."
         ],
+    )
+
+
+def _time_section(arms: Sequence[Mapping[str, Any]]) -> Section:
+    rows = [
+        [
+            arm["arm"],
+            median_p90(arm["time"]["wall_s"], seconds),
+            median_p90(arm["time"]["model_s"], seconds),
+            median_p90(arm["time"]["tool_s"], seconds),
+            count(arm["turns"]["median"]),
+            count(arm["tool_calls"]["per_question"]["mean"]),
+        ]
+        for arm in arms
+    ]
+    return Section(
+        "Time per question (median (p90))",
+        ["arm", "wall", "model", "tools", "turns (median)", "tool calls (mean)"],
+        rows,
+        [],
     )
 
 
@@ -374,7 +376,9 @@ def print_console(summary: Mapping[str, Any], console: Any = None) -> None:
     for section in sections(summary):
         table = Table(title=section.title, title_justify="left", show_lines=False, header_style="bold")
         for index, header in enumerate(section.headers):
-            table.add_column(header, justify="left" if index == 0 else "right", overflow="fold")
+            table.add_column(
+                header, justify="left" if index == 0 else "right", overflow="fold", no_wrap=index == 0
+            )
         for row in section.rows:
             table.add_row(*row)
         console.print(table)
