@@ -1,0 +1,76 @@
+"""CI gate on retrieval quality: the whole demo against its committed baseline.
+
+The demo's agent is a deterministic policy, so every question's score and the pages it read are
+reproducible. A change that makes any question score lower, or read fewer of the pages it read
+before, fails here with the questions named; improvements pass and are reported. To accept a
+deliberate change, refresh the baseline:
+
+    DOCAB_UPDATE_BASELINE=1 uv run pytest tests/harness/test_demo_gate.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from harness.store import read_records
+from tests.conftest import REPO_ROOT
+from tests.harness.test_demo import check_run, demo
+
+BASELINE = REPO_ROOT / "results" / "baselines" / "demo.json"
+
+
+def snapshot(records) -> dict:  # type: ignore[no-untyped-def]
+    arms: dict[str, dict[str, dict]] = {}
+    for record in records:
+        arms.setdefault(record.arm, {})[record.qid] = {
+            "score": round(record.score, 6),
+            "pages_read": sorted(record.pages_read),
+        }
+    return {arm: dict(sorted(questions.items())) for arm, questions in sorted(arms.items())}
+
+
+def regressions(baseline: dict, current: dict) -> tuple[list[str], list[str]]:
+    """What got worse (score down, evidence pages lost, questions gone) and what got better."""
+    worse, better = [], []
+    for arm, questions in baseline.items():
+        for qid, before in questions.items():
+            now = current.get(arm, {}).get(qid)
+            if now is None:
+                worse.append(f"{arm} {qid}: missing from the run")
+                continue
+            if now["score"] < before["score"]:
+                worse.append(f"{arm} {qid}: score {before['score']} -> {now['score']}")
+            elif now["score"] > before["score"]:
+                better.append(f"{arm} {qid}: score {before['score']} -> {now['score']}")
+            lost = sorted(set(before["pages_read"]) - set(now["pages_read"]))
+            if lost:
+                worse.append(f"{arm} {qid}: no longer reads pages {lost}")
+    return worse, better
+
+
+def test_regressions_name_each_question() -> None:
+    base = {"fs": {"q1": {"score": 1.0, "pages_read": [1, 2]}, "q2": {"score": 0.0, "pages_read": []}}}
+    now = {"fs": {"q1": {"score": 0.0, "pages_read": [2]}, "q2": {"score": 1.0, "pages_read": [3]}}}
+    worse, better = regressions(base, now)
+    assert worse == ["fs q1: score 1.0 -> 0.0", "fs q1: no longer reads pages [1]"]
+    assert better == ["fs q2: score 0.0 -> 1.0"]
+    assert regressions(base, {"fs": {}})[0] == ["fs q1: missing from the run", "fs q2: missing from the run"]
+
+
+def test_the_demo_does_not_regress_against_its_baseline(tmp_path: Path) -> None:
+    result = demo(tmp_path)
+    assert result.returncode == 0, result.stderr
+    check_run(tmp_path, 29)
+    current = snapshot(read_records(tmp_path / "results" / "demo" / "records.jsonl"))
+    if os.environ.get("DOCAB_UPDATE_BASELINE") == "1":
+        BASELINE.parent.mkdir(parents=True, exist_ok=True)
+        BASELINE.write_text(json.dumps(current, indent=1) + "\n")
+    baseline = json.loads(BASELINE.read_text())
+    worse, better = regressions(baseline, current)
+    if better:
+        print("improved (refresh the baseline to keep the gain):\n  " + "\n  ".join(better))
+    assert not worse, "retrieval quality regressed against results/baselines/demo.json:\n  " + "\n  ".join(
+        worse
+    )
