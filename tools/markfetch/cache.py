@@ -3,22 +3,20 @@
 The response (final URL, Content-Type, body) is cached, not the markdown, so ``raw`` and
 markdown requests share entries and a newer extractor never serves stale output. The key covers
 everything that changes what a server sends back or what may be fetched: the URL, the
-User-Agent, the Accept-Language and the hosts allowed to reach internal addresses. Entries are
-written atomically (temp file, then rename) with owner-only permissions; a corrupt or expired
-entry is a miss.
+User-Agent, the Accept-Language and the hosts allowed to reach internal addresses. Storage
+(private folder, atomic writes, TTL, corrupt entries as misses) is ``mcpguard.diskcache``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from mcpguard.diskcache import DiskCache
 
 FORMAT_VERSION = 1
 
@@ -38,40 +36,32 @@ def cache_key(url: str, *, user_agent: str, accept_language: str, allow_hosts: I
 
 @dataclass
 class ResponseCache:
+    """Fetched responses in a private :class:`mcpguard.diskcache.DiskCache` (one file per key)."""
+
     directory: Path
     ttl_s: float
     clock: Callable[[], float] = time.time
 
-    def _path(self, key: str) -> Path:
-        return self.directory / f"{key}.cache"
+    def __post_init__(self) -> None:
+        self._store = DiskCache(Path(self.directory), self.ttl_s, clock=self.clock, suffix=".cache")
 
     def get(self, key: str) -> CachedResponse | None:
+        stored = self._store.get(key)
+        if stored is None:
+            return None
+        header_line, _, body = stored.payload.partition(b"\n")
         try:
-            data = self._path(key).read_bytes()
-            header_line, _, body = data.partition(b"\n")
             header = json.loads(header_line)
-            entry = CachedResponse(
+            return CachedResponse(
                 url=str(header["url"]),
                 content_type=str(header["content_type"]),
                 body=body,
-                fetched_at=float(header["fetched_at"]),
+                fetched_at=stored.stored_at,
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return None
-        if len(body) != header.get("length") or not 0 <= self.clock() - entry.fetched_at < self.ttl_s:
-            return None
-        return entry
 
     def put(self, key: str, *, url: str, content_type: str, body: bytes) -> None:
         """Store an entry; a cache that cannot be written is skipped silently (it is only a cache)."""
-        header = {"url": url, "content_type": content_type, "fetched_at": self.clock(), "length": len(body)}
-        with contextlib.suppress(OSError):
-            fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".cache")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(json.dumps(header).encode() + b"\n" + body)
-                os.chmod(temp, 0o600)
-                os.replace(temp, self._path(key))
-            except OSError:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
+        header = json.dumps({"url": url, "content_type": content_type}).encode()
+        self._store.put(key, header + b"\n" + body)
