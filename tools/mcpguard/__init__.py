@@ -9,12 +9,15 @@ One implementation, used by md_vision, markfetch and vision_bridge:
 - :class:`GuardedClient` fetches over HTTP(S) with every redirect hop re-checked, the address
   checked at connect time (so DNS rebinding cannot slip past), a byte cap enforced on the stream
   and one deadline for the whole fetch.
+- :class:`DiskCache` keeps cached answers private (0700 folder, 0600 files), written atomically
+  and read back only within their time-to-live.
 
 Every exception raised here derives from :class:`GuardError` and carries a message that is safe
 and useful to show to a user or a model.
 """
 
 from mcpguard.addresses import AddressClass, classify_address, is_internal
+from mcpguard.diskcache import DiskCache, Stored
 from mcpguard.errors import FetchError, FetchErrorKind, GuardError, HostDenied, PathDenied
 from mcpguard.hosts import HostPolicy, normalise_host
 from mcpguard.http import Fetched, FetchLimits, GuardedClient, Resolver, SystemResolver
@@ -22,6 +25,7 @@ from mcpguard.paths import PathPolicy
 
 __all__ = [
     "AddressClass",
+    "DiskCache",
     "FetchError",
     "FetchErrorKind",
     "FetchLimits",
@@ -33,6 +37,7 @@ __all__ = [
     "PathDenied",
     "PathPolicy",
     "Resolver",
+    "Stored",
     "SystemResolver",
     "classify_address",
     "is_internal",
