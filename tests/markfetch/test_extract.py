@@ -135,3 +135,32 @@ def test_title_headline_is_moved_to_the_title_not_repeated() -> None:
     assert drop_title_headline("intro\n\n## The Title\n", "The title") == "intro\n\n## The Title\n"
     assert Article("T", "# Own heading\n\ntext\n", "reader").markdown == "# Own heading\n\ntext\n"
     assert Article("", "text\n", "reader").markdown == "text\n"
+
+
+def test_a_page_hidden_behind_an_open_dialog_is_still_read() -> None:
+    html = (
+        "<html><head><title>Harbour news</title></head><body>"
+        f'<div class="page" aria-hidden="true"><article>{paragraphs(5)}'
+        '<p style="display:none">HIDDEN COPY for crawlers only.</p></article></div>'
+        '<div role="dialog"><p>We use cookies.</p><button>Accept</button></div></body></html>'
+    )
+    article = extract_article(html, URL)
+    assert article.method == "reader"
+    assert "Paragraph 4 about the harbour" in article.body
+    assert "HIDDEN" not in article.body
+
+
+def test_a_short_story_on_a_page_heavy_with_links_keeps_the_reader_view() -> None:
+    # The story is about 3 % of the page's text: a fragment of a listing it is not.
+    menus = "".join(
+        f'<li><a href="/section/{i}">Section number {i} of the site with a long name</a></li>'
+        for i in range(300)
+    )
+    html = (
+        "<html><head><title>Harbour news</title></head><body>"
+        f"<div class='menu'><ul>{menus}</ul></div><div class='story'>{paragraphs(3)}</div></body></html>"
+    )
+    article = extract_article(html, URL)
+    assert article.method == "reader"
+    assert "Paragraph 2 about the harbour" in article.body
+    assert "Section number" not in article.body

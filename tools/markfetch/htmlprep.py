@@ -80,18 +80,27 @@ def remove_hidden(tree: etree._Element) -> int:
 
     ``<noscript>`` counts as hidden: a browser running scripts never shows it, and on a
     client-rendered page it holds only "enable JavaScript", which is no article.
+
+    An element hidden by its attributes that holds more than half of the page's text is not a
+    hidden copy but the page itself, hidden for a moment: behind an open dialog (which sets
+    ``aria-hidden`` on the rest of the page) or until a script reveals it. It stays.
     """
     doomed = []
+    page_chars: int | None = None
     for element in tree.iter():
         if not isinstance(element.tag, str) or element.tag in _NEVER_REMOVED:
             continue
-        if (
-            element.tag in ("noscript", "template")
-            or element.get("hidden") is not None
+        if element.tag in ("noscript", "template"):
+            doomed.append(element)
+        elif (
+            element.get("hidden") is not None
             or (element.get("aria-hidden") or "").strip().lower() == "true"
             or _HIDDEN_STYLE.search(element.get("style") or "")
         ):
-            doomed.append(element)
+            if page_chars is None:
+                page_chars = visible_text_length(tree)
+            if visible_text_length(element) * 2 <= page_chars:
+                doomed.append(element)
     removed = 0
     for element in doomed:
         if element.getparent() is not None and not any(a in doomed for a in element.iterancestors()):
@@ -197,7 +206,10 @@ def prepare(tree: etree._Element) -> PreparedPage:
 
 
 def visible_text_length(tree: etree._Element) -> int:
-    """Characters of visible body text (whitespace runs counted once): the page's size as read."""
+    """Characters of body text outside scripts and styles (whitespace runs counted once).
+
+    For a document: the page's size as read. For an element: the text it holds.
+    """
     body = tree.find(".//body")
     root = body if body is not None else tree
     total = 0
