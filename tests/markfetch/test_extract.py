@@ -164,3 +164,15 @@ def test_a_short_story_on_a_page_heavy_with_links_keeps_the_reader_view() -> Non
     assert article.method == "reader"
     assert "Paragraph 2 about the harbour" in article.body
     assert "Section number" not in article.body
+
+
+def test_a_header_wrapped_around_paragraphs_of_prose_is_the_article() -> None:
+    html = article_page(
+        f"<header><h1>Harbour news</h1><p class='standfirst'>One line of standfirst.</p>{paragraphs(3)}</header>"
+    ).replace("<body>", f"<body><div class='more'>{paragraphs(4, topic='market')}</div>")
+    article = extract_article(html, URL)
+    assert "Paragraph 2 about the harbour" in article.body
+    masthead = article_page(paragraphs(4)).replace(
+        "<article>", "<header><a href='/'>Harbour Times</a> <p>Byline: A. Writer, 3 May</p></header><article>"
+    )
+    assert "Byline" not in extract_article(masthead, URL).body

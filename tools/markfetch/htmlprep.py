@@ -181,15 +181,24 @@ def drop_headers(tree: etree._Element) -> None:
     """Remove ``<header>`` regions: masthead, headline, standfirst, byline and share bar.
 
     The reader view shows the title separately; the rest is not the article. A header holding
-    most of the page's text is a misused tag and stays.
+    most of the page's text, or paragraphs of prose (a standfirst is one), is a misused tag
+    wrapped around the article, and stays.
     """
     headers = [h for h in tree.iter("header") if not any(a.tag == "header" for a in h.iterancestors())]
     if not headers:
         return
     page = visible_text_length(tree)
     for header in headers:
-        if header.getparent() is not None and _text_chars(header) * 2 < page:
+        if header.getparent() is None or _text_chars(header) * 2 >= page:
+            continue
+        prose = sum(1 for p in header.iter("p") if visible_text_length(p) >= HEADER_PROSE_CHARS)
+        if prose < HEADER_MAX_PROSE:
             _drop(header)
+
+
+# A header with this many paragraphs of at least this many characters holds article text.
+HEADER_PROSE_CHARS = 150
+HEADER_MAX_PROSE = 2
 
 
 def _text_chars(element: etree._Element) -> int:
