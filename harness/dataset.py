@@ -10,41 +10,24 @@ PDFs are converted beforehand with ``docab convert``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from benchmark.mmlongbench.questions import Question
 from harness.config import DatasetConfig
 from harness.errors import CommandError
 
 
 @dataclass(frozen=True)
-class Sample:
+class Sample(Question):
     """One question and the folder of its converted document (``document.md``, ``pages/``)."""
 
-    qid: str
-    doc_id: str
-    doc_type: str
-    question: str
-    answer: str
-    answer_format: str
-    evidence_pages: tuple[int, ...]
-    evidence_sources: tuple[str, ...]
     document_dir: Path
 
     @classmethod
-    def from_question(cls, question: Any, document_dir: Path) -> Sample:
-        return cls(
-            qid=str(question.qid),
-            doc_id=str(question.doc_id),
-            doc_type=str(getattr(question, "doc_type", "") or ""),
-            question=str(question.question),
-            answer=str(question.answer),
-            answer_format=str(question.answer_format),
-            evidence_pages=tuple(int(p) for p in getattr(question, "evidence_pages", ()) or ()),
-            evidence_sources=tuple(str(s) for s in getattr(question, "evidence_sources", ()) or ()),
-            document_dir=document_dir,
-        )
+    def from_question(cls, question: Question, document_dir: Path) -> Sample:
+        return cls(**{f.name: getattr(question, f.name) for f in fields(Question)}, document_dir=document_dir)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 HELP = """\
@@ -38,9 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from harness.commands.run import load
-    from harness.commands.summary import print_summary
+    from harness.commands.summary import launch_and_report
     from harness.errors import CommandError
-    from harness.launch import RunRequest, launch
+    from harness.launch import RunRequest
 
     if args.concurrency is not None and args.concurrency < 1:
         raise CommandError("--concurrency must be at least 1")
@@ -54,13 +53,4 @@ def main(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         quiet=args.quiet,
     )
-    try:
-        outcome = launch(request)
-    except KeyboardInterrupt:
-        print("interrupted: finished samples are saved; re-run the same command to resume", file=sys.stderr)
-        raise
-    print_summary(outcome.run_dir)
-    print(
-        f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); more: docab report {outcome.run_dir} --plots"
-    )
-    return 0
+    return launch_and_report(request)

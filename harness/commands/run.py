@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 HELP = """\
@@ -95,17 +94,7 @@ def load(config_path: str):  # type: ignore[no-untyped-def]
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.commands.summary import print_summary
-    from harness.launch import launch
+    from harness.commands.summary import launch_and_report
 
     config = load(args.config)
-    try:
-        outcome = launch(request_from(args, config))
-    except KeyboardInterrupt:
-        print("interrupted: finished samples are saved; re-run the same command to resume", file=sys.stderr)
-        raise
-    print_summary(outcome.run_dir)
-    print(
-        f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); more: docab report {outcome.run_dir} --plots"
-    )
-    return 0
+    return launch_and_report(request_from(args, config))

@@ -1,4 +1,4 @@
-"""What ``docab run`` and ``docab demo`` print at the end: the report's summary of the run.
+"""How ``docab run`` and ``docab demo`` launch a run and what they print at the end.
 
 The same as ``docab report RUN_DIR`` (per-arm accuracy and F1 with intervals, tokens, latency,
 tool calls, paired differences), written into the run folder as ``report.md`` and
@@ -8,7 +8,9 @@ tool calls, paired differences), written into the run folder as ``report.md`` an
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from typing import Any
 
 from harness.errors import CommandError
 
@@ -27,3 +29,19 @@ def print_summary(run_dir: Path) -> None:
         (run_dir / "summary.json").write_text(json.dumps(report.summary, indent=2), encoding="utf-8")
     except OSError as exc:
         raise CommandError(f"could not write the report into {run_dir}: {exc.strerror or exc}") from None
+
+
+def launch_and_report(request: Any) -> int:
+    """Run ``request`` (a ``harness.launch.RunRequest``), then print and write its report."""
+    from harness.launch import launch
+
+    try:
+        outcome = launch(request)
+    except KeyboardInterrupt:
+        print("interrupted: finished samples are saved; re-run the same command to resume", file=sys.stderr)
+        raise
+    print_summary(outcome.run_dir)
+    print(
+        f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); more: docab report {outcome.run_dir} --plots"
+    )
+    return 0
