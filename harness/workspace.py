@@ -14,6 +14,11 @@ the next sample needs another document). A copy is pristine when it is exactly a
 entries, inodes, sizes and modification times. Anything a server or tool left behind or changed,
 in the copy or beside it, makes the slot discard that copy and start from a fresh one, so every
 sample still starts from the untouched document.
+
+The limit of hard links: a tool that writes *in place* into a linked file changes the corpus file
+itself (it is the same inode), and every later copy with it. The harness's tools and the shipped
+MCP servers are read-only; give a server that can write a copied corpus (on another filesystem,
+where files are copied, not linked).
 """
 
 from __future__ import annotations
@@ -115,12 +120,14 @@ class DocumentPool:
         return folder, snapshot(folder)
 
     def give_back(self, source: Path, folder: Path, placed: Snapshot) -> None:
-        if snapshot(folder) == placed:
-            with self._lock:
-                free = self._free.setdefault(source, [])
-                if len(free) < FREE_COPIES_PER_DOCUMENT:
-                    free.append((folder, placed))
-                    return
+        """Keep ``folder`` for reuse (up to the cap). It is not checked here: :meth:`take_ready`
+        checks every copy before handing it out, which is the check that keeps samples apart, and
+        walking the copy here as well would double the cost of every document switch."""
+        with self._lock:
+            free = self._free.setdefault(source, [])
+            if len(free) < FREE_COPIES_PER_DOCUMENT:
+                free.append((folder, placed))
+                return
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -72,6 +72,25 @@ def test_a_changed_copy_is_never_reused(tmp_path: Path, corpus: tuple[Path, Path
     assert snapshot(slot.document) == snapshot(slot.document)
 
 
+def test_a_copy_changed_while_pooled_is_discarded_when_taken(
+    tmp_path: Path, corpus: tuple[Path, Path]
+) -> None:
+    # Copies are checked when taken, not when given back: a change made after give_back (a lingering
+    # process writing into the folder) must still never reach a sample.
+    slot = slot_in(tmp_path)
+    slot.prepare(corpus[0])
+    slot.prepare(corpus[1])  # corpus[0]'s copy goes back to the pool
+    (pooled,) = [folder for folder, _ in slot.pool._free[corpus[0]]]
+    # Replaced (a new file), as a writer using write-then-rename would: an in-place write would reach
+    # the corpus itself through the hard link (see harness/workspace.py).
+    (pooled / "document.md").unlink()
+    (pooled / "document.md").write_text("tampered")
+    slot.prepare(corpus[0])
+    assert slot.pool.copies == 3  # the tampered copy was discarded, a fresh one made
+    assert (slot.document / "document.md").read_text() != "tampered"
+    assert not pooled.exists()
+
+
 def test_a_document_that_was_not_converted_is_a_clear_error(tmp_path: Path) -> None:
     empty = tmp_path / "corpus" / "broken"
     empty.mkdir(parents=True)
