@@ -27,7 +27,15 @@ def test_shipped_configs_load(path: Path) -> None:
     config = load_config(path)
     assert len(config.arms) == 2 and config.arms[0].name == "fs" and config.arms[0].mcp_servers == []
     assert "md-vision" in config.arms[1].mcp_servers
-    assert config.mcp_servers["md-vision"].args == ["--allow-path", "{workspace}", "--allow-domain", "none"]
+    # Confined to the workspace, URLs off, and no folder-parser processes (one document per workspace).
+    assert config.mcp_servers["md-vision"].args == [
+        "--allow-path",
+        "{workspace}",
+        "--allow-domain",
+        "none",
+        "--workers",
+        "1",
+    ]
 
 
 def test_the_demo_is_offline_and_shipped_configs_cover_the_brief() -> None:
