@@ -172,7 +172,7 @@ def test_corrupt_entry_through_the_service_is_replaced(
     entry.write_text('{"format": 1, "key": "truncat')
     again = with_service(settings, lambda s: s.analyze(str(picture)))
     assert not again.is_error and not again.usage.from_cache
-    header, payload = entry.read_text().split("\n", 1)  # mcpguard.diskcache: a header line, then the entry
+    _header, payload = entry.read_text().split("\n", 1)  # mcpguard.diskcache: a header line, then the entry
     assert json.loads(payload)["text"] == "stub answer"
     assert len(llm_stub.requests_for("openai")) == 2
 
