@@ -22,12 +22,14 @@ COMMAND_MODULES: tuple[str, ...] = (
     "benchmark.mmlongbench.cli",
     "benchmark.webextract.command",
     "harness.report_cli",
+    "harness.commands.view",
 )
 
 EPILOG = """\
 Start here:
   docab demo                 run the built-in suite A/B with the offline baseline policy
   docab run CONFIG.toml      run an A/B configuration (see harness/configs/)
+  docab view RUN_DIR         browse a run's questions and transcripts in a browser
 
 Every command has its own --help.
 """

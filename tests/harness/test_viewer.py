@@ -1,0 +1,536 @@
+"""``docab view``: the page data (pure), the files written, the command, and the page in Chromium."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import main
+from harness.records import RunRecord
+from harness.report import load_run
+from harness.viewer.html import asset, embed_json, render_index, transcript_script
+from harness.viewer.page import (
+    TranscriptEntry,
+    build_index,
+    finite,
+    plot_order,
+    question_text,
+    view_transcript,
+)
+from harness.viewer.writer import read_transcript, write_viewer
+from tests.harness import viewer_runs
+from tests.harness.synthetic_runs import make_record, write_run
+from tests.harness.viewer_runs import HOSTILE, MARKER
+from tests.support.chromium import ENV_OVERRIDE, Chromium, find_chromium
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    return viewer_runs.build(tmp_path / "run")
+
+
+def _index(folder: Path, **kwargs: Any) -> dict[str, Any]:
+    run = load_run(folder)
+    return build_index(run.records, manifest=run.manifest, **kwargs)
+
+
+def _row(index: dict[str, Any], qid: str) -> dict[str, Any]:
+    return next(q for q in index["questions"] if q["qid"] == qid)
+
+
+def _embedded(page: str) -> Any:
+    match = re.search(r'<script type="application/json" id="docab-data">(.*?)</script>', page, re.S)
+    assert match, "the page embeds its data"
+    return json.loads(match.group(1))
+
+
+# -- the page data ------------------------------------------------------------------------------------------
+
+
+def test_index_has_one_row_per_question_with_every_arm_and_epoch(run_dir: Path) -> None:
+    index = _index(run_dir)
+    assert index["arms"] == ["fs", "fs+md-vision"]
+    assert [q["qid"] for q in index["questions"]] == [
+        "q-agree",
+        "q-differ",
+        "q-error",
+        "q-only-fs",
+        "q-hostile",
+        "q-broken",
+        "q-limit",
+    ]
+    agree = _row(index, "q-agree")
+    assert [e["epoch"] for e in agree["arms"]["fs"]["epochs"]] == [0, 1]
+    assert agree["arms"]["fs"]["outcome"] == "correct" and agree["arms"]["fs"]["score"] == 1.0
+    assert agree["groups"]["evidence pages"] == ["single-page"]
+    assert agree["groups"]["document type"] == ["Financial report"]
+    assert not agree["disagree"] and agree["versus"] == {"fs+md-vision": "same"}
+
+
+def test_outcomes_errors_limits_and_disagreement(run_dir: Path) -> None:
+    index = _index(run_dir)
+    differ = _row(index, "q-differ")
+    assert differ["disagree"] and differ["versus"] == {"fs+md-vision": "worse"}
+    assert differ["arms"]["fs"]["outcome"] == "correct"
+    assert differ["arms"]["fs+md-vision"]["outcome"] == "wrong"
+    error = _row(index, "q-error")
+    assert error["arms"]["fs"]["outcome"] == "error" and error["arms"]["fs"]["epochs"][0]["errors"] == [
+        "boom"
+    ]
+    assert error["arms"]["fs+md-vision"]["outcome"] == "timeout"
+    assert not error["disagree"]  # both scored 0
+    limit = _row(index, "q-limit")
+    assert limit["arms"]["fs"]["epochs"][0]["limit_hit"] == "turns"
+    assert limit["arms"]["fs"]["outcome"] == "limit"
+    assert index["outcomes"] == ["correct", "wrong", "error", "timeout", "limit"]
+
+
+def test_a_question_missing_from_an_arm_has_no_entry_for_it(run_dir: Path) -> None:
+    only = _row(_index(run_dir), "q-only-fs")
+    assert list(only["arms"]) == ["fs"]
+    assert only["versus"] == {} and not only["disagree"]
+    assert only["groups"]["evidence pages"] == ["unanswerable"]
+
+
+def test_missing_and_unreadable_transcripts_are_named_per_epoch(run_dir: Path) -> None:
+    run = load_run(run_dir)
+    entries = {r.key: TranscriptEntry(number=i, question="Q?") for i, r in enumerate(run.records)}
+    broken = next(r for r in run.records if r.qid == "q-broken" and r.arm == "fs")
+    entries[broken.key] = TranscriptEntry(problem="transcript unreadable: not valid JSON")
+    del entries[next(r.key for r in run.records if r.qid == "q-broken" and r.arm == "fs+md-vision")]
+    row = _row(build_index(run.records, manifest=run.manifest, transcripts=entries), "q-broken")
+    fs, md = row["arms"]["fs"]["epochs"][0], row["arms"]["fs+md-vision"]["epochs"][0]
+    assert fs["transcript"] is None and fs["transcript_problem"] == "transcript unreadable: not valid JSON"
+    assert md["transcript"] is None and md["transcript_problem"] == "transcript missing"
+    agree = _row(build_index(run.records, manifest=run.manifest, transcripts=entries), "q-agree")
+    assert isinstance(agree["arms"]["fs"]["epochs"][0]["transcript"], int)
+    assert agree["arms"]["fs"]["epochs"][0]["transcript_problem"] is None
+    assert agree["question"] == "Q?"
+
+
+def test_a_record_without_a_transcript_says_none_was_recorded() -> None:
+    record = make_record("fs", "q1", "d.pdf")  # transcript=None, as older runs wrote
+    epoch = build_index([record])["questions"][0]["arms"]["fs"]["epochs"][0]
+    assert epoch["transcript"] is None
+    assert epoch["transcript_problem"] == "no transcript was recorded for this sample"
+
+
+def test_one_question_one_arm_without_summary() -> None:
+    index = build_index([make_record("fs", "only", "d.pdf", score=0.5)])
+    assert index["arms"] == ["fs"] and index["reference_arm"] == "fs"
+    assert index["summary"]["sections"] == []
+    row = index["questions"][0]
+    assert row["arms"]["fs"]["outcome"] == "partial" and row["versus"] == {}
+    assert index["outcomes"] == ["partial"]
+
+
+def test_the_summary_becomes_the_reports_tables(run_dir: Path) -> None:
+    from harness.report import build_report
+
+    run = load_run(run_dir)
+    summary = build_report(run, resamples=200).summary
+    index = build_index(run.records, manifest=run.manifest, summary=summary)
+    titles = [s["title"] for s in index["summary"]["sections"]]
+    assert titles[0] == "Arms" and "fs+md-vision vs fs (paired, 6 questions)" in titles
+    assert index["summary"]["source"] == "summary.json"
+    assert any("arms cover different questions" in w for w in index["summary"]["warnings"])
+
+
+def test_baseline_runs_are_labelled_floors() -> None:
+    index = build_index([make_record("fs", "q", "d.pdf", model="baseline/keyword")])
+    assert index["floor"] and "not a model result" in index["label"]
+
+
+def test_view_transcript_links_only_stored_images(run_dir: Path) -> None:
+    stored = "images/" + "a" * 64 + ".png"
+    document = {
+        "events": [
+            {
+                "type": "tool_result",
+                "name": "read_file",
+                "content": [
+                    {"type": "image", "path": stored, "media_type": "image/png"},
+                    {"type": "image", "path": "images/" + "b" * 64 + ".png"},
+                    {"type": "image", "path": "../../etc/passwd"},
+                    {"type": "image", "path": "javascript:alert(1)"},
+                ],
+                "meta": {
+                    "io.github.docab/usage": {"input_tokens": 70, "cached_tokens": 20, "output_tokens": 5}
+                },
+            }
+        ]
+    }
+    event = view_transcript(document, {stored})["events"][0]
+    assert [b["src"] for b in event["content"]] == [f"../{stored}", None, None, None]
+    assert [b["problem"] for b in event["content"]] == [
+        None,
+        "image file missing",
+        "unsafe path",
+        "unsafe path",
+    ]
+    assert event["usage"] == {
+        "role": "tool-side",
+        "model": "",
+        "input": 70,
+        "cache_read": 20,
+        "cache_write": 0,
+        "output": 5,
+        "reasoning": 0,
+    }
+
+
+def test_view_transcript_survives_malformed_documents() -> None:
+    assert view_transcript(["not", "a", "dict"])["problem"] == "transcript unreadable: not a JSON object"
+    view = view_transcript(
+        {
+            "tools": "nope",
+            "events": [
+                "a string",
+                {"type": "message", "role": "user", "content": "plain text"},
+                {
+                    "type": "model_turn",
+                    "usage": {"input_uncached": "12", "output": None},
+                    "latency_s": math.nan,
+                },
+                {"type": "model_turn", "usage": {"input_uncached": 8, "output": 2}, "tool_calls": [None]},
+                {
+                    "type": "tool_result",
+                    "content": [{"type": "audio"}],
+                    "duration_s": "slow",
+                    "is_error": "yes",
+                },
+                {"type": "answer", "score": "high", "errors": "boom", "extraction_usage": [{"output": 3}]},
+                {"type": "brand_new", "x": 1},
+            ],
+        }
+    )
+    kinds = [e["type"] for e in view["events"]]
+    assert kinds == ["other", "message", "model_turn", "model_turn", "tool_result", "answer", "other"]
+    assert view["tools"] == []
+    assert view["events"][1]["content"] == [{"type": "text", "text": "plain text"}]
+    first, second = view["events"][2], view["events"][3]
+    assert first["latency_s"] is None and first["usage"]["input"] == 12 and first["tokens_so_far"] == 12
+    assert second["tokens_so_far"] == 22 and second["tool_calls"][0]["name"] == "?"
+    result = view["events"][4]
+    assert (
+        result["duration_s"] is None
+        and result["is_error"] is False
+        and result["content"][0]["type"] == "other"
+    )
+    answer = view["events"][5]
+    assert answer["score"] is None and answer["errors"] == [] and answer["extraction_usage"][0]["output"] == 3
+    assert view["events"][6]["label"] == "brand_new" and '"x": 1' in view["events"][6]["json"]
+    assert question_text(view) == "plain text"
+    json.dumps(finite(view), allow_nan=False)  # nothing JSON cannot carry
+
+
+def test_plots_in_reading_order() -> None:
+    plots = plot_order(["tokens.png", "zeta.png", "accuracy.png", "accuracy_vs_tokens.png"])
+    assert [p.name for p in plots] == ["accuracy.png", "accuracy_vs_tokens.png", "tokens.png", "zeta.png"]
+    assert plots[0].entry == {"title": "Accuracy and F1 per arm", "src": "../plots/accuracy.png"}
+    assert plots[-1].entry["title"] == "zeta"
+
+
+# -- the HTML ------------------------------------------------------------------------------------------------
+
+
+def test_hostile_text_stays_data_in_the_page(run_dir: Path) -> None:
+    index = _index(run_dir)
+    page = render_index(index)
+    assert (
+        _row(index, "q-hostile")["arms"]["fs"]["epochs"][0]["raw_answer"] == HOSTILE
+    )  # the data holds it ...
+    assert "</script><img" not in page and "<!--" not in page  # ... the page never does, raw
+    assert page.count("<script") == 2 and page.count("</script>") == 2
+    assert _embedded(page) == index  # and it comes back intact
+    script = transcript_script(3, {"text": HOSTILE})
+    assert "<" not in script and "\u2028" not in script
+    assert json.loads(script[len("docabTranscriptLoaded(3,") : -len(");\n")]) == {"text": HOSTILE}
+
+
+def test_embed_json_refuses_nan_so_the_page_never_holds_invalid_json() -> None:
+    with pytest.raises(ValueError):
+        embed_json({"x": math.nan})
+    assert embed_json(finite({"x": math.nan, "y": [math.inf]})) == '{"x":null,"y":[null]}'
+
+
+def test_the_page_allows_only_its_own_script_and_style() -> None:
+    page = render_index(build_index([make_record("fs", "q", "d.pdf")]))
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    assert "default-src 'none'" in policy and "'unsafe-inline'" not in policy
+    assert "script-src 'sha256-" in policy and "style-src 'sha256-" in policy
+    for name in ("viewer.js", "viewer.css"):
+        assert "</style" not in asset(name).lower() and "</script" not in asset(name).lower()
+    assert "innerHTML" not in asset("viewer.js") and "insertAdjacentHTML" not in asset("viewer.js")
+
+
+# -- the files written --------------------------------------------------------------------------------------
+
+
+def test_write_viewer_writes_the_page_and_one_script_per_readable_transcript(run_dir: Path) -> None:
+    result = write_viewer(run_dir, draw_plots=False, resamples=200)
+    assert result.path == run_dir / "viewer" / "index.html"
+    assert (result.questions, result.records, result.transcripts) == (7, 15, 13)
+    assert sorted(p.split(":")[0] for p in result.problems) == [
+        "fs q-broken epoch 0",
+        "fs+md-vision q-broken epoch 0",
+    ]
+    scripts = sorted((run_dir / "viewer" / "transcripts").iterdir())
+    assert len(scripts) == 13
+    index = _embedded(result.path.read_text(encoding="utf-8"))
+    number = _row(index, "q-agree")["arms"]["fs"]["epochs"][1]["transcript"]
+    body = (run_dir / "viewer" / "transcripts" / f"{number}.js").read_text(encoding="utf-8")
+    assert f"{MARKER} epoch 1" in body
+    assert _row(index, "q-agree")["question"] == "Question: In which year was Northwind founded?"
+    assert index["summary"]["source"] == "computed" and "summary.json is missing" in index["summary"]["note"]
+    assert index["plots"] == []  # draw_plots=False and none present
+    assert not list(run_dir.glob(".viewer-*"))  # no staging folder left behind
+
+
+def test_write_viewer_draws_missing_plots_and_uses_a_fresh_summary(run_dir: Path) -> None:
+    from harness.report import build_report
+
+    summary = build_report(load_run(run_dir), resamples=200).summary
+    summary["warnings"] = ["from the file"]
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    result = write_viewer(run_dir, resamples=200)
+    assert sorted(p.name for p in result.plots_drawn) == [
+        "accuracy.png",
+        "accuracy_by_evidence_source.png",
+        "accuracy_vs_tokens.png",
+        "tokens.png",
+    ]
+    index = _embedded(result.path.read_text(encoding="utf-8"))
+    assert index["summary"]["source"] == "summary.json" and index["summary"]["warnings"] == ["from the file"]
+    assert index["plots"][0]["src"] == "../plots/accuracy.png"
+    # A second run finds the plots fresh and draws nothing.
+    assert write_viewer(run_dir, resamples=200).plots_drawn == []
+
+
+def test_a_summary_older_than_the_records_is_recomputed(run_dir: Path) -> None:
+    (run_dir / "summary.json").write_text(json.dumps({"warnings": ["stale"], "arms": []}))
+    records = run_dir / "records.jsonl"
+    os.utime(run_dir / "summary.json", (records.stat().st_mtime - 60, records.stat().st_mtime - 60))
+    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    assert index["summary"]["source"] == "computed"
+    assert "older than records.jsonl" in index["summary"]["note"]
+
+
+def test_a_summary_of_another_layout_is_recomputed(run_dir: Path) -> None:
+    (run_dir / "summary.json").write_text(json.dumps({"arms": [{"arm": "fs"}]}))
+    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    assert index["summary"]["source"] == "computed" and "another layout" in index["summary"]["note"]
+
+
+def test_rewriting_replaces_the_viewer_whole(run_dir: Path) -> None:
+    write_viewer(run_dir, draw_plots=False, resamples=200)
+    stale = run_dir / "viewer" / "transcripts" / "999.js"
+    stale.write_text("old")
+    write_viewer(run_dir, draw_plots=False, resamples=200)
+    assert not stale.exists()
+
+
+def test_a_transcript_outside_the_run_folder_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.json"
+    outside.write_text(json.dumps({"events": [{"type": "message", "role": "user", "content": "secret"}]}))
+    record = make_record("fs", "q", "d.pdf")
+    folder = write_run(
+        tmp_path / "run", [RunRecord.from_dict({**record.to_dict(), "transcript": "../secret.json"})]
+    )
+    result = write_viewer(folder, draw_plots=False, resamples=200)
+    assert result.transcripts == 0 and "outside the run folder" in result.problems[0]
+    assert "secret" not in "".join(p.read_text() for p in (folder / "viewer").rglob("*.*"))
+
+
+def test_transcript_size_limit_at_its_edge(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"events": []}))
+    size = path.stat().st_size
+    assert read_transcript(path, max_bytes=size) == ({"events": []}, None)
+    document, problem = read_transcript(path, max_bytes=size - 1)
+    assert document is None and problem.startswith("transcript too large to show")
+    assert read_transcript(tmp_path / "gone.json") == (None, "transcript missing")
+    (tmp_path / "bad.json").write_bytes(b"\xff\xfe{")
+    assert "not valid JSON" in read_transcript(tmp_path / "bad.json")[1]
+
+
+# -- the command ----------------------------------------------------------------------------------------------
+
+
+def test_view_command_writes_the_viewer_and_names_its_problems(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["view", str(run_dir), "--no-plots", "--resamples", "200"]) == 0
+    out, err = capsys.readouterr()
+    assert f"wrote {run_dir / 'viewer' / 'index.html'} (7 questions, 13 of 15 transcripts" in out
+    assert "open: file://" in out
+    assert "warning: fs q-broken epoch 0: transcript unreadable" in err
+    assert "warning: fs+md-vision q-broken epoch 0: transcript missing" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda p: None, "is not a run folder"),
+        (lambda p: p.mkdir(), "has no records.jsonl yet"),
+        (lambda p: (p.mkdir(), (p / "records.jsonl").write_text("")), "no run records"),
+    ],
+)
+def test_view_command_errors_are_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setup: Any, message: str
+) -> None:
+    folder = tmp_path / "run"
+    setup(folder)
+    assert main(["view", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("docab view: error: ") and message in err and "Traceback" not in err
+    assert not (folder / "viewer").exists()
+
+
+def test_view_command_reports_a_folder_it_cannot_write(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (run_dir / "viewer").write_text("a file where the viewer folder goes")
+    assert main(["view", str(run_dir), "--no-plots", "--resamples", "200"]) == 2
+    err = capsys.readouterr().err
+    assert "docab view: error: could not write the viewer into" in err
+    assert not list(run_dir.glob(".viewer-*"))
+
+
+def test_view_command_rejects_too_few_resamples(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["view", str(run_dir), "--resamples", "5"]) == 2
+    assert "--resamples must be at least 100" in capsys.readouterr().err
+
+
+def test_view_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["view", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "RUN_DIR/viewer/index.html" in out and "no server" in out and "--no-plots" in out
+    assert main(["--help"]) == 0
+    assert "docab view RUN_DIR" in capsys.readouterr().out
+
+
+# -- the page in a browser ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Any:
+    binary = find_chromium()
+    if binary is None:
+        pytest.skip(
+            "no Chromium found: install Debian's chromium package (.ci/run does) or set DOCAB_CHROMIUM"
+        )
+    with Chromium.launch(binary) as browser:
+        yield browser
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data.startswith(PNG) and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+SHOWING = "(qid => document.querySelector('#question h2')?.textContent.startsWith(qid))"
+VISIBLE_ROWS = "document.querySelectorAll('#questions tbody tr[data-index]:not([hidden])').length"
+
+
+def _choose(page: Any, select: str, value: str) -> None:
+    page.evaluate(
+        f"(() => {{ const s = document.getElementById({json.dumps(select)}); s.value = {json.dumps(value)};"
+        " s.dispatchEvent(new Event('change')); })()"
+    )
+
+
+def test_the_viewer_in_headless_chromium(run_dir: Path, chromium: Chromium, tmp_path: Path) -> None:
+    write_viewer(run_dir, resamples=200)
+    page = chromium.new_page()
+    page.navigate((run_dir / "viewer" / "index.html").as_uri())
+
+    # It loads: the header, the summary tables, the plots, every question.
+    assert page.wait_until(VISIBLE_ROWS) == 7
+    assert page.evaluate("document.querySelector('h1').textContent") == "Run run"
+    assert page.evaluate("document.querySelectorAll('#summary table').length") >= 2
+    assert page.wait_until(
+        "Array.from(document.querySelectorAll('#plots img')).every(i => i.complete && i.naturalWidth > 0)"
+    )
+
+    # The table filters: by outcome and arm, by breakdown, by text; reset shows everything again.
+    _choose(page, "filter-outcome", "error")
+    assert page.evaluate(VISIBLE_ROWS) == 1
+    _choose(page, "filter-outcome", "wrong")
+    assert page.evaluate(VISIBLE_ROWS) == 2  # q-differ (fs+md-vision) and q-hostile
+    _choose(page, "filter-arm", "fs")
+    assert page.evaluate(VISIBLE_ROWS) == 1  # only q-hostile is wrong in fs
+    _choose(page, "filter-outcome", "missing")
+    assert page.evaluate(VISIBLE_ROWS) == 0
+    _choose(page, "filter-arm", "fs+md-vision")
+    assert page.evaluate(VISIBLE_ROWS) == 1
+    assert page.evaluate("document.querySelector('#question-count').textContent") == "1 of 7 questions"
+    page.evaluate("document.getElementById('filter-reset').click()")
+    _choose(page, "filter-outcome", "disagree")
+    assert page.evaluate(VISIBLE_ROWS) == 1
+    page.evaluate("document.getElementById('filter-reset').click()")
+    _choose(page, "filter-document-type", "Guidebook")
+    assert page.evaluate(VISIBLE_ROWS) == 2
+    page.evaluate("document.getElementById('filter-reset').click()")
+    page.evaluate(
+        "(() => { const s = document.getElementById('filter-search'); s.value = 'NORTHWIND';"
+        " s.dispatchEvent(new Event('input')); })()"
+    )
+    assert page.evaluate(VISIBLE_ROWS) == 2
+    page.evaluate("document.getElementById('filter-reset').click()")
+    assert page.evaluate(VISIBLE_ROWS) == 7
+
+    # A transcript opens: both arms side by side, the tool output and its image shown.
+    page.evaluate("document.querySelector('#questions tbody tr[data-index]').click()")
+    page.wait_until(
+        f"document.querySelector('#arms') && document.querySelector('#arms').textContent.includes('{MARKER} epoch 0')"
+    )
+    assert page.evaluate("location.hash") == "#q=q-agree"
+    assert page.evaluate("document.querySelectorAll('#arms .arm-column .events').length") == 2
+    assert page.evaluate("document.querySelector('#arms').textContent.includes('read_file')")
+    page.evaluate("document.querySelectorAll('#arms .event img').forEach(i => { i.loading = 'eager'; })")
+    assert page.wait_until(
+        "(() => { const i = document.querySelectorAll('#arms .event img');"
+        " return i.length === 2 && Array.from(i).every(x => x.complete && x.naturalWidth === 64); })()"
+    )
+    # The epoch selector switches to the other epoch's transcripts.
+    page.evaluate(
+        "Array.from(document.querySelectorAll('.epochs button')).find(b => b.textContent === '1').click()"
+    )
+    page.wait_until(f"document.querySelector('#arms').textContent.includes('{MARKER} epoch 1')")
+    screenshot = page.screenshot()
+    (tmp_path / "question.png").write_bytes(screenshot)
+
+    # Hostile text is shown as text and runs nothing.
+    page.navigate((run_dir / "viewer" / "index.html").as_uri() + "#q=q-hostile")
+    page.wait_until(f"{SHOWING}('q-hostile') && document.querySelectorAll('#arms .events').length === 2")
+    assert page.evaluate(
+        "document.querySelector('#arms').textContent.includes('onerror=\"window.__pwned=1\"')"
+    )
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.evaluate("document.querySelectorAll('img[src=\"x\"]').length") == 0
+
+    # A missing transcript says so; the page goes on working.
+    page.navigate((run_dir / "viewer" / "index.html").as_uri() + "#q=q-broken")
+    page.wait_until(
+        f"{SHOWING}('q-broken') && document.querySelectorAll('#arms .notice.problem').length === 2"
+    )
+    assert page.evaluate("document.querySelector('#arms').textContent.includes('transcript missing')")
+    page.evaluate("document.getElementById('back').click()")
+    page.wait_until("!document.getElementById('overview').hidden")
+
+    overview = page.screenshot()
+    (tmp_path / "overview.png").write_bytes(overview)
+    for shot in (screenshot, overview):
+        assert _png_size(shot) == (1400, 1000) and len(shot) > 20_000  # the viewport, not a blank image
+    assert page.errors() == []
