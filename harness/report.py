@@ -403,10 +403,16 @@ def mde_statement(analysis: stats.PairedAnalysis) -> str:
     if not math.isfinite(analysis.mde):
         return "The minimum detectable effect cannot be estimated from this run (too few questions or documents)."
     icc = 0.0 if math.isnan(analysis.icc) else analysis.icc
+    basis = (
+        "no question's score differed between the arms, so the variance of the differences is taken "
+        "at its 95 % upper bound (rule of three); "
+        if analysis.mde_bounded
+        else ""
+    )
     return (
         f"Differences in accuracy under {analysis.mde * 100:.1f} points are not resolvable with this run "
         f"(n = {analysis.n} questions on {analysis.clusters} documents, ICC {icc:.2f}; "
-        "80 % power, two-sided alpha 0.05)."
+        f"{basis}80 % power, two-sided alpha 0.05)."
     )
 
 
