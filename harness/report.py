@@ -449,6 +449,7 @@ def compare_arms(
         return result
     analysis = stats.paired_analysis(paired_data(a, b, common), resamples=resamples, seed=seed)
     result["itt"] = analysis.to_dict()
+    result["evidence_recall"] = evidence_recall_difference(a, b, common, resamples=resamples, seed=seed)
     result["mde_statement"] = mde_statement(analysis)
     overhead = [b[q].first_call_input - a[q].first_call_input for q in common]
     finite = [x for x in overhead if math.isfinite(x)]
@@ -466,6 +467,36 @@ def compare_arms(
         sensitivity["note"] = "no errors or timeouts: identical to intention-to-treat"
     result["pairs_dropped"] = sensitivity
     return result
+
+
+def evidence_recall_difference(
+    a: Mapping[str, QuestionOutcome],
+    b: Mapping[str, QuestionOutcome],
+    common: Sequence[str],
+    *,
+    resamples: int,
+    seed: int,
+) -> dict[str, Any] | None:
+    """B's evidence recall minus A's on the paired questions that list evidence pages, with the
+    paired cluster bootstrap by document; None when no paired question lists any."""
+    with_evidence = [
+        q for q in common if math.isfinite(a[q].evidence_recall) and math.isfinite(b[q].evidence_recall)
+    ]
+    if not with_evidence:
+        return None
+    docs = np.array([a[q].doc_id for q in with_evidence], dtype=object)
+    gap = stats.bootstrap_mean(
+        [b[q].evidence_recall - a[q].evidence_recall for q in with_evidence],
+        docs,
+        resamples=resamples,
+        seed=seed,
+    )
+    return {
+        "questions": len(with_evidence),
+        "a": stats.json_number(float(np.mean([a[q].evidence_recall for q in with_evidence]))),
+        "b": stats.json_number(float(np.mean([b[q].evidence_recall for q in with_evidence]))),
+        "difference": gap.to_dict(),
+    }
 
 
 # -- breakdowns -----------------------------------------------------------------------------------------
