@@ -97,8 +97,11 @@ def read_records(path: Path) -> tuple[list[RunRecord], list[str]]:
     return records, warnings
 
 
-def load_run(*run_dirs: Path | str) -> RunData:
-    """One run, or several (shards, reruns) merged; a record key seen twice keeps its last copy."""
+def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
+    """One run, or several merged. Shards (disjoint questions) simply unite. A record key seen
+    twice keeps its last copy (a resumed or repeated shard), unless ``reruns_as_epochs``: then each
+    folder's records of a question already seen in an earlier folder become further epochs of it,
+    so reruns of one config average like ``epochs = k`` would."""
     if not run_dirs:
         raise ReportError("no run folder given")
     sources = tuple(Path(d) for d in run_dirs)
@@ -124,6 +127,8 @@ def load_run(*run_dirs: Path | str) -> RunData:
             warnings.append(f"{folder} has no manifest.json; reporting the records alone")
         found, problems = read_records(path)
         warnings += [f"{folder.name}/{p}" for p in problems]
+        if reruns_as_epochs:
+            found = _as_further_epochs(found, records.values())
         for record in found:
             duplicates += record.key in records
             records[record.key] = record
@@ -132,6 +137,18 @@ def load_run(*run_dirs: Path | str) -> RunData:
     if not records:
         raise ReportError(f"no run records in {', '.join(str(s) for s in sources)}")
     return RunData(sources, manifest, tuple(records.values()), tuple(warnings))
+
+
+def _as_further_epochs(found: Sequence[RunRecord], earlier: Iterable[RunRecord]) -> list[RunRecord]:
+    """``found`` with the epochs of questions already in ``earlier`` numbered after theirs."""
+    last: dict[tuple[str, str], int] = {}
+    for record in earlier:
+        key = (record.arm, record.qid)
+        last[key] = max(last.get(key, -1), record.epoch)
+    return [
+        dataclasses.replace(r, epoch=r.epoch + last[(r.arm, r.qid)] + 1) if (r.arm, r.qid) in last else r
+        for r in found
+    ]
 
 
 # -- one question, one arm --------------------------------------------------------------------------

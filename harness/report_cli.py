@@ -74,6 +74,12 @@ def register(subparsers: Any) -> None:
     report.add_argument(
         "--no-write", action="store_true", help="print only; write no report.md or summary.json"
     )
+    report.add_argument(
+        "--reruns-as-epochs",
+        action="store_true",
+        help="with several folders: a question seen again in a later folder is a further epoch of it "
+        "(reruns of one config), not a duplicate (resumed shards)",
+    )
     _statistics_options(report)
     report.set_defaults(func=run_report)
 
@@ -149,7 +155,7 @@ def run_report(args: argparse.Namespace) -> int:
     from harness.report_render import to_markdown
 
     try:
-        run = load_run(*args.run_dirs)
+        run = load_run(*args.run_dirs, reruns_as_epochs=args.reruns_as_epochs)
         report = build_report(run, reference=args.reference, resamples=args.resamples, seed=args.seed)
     except ReportError as exc:
         raise CommandError(str(exc)) from None
