@@ -29,8 +29,13 @@ def test_report_writes_markdown_json_and_plots(tmp_path: Path, capsys: pytest.Ca
     plots = sorted(p.name for p in (folder / "plots").iterdir())
     assert plots == [
         "accuracy.png",
+        "accuracy_by_answer_format.png",
+        "accuracy_by_answer_path.png",
+        "accuracy_by_document_type.png",
+        "accuracy_by_evidence_pages.png",
         "accuracy_by_evidence_source.png",
         "accuracy_vs_tokens.png",
+        "latency.png",
         "tokens.png",
     ]
     assert all((folder / "plots" / p).read_bytes().startswith(PNG) for p in plots)
