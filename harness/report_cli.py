@@ -22,12 +22,13 @@ tokens by role, cache reads, latency, tool calls, evidence recall), every arm ag
 arm (paired cluster bootstrap, McNemar, Wilcoxon, cost ratios, the minimum detectable effect), and
 breakdowns by evidence source, evidence pages, document type and answer format.
 
-Writes RUN_DIR/report.md and RUN_DIR/summary.json (unless --no-write) and, with --plots,
-PNG plots into RUN_DIR/plots/. Several folders (shards of one run) are merged.
+Writes RUN_DIR/report.md, RUN_DIR/summary.json and PNG plots into RUN_DIR/plots/ (accuracy with
+intervals, accuracy against tokens, token and latency distributions, accuracy per breakdown);
+--no-plots skips the plots, --no-write writes nothing. Several folders (shards of one run) are merged.
 
 examples:
   docab report results/demo
-  docab report results/mmlb-openai --format markdown --plots
+  docab report results/mmlb-openai --format markdown
   docab report results/shard-1 results/shard-2 --format json
 """
 
@@ -67,7 +68,7 @@ def register(subparsers: Any) -> None:
         "run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="results/<run-id>/ folder(s)"
     )
     report.add_argument("--format", choices=FORMATS, default="table", help="what to print (default: table)")
-    report.add_argument("--plots", action="store_true", help="also draw PNG plots into RUN_DIR/plots/")
+    report.add_argument("--no-plots", action="store_true", help="draw no PNG plots into RUN_DIR/plots/")
     report.add_argument(
         "--reference", metavar="ARM", help="the arm others are compared with (default: the first)"
     )
@@ -167,7 +168,7 @@ def run_report(args: argparse.Namespace) -> int:
             (target / "report.md").write_text(to_markdown(report.summary), encoding="utf-8")
             (target / "summary.json").write_text(json.dumps(report.summary, indent=2), encoding="utf-8")
             written += [target / "report.md", target / "summary.json"]
-        if args.plots:
+        if not args.no_plots and not args.no_write:
             from harness.report_plots import write_plots
 
             written += write_plots(report, target / "plots")

@@ -12,13 +12,13 @@ refresh the baseline run:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
 
 from harness.store import read_records
 from tests.conftest import REPO_ROOT
-from tests.harness.test_demo import check_run, demo
 
 BASELINE = REPO_ROOT / "results" / "baselines" / "demo"  # records.jsonl and manifest.json of a demo run
 
@@ -61,18 +61,44 @@ def test_regressions_name_each_question() -> None:
     assert regressions(base, {"fs": {}})[0] == ["fs q1: missing from the run", "fs q2: missing from the run"]
 
 
-def test_the_demo_does_not_regress_against_its_baseline(tmp_path: Path) -> None:
-    result = demo(tmp_path)
-    assert result.returncode == 0, result.stderr
-    check_run(tmp_path, 29)
-    run = tmp_path / "results" / "demo"
-    current = snapshot(read_records(run / "records.jsonl"))
+def test_the_demo_does_not_regress_against_its_baseline(demo_run: Path) -> None:
+    current = snapshot(read_records(demo_run / "records.jsonl"))
     if os.environ.get("DOCAB_UPDATE_BASELINE") == "1":
         BASELINE.mkdir(parents=True, exist_ok=True)
         for name in ("records.jsonl", "manifest.json"):
-            shutil.copyfile(run / name, BASELINE / name)
+            shutil.copyfile(demo_run / name, BASELINE / name)
     baseline = snapshot(read_records(BASELINE / "records.jsonl"))
     worse, better = regressions(baseline, current)
     if better:
         print("improved (refresh the baseline to keep the gain):\n  " + "\n  ".join(better))
     assert not worse, "retrieval quality regressed against results/baselines/demo/:\n  " + "\n  ".join(worse)
+
+
+def test_docab_compare_passes_the_demo_against_its_baseline(demo_run: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from harness.cli import main
+
+    gate = REPO_ROOT / "results" / "baselines" / "gate.toml"
+    code = main(
+        [
+            "compare",
+            str(BASELINE),
+            str(demo_run),
+            "--gate",
+            str(gate),
+            "--resamples",
+            "1000",
+            "--format",
+            "json",
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    document = json.loads(capsys.readouterr().out)
+    assert len(document["comparisons"]) == 2 and document["passed"] is True
+    gated = {c["metric"]: c["verdict"] for c in document["comparisons"][1]["checks"]}
+    assert gated == {
+        "accuracy": "pass",
+        "F1": "pass",
+        "evidence recall": "pass",
+        "tokens": "pass",
+        "latency": "not gated",
+    }

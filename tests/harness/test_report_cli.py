@@ -19,7 +19,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def test_report_writes_markdown_json_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = random_run(tmp_path / "run")
-    code = main(["report", str(folder), "--format", "json", "--plots", "--resamples", "500"])
+    code = main(["report", str(folder), "--format", "json", "--resamples", "500"])
     assert code == 0
     out, err = capsys.readouterr()
     printed = json.loads(out)
