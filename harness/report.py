@@ -417,6 +417,11 @@ def paired_data(
 
 
 def mde_statement(analysis: stats.PairedAnalysis) -> str:
+    if analysis.clusters < 2:
+        return (
+            "The minimum detectable effect cannot be estimated from this run: its questions come from one "
+            "document, and what varies between documents is unknown."
+        )
     if not math.isfinite(analysis.mde):
         return "The minimum detectable effect cannot be estimated from this run (too few questions or documents)."
     icc = 0.0 if math.isnan(analysis.icc) else analysis.icc
@@ -428,7 +433,7 @@ def mde_statement(analysis: stats.PairedAnalysis) -> str:
     )
     return (
         f"Differences in accuracy under {analysis.mde * 100:.1f} points are not resolvable with this run "
-        f"(n = {analysis.n} questions on {analysis.clusters} documents, ICC {icc:.2f}; "
+        f"(n = {analysis.n} question{'s' * (analysis.n != 1)} on {analysis.clusters} documents, ICC {icc:.2f}; "
         f"{basis}80 % power, two-sided alpha 0.05)."
     )
 

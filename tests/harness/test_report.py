@@ -205,7 +205,17 @@ def test_awkward_runs_still_report(tmp_path: Path, documents: int, per_document:
     report = build_report(load_run(folder), resamples=RESAMPLES)
     markdown = to_markdown(report.summary)
     assert "## Arms" in markdown
-    assert report.summary["comparisons"][0]["paired"] == documents * per_document
+    comparison = report.summary["comparisons"][0]
+    assert comparison["paired"] == documents * per_document
+    gap = comparison["itt"]["accuracy"]["difference"]
+    if documents == 1:  # one cluster: no interval and no MDE, said so rather than made up
+        assert gap["low"] is None and gap["high"] is None
+        assert comparison["mde_statement"].startswith("The minimum detectable effect cannot be estimated")
+    else:
+        assert gap["low"] <= gap["estimate"] <= gap["high"]
+        assert "not resolvable" in comparison["mde_statement"]
+    for arm_summary in report.summary["arms"]:  # exact intervals exist however small the run
+        assert 0 <= arm_summary["accuracy"]["low"] <= arm_summary["accuracy"]["high"] <= 1
 
 
 def test_a_single_arm_run_has_no_comparison(tmp_path: Path) -> None:
