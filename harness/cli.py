@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "benchmark.mmlongbench.cli",
     "benchmark.webextract.command",
     "harness.report_cli",
+    "harness.commands.export",
     "harness.commands.view",
 )
 

@@ -97,8 +97,11 @@ def read_records(path: Path) -> tuple[list[RunRecord], list[str]]:
     return records, warnings
 
 
-def load_run(*run_dirs: Path | str) -> RunData:
-    """One run, or several (shards, reruns) merged; a record key seen twice keeps its last copy."""
+def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
+    """One run, or several merged. Shards (disjoint questions) simply unite. A record key seen
+    twice keeps its last copy (a resumed or repeated shard), unless ``reruns_as_epochs``: then each
+    folder's records of a question already seen in an earlier folder become further epochs of it,
+    so reruns of one config average like ``epochs = k`` would."""
     if not run_dirs:
         raise ReportError("no run folder given")
     sources = tuple(Path(d) for d in run_dirs)
@@ -124,6 +127,8 @@ def load_run(*run_dirs: Path | str) -> RunData:
             warnings.append(f"{folder} has no manifest.json; reporting the records alone")
         found, problems = read_records(path)
         warnings += [f"{folder.name}/{p}" for p in problems]
+        if reruns_as_epochs:
+            found = _as_further_epochs(found, records.values())
         for record in found:
             duplicates += record.key in records
             records[record.key] = record
@@ -132,6 +137,18 @@ def load_run(*run_dirs: Path | str) -> RunData:
     if not records:
         raise ReportError(f"no run records in {', '.join(str(s) for s in sources)}")
     return RunData(sources, manifest, tuple(records.values()), tuple(warnings))
+
+
+def _as_further_epochs(found: Sequence[RunRecord], earlier: Iterable[RunRecord]) -> list[RunRecord]:
+    """``found`` with the epochs of questions already in ``earlier`` numbered after theirs."""
+    last: dict[tuple[str, str], int] = {}
+    for record in earlier:
+        key = (record.arm, record.qid)
+        last[key] = max(last.get(key, -1), record.epoch)
+    return [
+        dataclasses.replace(r, epoch=r.epoch + last[(r.arm, r.qid)] + 1) if (r.arm, r.qid) in last else r
+        for r in found
+    ]
 
 
 # -- one question, one arm --------------------------------------------------------------------------
@@ -400,13 +417,24 @@ def paired_data(
 
 
 def mde_statement(analysis: stats.PairedAnalysis) -> str:
+    if analysis.clusters < 2:
+        return (
+            "The minimum detectable effect cannot be estimated from this run: its questions come from one "
+            "document, and what varies between documents is unknown."
+        )
     if not math.isfinite(analysis.mde):
         return "The minimum detectable effect cannot be estimated from this run (too few questions or documents)."
     icc = 0.0 if math.isnan(analysis.icc) else analysis.icc
+    basis = (
+        "no question's score differed between the arms, so the variance of the differences is taken "
+        "at its 95 % upper bound (rule of three); "
+        if analysis.mde_bounded
+        else ""
+    )
     return (
         f"Differences in accuracy under {analysis.mde * 100:.1f} points are not resolvable with this run "
-        f"(n = {analysis.n} questions on {analysis.clusters} documents, ICC {icc:.2f}; "
-        "80 % power, two-sided alpha 0.05)."
+        f"(n = {analysis.n} question{'s' * (analysis.n != 1)} on {analysis.clusters} documents, ICC {icc:.2f}; "
+        f"{basis}80 % power, two-sided alpha 0.05)."
     )
 
 
@@ -443,6 +471,7 @@ def compare_arms(
         return result
     analysis = stats.paired_analysis(paired_data(a, b, common), resamples=resamples, seed=seed)
     result["itt"] = analysis.to_dict()
+    result["evidence_recall"] = evidence_recall_difference(a, b, common, resamples=resamples, seed=seed)
     result["mde_statement"] = mde_statement(analysis)
     overhead = [b[q].first_call_input - a[q].first_call_input for q in common]
     finite = [x for x in overhead if math.isfinite(x)]
@@ -460,6 +489,36 @@ def compare_arms(
         sensitivity["note"] = "no errors or timeouts: identical to intention-to-treat"
     result["pairs_dropped"] = sensitivity
     return result
+
+
+def evidence_recall_difference(
+    a: Mapping[str, QuestionOutcome],
+    b: Mapping[str, QuestionOutcome],
+    common: Sequence[str],
+    *,
+    resamples: int,
+    seed: int,
+) -> dict[str, Any] | None:
+    """B's evidence recall minus A's on the paired questions that list evidence pages, with the
+    paired cluster bootstrap by document; None when no paired question lists any."""
+    with_evidence = [
+        q for q in common if math.isfinite(a[q].evidence_recall) and math.isfinite(b[q].evidence_recall)
+    ]
+    if not with_evidence:
+        return None
+    docs = np.array([a[q].doc_id for q in with_evidence], dtype=object)
+    gap = stats.bootstrap_mean(
+        [b[q].evidence_recall - a[q].evidence_recall for q in with_evidence],
+        docs,
+        resamples=resamples,
+        seed=seed,
+    )
+    return {
+        "questions": len(with_evidence),
+        "a": stats.json_number(float(np.mean([a[q].evidence_recall for q in with_evidence]))),
+        "b": stats.json_number(float(np.mean([b[q].evidence_recall for q in with_evidence]))),
+        "difference": gap.to_dict(),
+    }
 
 
 # -- breakdowns -----------------------------------------------------------------------------------------

@@ -146,16 +146,58 @@ def breakdown_plot(summary: Mapping[str, Any], path: Path, dimension: str = "evi
     return path
 
 
+def latency_plot(report: Report, path: Path) -> Path:
+    """Wall, model and tool time per question, by arm: box plots on a log scale."""
+    summary = report.summary
+    arms = [a["arm"] for a in summary["arms"]]
+    parts = (("wall", "wall_time_s"), ("model", "model_time_s"), ("tools", "tool_time_s"))
+    figure = _figure()
+    axes = figure.add_subplot()
+    series: list[list[float]] = []
+    positions: list[float] = []
+    colours: list[str] = []
+    for i, arm in enumerate(arms):
+        outcomes = list(report.outcomes[arm].values())
+        for j, (_, attribute) in enumerate(parts):
+            values = [getattr(o, attribute) for o in outcomes]
+            series.append([v for v in values if math.isfinite(v) and v > 0] or [math.nan])
+            positions.append(i + (j - 1) * 0.27)
+            colours.append(COLOURS[j % len(COLOURS)])
+    if any(not all(math.isnan(v) for v in s) for s in series):
+        boxes = axes.boxplot(series, positions=positions, widths=0.22, patch_artist=True, showfliers=True)
+        for patch, colour in zip(boxes["boxes"], colours, strict=True):
+            patch.set_facecolor(colour)
+        axes.set_yscale("log")
+        for j, (label, _) in enumerate(parts):
+            axes.plot([], [], color=COLOURS[j % len(COLOURS)], linewidth=8, label=label)
+        axes.legend(title="time")
+    else:
+        axes.text(0.5, 0.5, "no time was recorded", ha="center", va="center", transform=axes.transAxes)
+    axes.set_xticks(range(len(arms)), arms)
+    axes.set_ylabel("seconds per question")
+    axes.set_title(_title("Latency per question", summary))
+    figure.savefig(path)
+    return path
+
+
+def breakdown_file(dimension: str) -> str:
+    return "accuracy_by_" + dimension.replace(" ", "_") + ".png"
+
+
 def write_plots(report: Report, folder: Path) -> list[Path]:
     """Draw every plot into ``folder`` (created if needed); returns the files written."""
+    from harness.report import DIMENSIONS
+
     folder.mkdir(parents=True, exist_ok=True)
     summary = report.summary
     written = [
         accuracy_plot(summary, folder / "accuracy.png"),
         tokens_plot(report, folder / "tokens.png"),
+        latency_plot(report, folder / "latency.png"),
         cost_accuracy_plot(summary, folder / "accuracy_vs_tokens.png"),
     ]
-    breakdown = breakdown_plot(summary, folder / "accuracy_by_evidence_source.png")
-    if breakdown:
-        written.append(breakdown)
+    for dimension in DIMENSIONS:
+        breakdown = breakdown_plot(summary, folder / breakdown_file(dimension), dimension)
+        if breakdown:
+            written.append(breakdown)
     return written

@@ -267,6 +267,20 @@ def _comparison_section(comparison: Mapping[str, Any], arms: Mapping[str, Mappin
             "",
         ],
         ["F1", pct(f1["a"]), pct(f1["b"]), difference(f1["difference"]), "", ""],
+    ]
+    recall = comparison.get("evidence_recall")
+    if recall:
+        rows.append(
+            [
+                f"Evidence recall ({recall['questions']} q)",
+                pct(recall["a"]),
+                pct(recall["b"]),
+                difference(recall["difference"]),
+                "",
+                "",
+            ]
+        )
+    rows += [
         [
             "Tokens/q (median)",
             count(tokens["a"]["median"]),
@@ -342,11 +356,9 @@ def _escape(cell: str) -> str:
     return cell.replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(summary: Mapping[str, Any]) -> str:
-    lines = [f"# {title(summary)}", ""]
-    if summary.get("floor"):
-        lines += [f"> **Floor:** an arm in this run is an {summary['label']}.", ""]
-    for section in sections(summary):
+def sections_markdown(parts: Sequence[Section]) -> list[str]:
+    lines: list[str] = []
+    for section in parts:
         lines += [f"## {section.title}", ""]
         if section.rows:
             lines.append("| " + " | ".join(_escape(h) for h in section.headers) + " |")
@@ -358,22 +370,24 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
         lines += [f"- {note}" for note in section.notes]
         if section.notes:
             lines.append("")
+    return lines
+
+
+def to_markdown(summary: Mapping[str, Any]) -> str:
+    lines = [f"# {title(summary)}", ""]
+    if summary.get("floor"):
+        lines += [f"> **Floor:** an arm in this run is an {summary['label']}.", ""]
+    lines += sections_markdown(sections(summary))
     if summary.get("warnings"):
         lines += ["## Warnings", "", *[f"- {w}" for w in summary["warnings"]], ""]
     lines += ["## Method", "", METHOD_NOTE, ""]
     return "\n".join(lines)
 
 
-def print_console(summary: Mapping[str, Any], console: Any = None) -> None:
-    from rich.console import Console
-    from rich.panel import Panel
+def print_sections(parts: Sequence[Section], console: Any) -> None:
     from rich.table import Table
 
-    console = console or Console()
-    console.print(f"[bold]{title(summary)}[/bold]")
-    if summary.get("floor"):
-        console.print(Panel(f"Floor: an arm in this run is an {summary['label']}.", style="yellow"))
-    for section in sections(summary):
+    for section in parts:
         table = Table(title=section.title, title_justify="left", show_lines=False, header_style="bold")
         for index, header in enumerate(section.headers):
             table.add_column(
@@ -384,6 +398,64 @@ def print_console(summary: Mapping[str, Any], console: Any = None) -> None:
         console.print(table)
         for note in section.notes:
             console.print(f"  {note}", style="dim")
+
+
+def print_console(summary: Mapping[str, Any], console: Any = None) -> None:
+    from rich.console import Console
+    from rich.panel import Panel
+
+    console = console or Console()
+    console.print(f"[bold]{title(summary)}[/bold]")
+    if summary.get("floor"):
+        console.print(Panel(f"Floor: an arm in this run is an {summary['label']}.", style="yellow"))
+    print_sections(sections(summary), console)
     for warning in summary.get("warnings", []):
         console.print(f"warning: {warning}", style="yellow")
     console.print(METHOD_NOTE, style="dim")
+
+
+# -- docab compare ----------------------------------------------------------------------------------------
+
+
+def gate_section(comparison: Mapping[str, Any], checks: Sequence[Any]) -> Section:
+    """The gate's verdict per metric (``harness.gate.Check`` objects) for one comparison."""
+    rows = []
+    for check in checks:
+        if check.unit == "points":
+            change = "–" if check.change is None else f"{check.change:+.1f} pts"
+            limit = (
+                "–"
+                if check.threshold is None
+                else f"−{check.threshold:g} pts"
+                if check.threshold
+                else "0 pts"
+            )
+            values = (pct(check.a), pct(check.b))
+        else:
+            change = "–" if check.change is None else f"{check.change:+.1f} %"
+            limit = "–" if check.threshold is None else f"+{check.threshold:g} %"
+            shown = seconds if check.metric == "latency" else count
+            values = (shown(check.a), shown(check.b))
+        interval = (
+            f"[{check.low:+.1f}, {check.high:+.1f}]"
+            if check.low is not None and check.high is not None
+            else "–"
+        )
+        rows.append([check.metric, *values, change, interval, limit, check.verdict.upper()])
+    return Section(
+        f"Gate: {comparison['b']} against {comparison['a']}",
+        ["metric", "A", "B", "change", "95 % CI", "allowed", "verdict"],
+        rows,
+        [
+            "Scores change in points (B − A); tokens and latency by the paired geometric-mean ratio "
+            "(A and B show medians). A metric fails only when it is worse than allowed and its "
+            "interval excludes no change."
+        ],
+    )
+
+
+def compare_sections(
+    comparison: Mapping[str, Any], summary: Mapping[str, Any], checks: Sequence[Any]
+) -> list[Section]:
+    arms = {arm["arm"]: arm for arm in summary["arms"]}
+    return [_comparison_section(comparison, arms), gate_section(comparison, checks)]

@@ -603,6 +603,7 @@ class PairedAnalysis:
     latency: CostComparison
     icc: float  # of the differences, within documents
     mde: float  # minimum detectable accuracy difference at this n (alpha 0.05, power 0.8)
+    mde_bounded: bool = False  # no pair differed: Var(d) is the rule-of-three bound, not an estimate
 
     def to_dict(self) -> dict[str, Any]:
         t = self.accuracy_difference_t
@@ -626,6 +627,7 @@ class PairedAnalysis:
             "latency": self.latency.to_dict(),
             "icc": json_number(self.icc),
             "mde": json_number(self.mde),
+            "mde_bounded": self.mde_bounded,
         }
 
 
@@ -688,6 +690,12 @@ def paired_analysis(
     f1_b = float(generalised_f1(f1_columns["sb"].sum(), data.answerable.sum(), data.answered_b.sum()))
     icc = icc_oneway(diff, clusters)
     variance = float(np.var(diff, ddof=1)) if diff.size > 1 else math.nan
+    # Identical arms give Var(d) = 0 and an MDE of 0, which would claim every difference resolvable.
+    # No discordant pair in n bounds the discordance rate (and so Var(d)) by 3/n at 95 % (the rule
+    # of three); the MDE is stated on that bound instead.
+    bounded = variance == 0.0
+    if bounded:
+        variance = min(1.0, 3.0 / data.n)
     per_document = data.n / count if count else 1.0
     mde = minimum_detectable_effect(
         data.n, variance, questions_per_document=per_document, icc=0.0 if math.isnan(icc) else icc
@@ -708,4 +716,5 @@ def paired_analysis(
         latency=compare_costs(data.latency_a, data.latency_b, resampler),
         icc=icc,
         mde=mde,
+        mde_bounded=bounded,
     )

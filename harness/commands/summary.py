@@ -42,6 +42,6 @@ def launch_and_report(request: Any) -> int:
         raise
     print_summary(outcome.run_dir)
     print(
-        f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); more: docab report {outcome.run_dir} --plots"
+        f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); plots: docab report {outcome.run_dir}; transcripts: docab view {outcome.run_dir}"
     )
     return 0

@@ -205,7 +205,17 @@ def test_awkward_runs_still_report(tmp_path: Path, documents: int, per_document:
     report = build_report(load_run(folder), resamples=RESAMPLES)
     markdown = to_markdown(report.summary)
     assert "## Arms" in markdown
-    assert report.summary["comparisons"][0]["paired"] == documents * per_document
+    comparison = report.summary["comparisons"][0]
+    assert comparison["paired"] == documents * per_document
+    gap = comparison["itt"]["accuracy"]["difference"]
+    if documents == 1:  # one cluster: no interval and no MDE, said so rather than made up
+        assert gap["low"] is None and gap["high"] is None
+        assert comparison["mde_statement"].startswith("The minimum detectable effect cannot be estimated")
+    else:
+        assert gap["low"] <= gap["estimate"] <= gap["high"]
+        assert "not resolvable" in comparison["mde_statement"]
+    for arm_summary in report.summary["arms"]:  # exact intervals exist however small the run
+        assert 0 <= arm_summary["accuracy"]["low"] <= arm_summary["accuracy"]["high"] <= 1
 
 
 def test_a_single_arm_run_has_no_comparison(tmp_path: Path) -> None:
@@ -267,6 +277,31 @@ def test_shards_merge(tmp_path: Path) -> None:
     two = write_run(tmp_path / "s2", records[6:])
     run = load_run(one, two)
     assert len(run.records) == 12 and run.arms == ["fs", "md"]
+
+
+def test_reruns_of_one_config_merge_as_further_epochs(tmp_path: Path) -> None:
+    first = write_run(
+        tmp_path / "r1", [make_record("a", "q1", "d1", score=1), make_record("a", "q2", "d2", score=1)]
+    )
+    again = [
+        make_record("a", "q1", "d1", score=0),
+        make_record("a", "q1", "d1", epoch=1, score=0),
+        make_record("a", "q3", "d3", score=1),  # only in the rerun: stays epoch 0
+    ]
+    second = write_run(tmp_path / "r2", again)
+    run = load_run(first, second, reruns_as_epochs=True)
+    assert sorted((r.qid, r.epoch) for r in run.records) == [
+        ("q1", 0),
+        ("q1", 1),
+        ("q1", 2),
+        ("q2", 0),
+        ("q3", 0),
+    ]
+    assert not any("more than once" in w for w in run.warnings)
+    a = arm(build_report(run, resamples=RESAMPLES).summary, "a")
+    assert a["epochs"] == 3 and a["accuracy"]["value"] == pytest.approx((1 / 3 + 1 + 1) / 3)
+    # Without the flag the rerun's copy of (q1, epoch 0) replaces the first run's.
+    assert len(load_run(first, second).records) == 4
 
 
 def test_records_that_are_not_run_records_are_reported(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def test_report_writes_markdown_json_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = random_run(tmp_path / "run")
-    code = main(["report", str(folder), "--format", "json", "--plots", "--resamples", "500"])
+    code = main(["report", str(folder), "--format", "json", "--resamples", "500"])
     assert code == 0
     out, err = capsys.readouterr()
     printed = json.loads(out)
@@ -29,8 +29,13 @@ def test_report_writes_markdown_json_and_plots(tmp_path: Path, capsys: pytest.Ca
     plots = sorted(p.name for p in (folder / "plots").iterdir())
     assert plots == [
         "accuracy.png",
+        "accuracy_by_answer_format.png",
+        "accuracy_by_answer_path.png",
+        "accuracy_by_document_type.png",
+        "accuracy_by_evidence_pages.png",
         "accuracy_by_evidence_source.png",
         "accuracy_vs_tokens.png",
+        "latency.png",
         "tokens.png",
     ]
     assert all((folder / "plots" / p).read_bytes().startswith(PNG) for p in plots)
@@ -71,21 +76,40 @@ def test_too_few_resamples_are_refused(tmp_path: Path, capsys: pytest.CaptureFix
 def test_compare_arms_within_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = random_run(tmp_path / "run")
     assert main(["compare", str(folder), "--format", "json", "--resamples", "300"]) == 0
-    summary = json.loads(capsys.readouterr().out)
-    assert [a["arm"] for a in summary["arms"]] == ["fs", "fs+md-vision"]
-    assert summary["comparisons"][0]["paired"] == 60
+    document = json.loads(capsys.readouterr().out)
+    (only,) = document["comparisons"]
+    assert [a["arm"] for a in only["arms"]] == ["fs", "fs+md-vision"]
+    assert only["comparison"]["paired"] == 60
+    assert [c["metric"] for c in only["checks"]] == ["accuracy", "F1", "evidence recall", "tokens", "latency"]
+    assert {c["verdict"] for c in only["checks"]} == {"not gated"}  # no threshold given
+    assert document["passed"] is True
 
 
-def make_pair(tmp_path: Path, new_accuracy: float) -> tuple[Path, Path]:
-    """A baseline run and a new run of the same arm over the same questions."""
+def make_pair(
+    tmp_path: Path,
+    new_accuracy: float,
+    *,
+    arms: tuple[str, ...] = ("fs+md-vision",),
+    new_tokens: int = 1000,
+    new_pages: tuple[int, ...] = (3,),
+) -> tuple[Path, Path]:
+    """A baseline run and a new run of the same arm(s) over the same questions."""
     base, new = [], []
-    for d in range(20):
-        for q in range(5):
-            qid, doc = f"d{d}#{q}", f"d{d}"
-            base.append(make_record("fs+md-vision", qid, doc, score=1.0 if q < 4 else 0.0))
-            new.append(
-                make_record("fs+md-vision", qid, doc, score=1.0 if q < round(5 * new_accuracy) else 0.0)
-            )
+    for arm in arms:
+        for d in range(20):
+            for q in range(5):
+                qid, doc = f"d{d}#{q}", f"d{d}"
+                base.append(make_record(arm, qid, doc, score=1.0 if q < 4 else 0.0, pages_read=(3,)))
+                new.append(
+                    make_record(
+                        arm,
+                        qid,
+                        doc,
+                        score=1.0 if q < round(5 * new_accuracy) else 0.0,
+                        input_tokens=new_tokens,
+                        pages_read=new_pages,
+                    )
+                )
     return write_run(tmp_path / "base", base), write_run(tmp_path / "new", new)
 
 
@@ -98,9 +122,12 @@ def test_compare_two_runs_gate_fails_on_a_real_drop(
     )
     out, err = capsys.readouterr()
     assert code == 1
-    assert "accuracy fell by 40.0 points" in err
-    labels = [a["arm"] for a in json.loads(out)["arms"]]
+    assert "accuracy of fs+md-vision @ new fell by 40.0 points against fs+md-vision @ base" in err
+    assert "F1 of fs+md-vision @ new fell by" in err
+    document = json.loads(out)
+    labels = [a["arm"] for a in document["comparisons"][0]["arms"]]
     assert labels == ["fs+md-vision @ base", "fs+md-vision @ new"]
+    assert document["passed"] is False and len(document["failures"]) == 2
 
 
 def test_compare_two_runs_gate_passes_without_a_drop(
@@ -146,3 +173,95 @@ def test_docab_help_lists_the_report_commands() -> None:
     probe = "import sys, harness.cli; harness.cli.build_parser(); print('numpy' in sys.modules, 'rich' in sys.modules)"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert loaded.stdout.split() == ["False", "False"]
+
+
+def test_compare_two_runs_pairs_every_shared_arm_and_gates_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, new = make_pair(tmp_path, new_accuracy=0.8, arms=("fs", "fs+md-vision"), new_tokens=2000)
+    code = main(["compare", str(base), str(new), "--max-tokens-rise", "10", "--resamples", "300"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "Gate: fs @ new against fs @ base" in out and "Gate: fs+md-vision @ new against" in out
+    assert err.count("tokens of") == 2 and "rose by" in err
+    # A generous threshold passes the same change.
+    assert main(["compare", str(base), str(new), "--max-tokens-rise", "150", "--resamples", "300"]) == 0
+    assert "gate passed" in capsys.readouterr().err
+
+
+def test_compare_gates_evidence_recall_from_a_gate_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, new = make_pair(tmp_path, new_accuracy=0.8, new_pages=())  # the new run reads no evidence page
+    gate = tmp_path / "gate.toml"
+    gate.write_text("[gate]\naccuracy_drop_points = 1\nevidence_recall_drop_points = 5\n")
+    assert main(["compare", str(base), str(new), "--gate", str(gate), "--resamples", "300"]) == 1
+    err = capsys.readouterr().err
+    assert "evidence recall of fs+md-vision @ new fell by 100.0 points" in err
+    assert "accuracy" not in err  # unchanged accuracy passes
+    # A flag overrides the file.
+    assert (
+        main(
+            [
+                "compare",
+                str(base),
+                str(new),
+                "--gate",
+                str(gate),
+                "--max-recall-drop",
+                "100",
+                "--resamples",
+                "300",
+            ]
+        )
+        == 0
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (None, "cannot read the gate file"),
+        ("[gate\n", "is not valid TOML"),
+        ("[limits]\naccuracy_drop_points = 1\n", "no [gate] table"),
+        ("[gate]\naccuracy_drop = 1\n", "unknown key(s) accuracy_drop"),
+        ("[gate]\ntokens_rise_percent = -5\n", "must be a number of 0 or more"),
+    ],
+)
+def test_bad_gate_files_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, needle: str
+) -> None:
+    base, new = make_pair(tmp_path, new_accuracy=0.8)
+    gate = tmp_path / "gate.toml"
+    if content is not None:
+        gate.write_text(content)
+    assert main(["compare", str(base), str(new), "--gate", str(gate)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("docab compare: error:") and needle in err and "Traceback" not in err
+
+
+def test_bad_threshold_flags_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, new = make_pair(tmp_path, new_accuracy=0.8)
+    assert main(["compare", str(base), str(new), "--max-f1-drop", "-1"]) == 2
+    assert "0 or more" in capsys.readouterr().err
+    assert main(["compare", str(base), str(new), "--max-latency-rise", "fast"]) == 2
+    assert "expected a number" in capsys.readouterr().err
+
+
+def test_two_runs_without_a_shared_arm_ask_for_a_choice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = random_run(tmp_path / "one", documents=2, per_document=2)
+    two = random_run(tmp_path / "two", documents=2, per_document=2, arms=("x", "y"))
+    assert main(["compare", str(one), str(two)]) == 2
+    assert "share no arm; choose the two with --a and --b" in capsys.readouterr().err
+
+
+def test_two_runs_in_folders_of_the_same_name_keep_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, new = make_pair(tmp_path, new_accuracy=0.4)
+    (tmp_path / "x").mkdir(), (tmp_path / "y").mkdir()
+    base, new = base.rename(tmp_path / "x" / "demo"), new.rename(tmp_path / "y" / "demo")
+    assert main(["compare", str(base), str(new), "--fail-on-drop", "2", "--resamples", "300"]) == 1
+    assert f"accuracy of fs+md-vision @ {new} fell by 40.0 points" in capsys.readouterr().err

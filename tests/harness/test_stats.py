@@ -257,3 +257,13 @@ def test_paired_data_subset_keeps_alignment() -> None:
     part = data.subset(data.clusters == "doc1")
     assert part.n == 2 and set(part.clusters) == {"doc1"}
     assert (part.score_a == data.score_a[2:4]).all()
+
+
+def test_identical_arms_state_the_mde_on_the_rule_of_three_bound() -> None:
+    data = make_paired(n_docs=10, per_doc=3)
+    same = stats.paired_analysis(PairedData(**{**data.__dict__, "score_b": data.score_a}), resamples=200)
+    z = 1.959963984540054 + 0.8416212335729143
+    # No discordant pair: Var(d) is bounded by 3/n, the design effect is 1 (ICC of zeros is 0).
+    assert same.mde_bounded and same.mde == pytest.approx(z * math.sqrt((3 / 30) / 30))
+    assert same.to_dict()["mde_bounded"] is True
+    assert not stats.paired_analysis(data, resamples=200).mde_bounded

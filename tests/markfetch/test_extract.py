@@ -176,3 +176,18 @@ def test_a_header_wrapped_around_paragraphs_of_prose_is_the_article() -> None:
         "<article>", "<header><a href='/'>Harbour Times</a> <p>Byline: A. Writer, 3 May</p></header><article>"
     )
     assert "Byline" not in extract_article(masthead, URL).body
+
+
+def test_teaser_cards_with_linked_headings_go_and_article_lists_stay() -> None:
+    cards = "".join(
+        f"<li><a href='/story-{i}'><img src='/t{i}.png'></a><h3><a href='/story-{i}'>Other story {i}</a></h3>"
+        f"<h4>Teaser line {i}</h4></li>"
+        for i in range(4)
+    )
+    steps = "<ul><li>First <a href='/tool'>fetch the tool</a>, then unpack it</li><li>Second step of the recipe</li></ul>"
+    # Inside the article container, where the reader view alone keeps them (as on news sites).
+    latest = f"<div><span>Our latest stories</span><ul>{cards}</ul></div>"
+    html = article_page(steps + paragraphs(4) + latest)
+    body = extract_article(html, URL).body
+    assert "Paragraph 3 about the harbour" in body and "fetch the tool" in body and "Second step" in body
+    assert "Other story" not in body and "Teaser line" not in body
