@@ -42,7 +42,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a results/<run-id>/ folder")
     parser.add_argument(
-        "--no-plots", action="store_true", help="do not draw missing plots (the viewer shows the ones present)"
+        "--no-plots",
+        action="store_true",
+        help="do not draw missing plots (the viewer shows the ones present)",
     )
     parser.add_argument(
         "--resamples",
@@ -75,7 +77,9 @@ def main(args: argparse.Namespace) -> int:
     if result.plots_drawn:
         print(f"drew {len(result.plots_drawn)} plot(s) into {result.plots_drawn[0].parent}", file=sys.stderr)
     shown = f"{result.transcripts} of {result.records} transcripts"
-    print(f"wrote {result.path} ({result.questions} questions, {shown}; summary from {result.summary_source})")
+    print(
+        f"wrote {result.path} ({result.questions} questions, {shown}; summary from {result.summary_source})"
+    )
     print(f"open: {result.path.resolve().as_uri()}")
     return 0
 

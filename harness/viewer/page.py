@@ -36,6 +36,7 @@ from typing import Any
 
 from harness.records import RunRecord
 from harness.report import (
+    DIMENSIONS,
     FLOOR_LABEL,
     QuestionOutcome,
     arm_order,
@@ -44,6 +45,7 @@ from harness.report import (
     question_groups,
     question_outcomes,
 )
+from harness.report_plots import breakdown_file
 from harness.report_render import METHOD_NOTE, sections, title
 from harness.usage import Usage
 
@@ -59,8 +61,12 @@ PLOT_TITLES = {
     "accuracy.png": "Accuracy and F1 per arm",
     "accuracy_vs_tokens.png": "Accuracy against cost",
     "tokens.png": "Token use per question",
-    "accuracy_by_evidence_source.png": "Accuracy by evidence source",
+    "latency.png": "Wall time per question",
+    **{breakdown_file(d): f"Accuracy by {d}" for d in DIMENSIONS},
 }
+"""The plots ``harness.report_plots.write_plots`` draws, in reading order."""
+HEADLINE_PLOTS = ("accuracy.png", "accuracy_vs_tokens.png", "tokens.png", "latency.png")
+"""Shown at once; the others (the breakdowns) fold away under them."""
 
 
 @dataclass(frozen=True)
@@ -77,9 +83,14 @@ class Plot:
     name: str  # file name in RUN_DIR/plots/
 
     @property
-    def entry(self) -> dict[str, str]:
+    def entry(self) -> dict[str, Any]:
         title = PLOT_TITLES.get(self.name) or self.name.rsplit(".", 1)[0].replace("_", " ")
-        return {"title": title, "src": f"{VIEWER_TO_RUN}/plots/{self.name}"}
+        return {
+            "title": title,
+            "src": f"{VIEWER_TO_RUN}/plots/{self.name}",
+            # a plot the viewer does not know is shown at once rather than folded away
+            "headline": self.name in HEADLINE_PLOTS or self.name not in PLOT_TITLES,
+        }
 
 
 def plot_order(names: Collection[str]) -> list[Plot]:

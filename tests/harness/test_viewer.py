@@ -236,8 +236,13 @@ def test_view_transcript_survives_malformed_documents() -> None:
 def test_plots_in_reading_order() -> None:
     plots = plot_order(["tokens.png", "zeta.png", "accuracy.png", "accuracy_vs_tokens.png"])
     assert [p.name for p in plots] == ["accuracy.png", "accuracy_vs_tokens.png", "tokens.png", "zeta.png"]
-    assert plots[0].entry == {"title": "Accuracy and F1 per arm", "src": "../plots/accuracy.png"}
-    assert plots[-1].entry["title"] == "zeta"
+    assert plots[0].entry == {
+        "title": "Accuracy and F1 per arm",
+        "src": "../plots/accuracy.png",
+        "headline": True,
+    }
+    assert plots[-1].entry == {"title": "zeta", "src": "../plots/zeta.png", "headline": True}
+    assert plot_order(["accuracy_by_document_type.png"])[0].entry["headline"] is False
 
 
 # -- the HTML ------------------------------------------------------------------------------------------------
@@ -303,15 +308,22 @@ def test_write_viewer_draws_missing_plots_and_uses_a_fresh_summary(run_dir: Path
     summary["warnings"] = ["from the file"]
     (run_dir / "summary.json").write_text(json.dumps(summary))
     result = write_viewer(run_dir, resamples=200)
-    assert sorted(p.name for p in result.plots_drawn) == [
+    drawn = {p.name for p in result.plots_drawn}
+    assert {
         "accuracy.png",
-        "accuracy_by_evidence_source.png",
         "accuracy_vs_tokens.png",
         "tokens.png",
-    ]
+        "accuracy_by_evidence_source.png",
+    } <= drawn
     index = _embedded(result.path.read_text(encoding="utf-8"))
     assert index["summary"]["source"] == "summary.json" and index["summary"]["warnings"] == ["from the file"]
-    assert index["plots"][0]["src"] == "../plots/accuracy.png"
+    assert {p["src"] for p in index["plots"]} == {f"../plots/{name}" for name in drawn}
+    assert [p["title"] for p in index["plots"]][:3] == [
+        "Accuracy and F1 per arm",
+        "Accuracy against cost",
+        "Token use per question",
+    ]
+    assert "Accuracy by evidence source" in [p["title"] for p in index["plots"]]
     # A second run finds the plots fresh and draws nothing.
     assert write_viewer(run_dir, resamples=200).plots_drawn == []
 
@@ -426,9 +438,11 @@ def test_view_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.fixture(scope="module")
 def chromium() -> Any:
     binary = find_chromium()
+    if binary is None and os.environ.get(ENV_OVERRIDE):
+        pytest.skip(f"{ENV_OVERRIDE}={os.environ[ENV_OVERRIDE]!r} is not an executable browser")
     if binary is None:
         pytest.skip(
-            "no Chromium found: install Debian's chromium package (.ci/run does) or set DOCAB_CHROMIUM"
+            f"no Chromium found: install Debian's chromium package (.ci/run does) or set {ENV_OVERRIDE}"
         )
     with Chromium.launch(binary) as browser:
         yield browser
@@ -459,7 +473,9 @@ def test_the_viewer_in_headless_chromium(run_dir: Path, chromium: Chromium, tmp_
     assert page.wait_until(VISIBLE_ROWS) == 7
     assert page.evaluate("document.querySelector('h1').textContent") == "Run run"
     assert page.evaluate("document.querySelectorAll('#summary table').length") >= 2
-    assert page.wait_until(
+    assert page.evaluate("document.querySelectorAll('#plots > .plots img').length") == 4
+    page.evaluate("document.querySelectorAll('#plots img').forEach(i => { i.loading = 'eager'; })")
+    assert page.wait_until(  # every plot file found through its relative path
         "Array.from(document.querySelectorAll('#plots img')).every(i => i.complete && i.naturalWidth > 0)"
     )
 
@@ -533,4 +549,39 @@ def test_the_viewer_in_headless_chromium(run_dir: Path, chromium: Chromium, tmp_
     (tmp_path / "overview.png").write_bytes(overview)
     for shot in (screenshot, overview):
         assert _png_size(shot) == (1400, 1000) and len(shot) > 20_000  # the viewport, not a blank image
+    assert page.errors() == []
+
+
+def test_a_large_run_is_drawn_a_page_at_a_time_and_sorts(tmp_path: Path, chromium: Chromium) -> None:
+    records = [
+        make_record("fs", f"q{i:04d}", f"doc{i % 7}.pdf", score=float(i % 3 == 0), input_tokens=1000 + i)
+        for i in range(650)
+    ]
+    folder = write_run(tmp_path / "big", records)
+    write_viewer(folder, draw_plots=False, resamples=200)
+    page = chromium.new_page()
+    page.navigate((folder / "viewer" / "index.html").as_uri())
+    assert page.wait_until(VISIBLE_ROWS) == 300
+    assert page.evaluate("document.getElementById('question-count').textContent") == "650 of 650 questions"
+    assert (
+        page.evaluate("document.getElementById('show-more').textContent") == "show 300 more (350 not shown)"
+    )
+    page.evaluate("document.getElementById('show-more').click()")
+    assert page.evaluate(VISIBLE_ROWS) == 600
+    page.evaluate("document.getElementById('show-more').click()")
+    assert page.evaluate(VISIBLE_ROWS) == 650
+    assert page.evaluate("document.getElementById('show-more').hidden")
+    # Filters work on every question, not only the drawn ones, and draw the first page again.
+    _choose(page, "filter-outcome", "wrong")
+    assert page.evaluate("document.getElementById('question-count').textContent") == "433 of 650 questions"
+    assert page.evaluate(VISIBLE_ROWS) == 300
+    # Sorting by an arm's tokens, both ways.
+    first_qid = "document.querySelector('#questions tbody tr[data-index] a.qid').textContent"
+    tokens_header = (
+        "Array.from(document.querySelectorAll('th.sortable')).find(t => t.textContent.startsWith('tokens'))"
+    )
+    page.evaluate(f"{tokens_header}.click()")
+    assert page.evaluate(first_qid) == "q0001"
+    page.evaluate(f"{tokens_header}.click()")
+    assert page.evaluate(first_qid) == "q0649"
     assert page.errors() == []

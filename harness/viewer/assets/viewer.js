@@ -31,12 +31,13 @@
     return node;
   }
   const isNum = (v) => typeof v === "number" && Number.isFinite(v);
+  const GROUPED = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
   function count(v) {
     if (!isNum(v)) return "–";
     const a = Math.abs(v);
     if (a >= 1e6) return (v / 1e6).toFixed(2) + "M";
     if (a >= 1e4) return (v / 1e3).toFixed(1) + "k";
-    if (a >= 100 || Number.isInteger(v)) return Math.round(v).toLocaleString("en-US");
+    if (a >= 100 || Number.isInteger(v)) return GROUPED.format(v);
     return v.toFixed(1);
   }
   function secs(v) {
@@ -124,13 +125,21 @@
     return card;
   }
 
+  function plotGrid(list) {
+    return el("div", { class: "plots" }, list.map((p) => el("figure", {},
+      el("a", { href: p.src, target: "_blank", rel: "noopener" }, el("img", { src: p.src, alt: p.title, loading: "lazy" })),
+      el("figcaption", { text: p.title }))));
+  }
+
   function plots() {
     if (!DATA.plots.length) return null;
+    const headline = DATA.plots.filter((p) => p.headline);
+    const more = DATA.plots.filter((p) => !p.headline);
     return el("section", { class: "card", id: "plots" },
       el("h2", { text: "Plots" }),
-      el("div", { class: "plots" }, DATA.plots.map((p) => el("figure", {},
-        el("a", { href: p.src, target: "_blank", rel: "noopener" }, el("img", { src: p.src, alt: p.title, loading: "lazy" })),
-        el("figcaption", { text: p.title })))));
+      plotGrid(headline),
+      more.length ? el("div", { class: "more-plots" },
+        fold("More plots: " + more.map((p) => p.title.toLowerCase()).join(", "), plotGrid(more))) : null);
   }
 
   // -- the question table -------------------------------------------------------------------------
@@ -156,20 +165,20 @@
     ];
   }
 
-  function questionRow(q, index) {
+  function rowElement(q, index) {
     const href = "#q=" + encodeURIComponent(q.qid);
     const evidence = (q.evidence_sources.join(", ") || "–") + (q.evidence_pages.length ? " · p. " + q.evidence_pages.join(", ") : "");
-    const tr = el("tr", { "data-index": index, onclick: (ev) => { if (!ev.target.closest("a")) location.hash = href; } },
+    const tr = el("tr", { "data-index": index },
       el("td", { class: "qcell" },
         el("a", { class: "qid", href: href, text: q.qid }),
         q.disagree ? el("span", { class: "pill flag bad", text: "arms differ" }) : null,
-        q.question ? el("div", { class: "qtext", text: q.question }) : null),
+        q.question ? el("div", { class: "qtext", text: q.question.replace(/^Question:\s*/, "") }) : null),
       el("td", { class: "doc", text: q.doc_id }),
       el("td", { text: q.doc_type || "–" }),
       el("td", { text: q.answer_format || "–" }),
       el("td", { text: evidence }),
       ARMS.map((arm) => armCells(q, arm)));
-    return { tr: tr, q: q, index: index, text: haystack(q) };
+    return tr;
   }
 
   function matches(row) {
@@ -204,29 +213,39 @@
     return a ? a[field] : null;
   }
 
-  let tbody, countLabel, emptyRow, headerCells = [];
-  function apply() {
-    let shown = 0;
-    let ordered = rows;
-    if (state.sort) {
-      const sign = state.descending ? -1 : 1;
-      ordered = rows.slice().sort((x, y) => {
-        const a = sortKey(state.sort, x.q), b = sortKey(state.sort, y.q);
-        if (a === b) return x.index - y.index;
-        if (a === null || a === undefined) return 1;
-        if (b === null || b === undefined) return -1;
-        return (a < b ? -1 : 1) * sign;
-      });
+  // Rows are drawn a page at a time and built on first display, so a run of thousands of
+  // questions opens at once; filters and sorting work on the data, not on the page.
+  const PAGE_ROWS = 300;
+  let tbody, countLabel, emptyRow, moreButton, headerCells = [];
+  let shown = [];  // the rows matching the filters, in display order
+  let limit = PAGE_ROWS;
+  function ordered() {
+    if (!state.sort) return rows;
+    const sign = state.descending ? -1 : 1;
+    return rows.slice().sort((x, y) => {
+      const a = sortKey(state.sort, x.q), b = sortKey(state.sort, y.q);
+      if (a === b) return x.index - y.index;
+      if (a === null || a === undefined) return 1;
+      if (b === null || b === undefined) return -1;
+      return (a < b ? -1 : 1) * sign;
+    });
+  }
+  function apply(more) {
+    if (!more) {
+      shown = ordered().filter(matches);
+      limit = PAGE_ROWS;
     }
-    for (const row of ordered) {
-      const visible = matches(row);
-      row.tr.hidden = !visible;
-      shown += visible;
-      tbody.append(row.tr);
+    const fragment = document.createDocumentFragment();
+    for (const row of shown.slice(0, limit)) {
+      if (!row.tr) row.tr = rowElement(row.q, row.index);
+      fragment.append(row.tr);
     }
-    emptyRow.hidden = shown > 0;
-    tbody.append(emptyRow);
-    countLabel.textContent = shown + " of " + rows.length + " questions";
+    if (!shown.length) fragment.append(emptyRow);
+    tbody.replaceChildren(fragment);
+    const rest = shown.length - limit;
+    moreButton.hidden = rest <= 0;
+    moreButton.textContent = "show " + Math.min(rest, PAGE_ROWS) + " more (" + rest + " not shown)";
+    countLabel.textContent = shown.length + " of " + rows.length + " questions";
     for (const cell of headerCells) {
       cell.arrow.textContent = state.sort === cell.key ? (state.descending ? " ▼" : " ▲") : "";
     }
@@ -240,7 +259,7 @@
 
   function questionTable() {
     rows.length = 0;
-    QUESTIONS.forEach((q, i) => rows.push(questionRow(q, i)));
+    QUESTIONS.forEach((q, i) => rows.push({ q: q, index: i, text: haystack(q), tr: null }));
     const outcomeOptions = [["", "any outcome"]].concat(DATA.outcomes.map((o) => [o, OUTCOME_LABELS[o]]));
     if (QUESTIONS.some((q) => ARMS.some((arm) => !q.arms[arm]))) outcomeOptions.push(["missing", "not run"]);
     if (ARMS.length > 1) {
@@ -289,12 +308,18 @@
         sortable("tokens", arm + "\u0000tokens", "num"),
         sortable("time", arm + "\u0000wall_s", "num"),
       ]));
-    tbody = el("tbody");
+    // One listener for every row: a click anywhere on a row opens its question.
+    tbody = el("tbody", { onclick: (ev) => {
+      const tr = ev.target.closest("tr[data-index]");
+      if (tr && !ev.target.closest("a")) location.hash = "#q=" + encodeURIComponent(QUESTIONS[Number(tr.dataset.index)].qid);
+    } });
     emptyRow = el("tr", {}, el("td", { colspan: 5 + 3 * ARMS.length, class: "empty", text: "No question matches these filters." }));
     const table = el("table", { class: "questions", id: "questions" }, el("thead", {}, top, second), tbody);
+    moreButton = el("button", { type: "button", id: "show-more", class: "show-more",
+      onclick: () => { limit += PAGE_ROWS; apply(true); } });
     apply();
     return el("section", { class: "card", id: "question-table" },
-      el("h2", { text: "Questions" }), toolbar, el("div", { class: "table-wrap" }, table));
+      el("h2", { text: "Questions" }), toolbar, el("div", { class: "table-wrap" }, table), moreButton);
 
     function reset() {
       Object.assign(state, { search: "", arm: "", outcome: "", groups: {}, sort: null, descending: false });
@@ -465,11 +490,7 @@
   }
 
   function visibleOrder() {
-    const order = [];
-    for (const tr of tbody.children) {
-      if (!tr.hidden && tr.dataset.index !== undefined) order.push(QUESTIONS[Number(tr.dataset.index)].qid);
-    }
-    return order;
+    return shown.map((row) => row.q.qid);
   }
 
   function questionView(q, requestedEpoch) {
@@ -482,7 +503,7 @@
       el("a", { href: "#", id: "back", text: "← all questions" }),
       el("button", { type: "button", disabled: at <= 0, onclick: () => go(order[at - 1]), text: "‹ previous" }),
       el("button", { type: "button", disabled: at < 0 || at >= order.length - 1, onclick: () => go(order[at + 1]), text: "next ›" }),
-      at >= 0 ? el("span", { class: "position", text: (at + 1) + " of " + order.length + " shown" }) : null);
+      at >= 0 ? el("span", { class: "position", text: (at + 1) + " of " + order.length + " matching the filters" }) : null);
     const pages = q.evidence_pages.length ? q.evidence_pages.join(", ") : (q.answerable ? "none listed" : "none (unanswerable)");
     const head = el("section", { class: "card" },
       el("h2", {}, el("span", { text: q.qid }), el("span", { class: "muted", text: "  ·  " + q.doc_id })),
