@@ -61,7 +61,7 @@ PLOT_TITLES = {
     "accuracy.png": "Accuracy and F1 per arm",
     "accuracy_vs_tokens.png": "Accuracy against cost",
     "tokens.png": "Token use per question",
-    "latency.png": "Wall time per question",
+    "latency.png": "Latency per question",
     **{breakdown_file(d): f"Accuracy by {d}" for d in DIMENSIONS},
 }
 """The plots ``harness.report_plots.write_plots`` draws, in reading order."""
