@@ -89,7 +89,7 @@
         run.description ? el("div", { class: "description", text: run.description }) : null),
       el("div", { class: "facts" }, facts.map(([k, v]) => el("span", {}, el("b", { text: k }), v))),
       DATA.floor ? el("div", { class: "banner", text: "Floor: an arm in this run is an " + DATA.label + "." }) : null);
-    const warnings = DATA.warnings.concat(DATA.summary.warnings || []);
+    const warnings = [...new Set(DATA.warnings.concat(DATA.summary.warnings || []))];  // a computed summary repeats the run's
     if (warnings.length) card.append(el("ul", { class: "warnings" }, warnings.map((w) => el("li", { text: w }))));
     return card;
   }
