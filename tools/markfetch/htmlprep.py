@@ -14,6 +14,8 @@ All functions mutate the lxml tree they are given and do no I/O.
 - Teaser cards go: list items whose heading links to another page ("latest stories" grids). On
   the article-extraction dev pages, 351 such items on 37 pages held text of the article once
   (7 items, one page, which the reader view misses anyway); lists in articles carry no headings.
+- Page furniture named by its class or id (newsletter, promo, share, social, outbrain ...) goes,
+  unless the element is a misnamed container of the article.
 """
 
 from __future__ import annotations
@@ -225,10 +227,71 @@ def drop_teaser_cards(tree: etree._Element) -> None:
             _drop(item)
 
 
+# Class and id words that name page furniture rather than the article: sign-up boxes, promotion
+# and recommendation widgets, share bars. Chosen because on the article-extraction dev pages the
+# elements they name held no article text in either half (related and paywall do, and are absent).
+FURNITURE_WORDS = frozenset(
+    {
+        "newsletter",
+        "promo",
+        "promos",
+        "outbrain",
+        "taboola",
+        "subscribe",
+        "subscription",
+        "signup",
+        "sponsored",
+        "recommended",
+        "recirc",
+        "share",
+        "social",
+    }
+)
+_CAMEL = re.compile(r"([a-z])([A-Z])")
+_NAME_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+
+
+def _name_words(element: etree._Element) -> set[str]:
+    names = f"{element.get('class') or ''} {element.get('id') or ''}"
+    return {w.lower() for w in _NAME_SPLIT.split(_CAMEL.sub(r"\1 \2", names)) if w}
+
+
+def drop_furniture(tree: etree._Element) -> None:
+    """Remove elements whose class or id names a sign-up box, promotion, recommendation widget or
+    share bar. An element holding a third of the page's text, or paragraphs of prose, is a
+    container misnamed (``<div class="article social-enabled">``) and stays."""
+    candidates = [
+        element
+        for element in tree.xpath("//*[@class or @id]")
+        if element.tag not in _NEVER_REMOVED
+        and _FURNITURE_HINT.search(f"{element.get('class') or ''} {element.get('id') or ''}")
+        and _name_words(element) & FURNITURE_WORDS
+    ]
+    if not candidates:
+        return
+    chosen = set(candidates)
+    page = visible_text_length(tree)
+    for element in candidates:
+        if any(a in chosen for a in element.iterancestors()):
+            continue  # goes with its ancestor, or stays with it
+        if _text_chars(element) * 3 >= page:
+            chosen.discard(element)
+            continue
+        prose = sum(1 for p in element.iter("p") if visible_text_length(p) >= HEADER_PROSE_CHARS)
+        if prose >= HEADER_MAX_PROSE:
+            chosen.discard(element)
+            continue
+        _drop(element)
+
+
+_FURNITURE_HINT = re.compile("|".join(sorted(FURNITURE_WORDS)), re.IGNORECASE)
+
+
 def prepare(tree: etree._Element) -> PreparedPage:
     remove_hidden(tree)
     drop_headers(tree)
     drop_teaser_cards(tree)
+    drop_furniture(tree)
     clean_heading_anchors(tree)
     keep_footnote_asides(tree)
     mark_task_items(tree)
