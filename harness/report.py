@@ -276,13 +276,18 @@ def is_floor(model: str) -> bool:
     return model.startswith("baseline/")
 
 
-def arm_order(manifest: Mapping[str, Any], seen: Sequence[str]) -> list[str]:
-    declared: list[str] = []
+def declared_arms(manifest: Mapping[str, Any]) -> list[str]:
+    """The arm names the manifest lists, in its order."""
     arms = manifest.get("arms")
     if isinstance(arms, Mapping):
-        declared = [str(k) for k in arms]
-    elif isinstance(arms, list):
-        declared = [str(a.get("name")) if isinstance(a, Mapping) else str(a) for a in arms]
+        return [str(k) for k in arms]
+    if isinstance(arms, list):
+        return [str(a.get("name")) if isinstance(a, Mapping) else str(a) for a in arms]
+    return []
+
+
+def arm_order(manifest: Mapping[str, Any], seen: Sequence[str]) -> list[str]:
+    declared = declared_arms(manifest)
     ordered = [a for a in declared if a in seen]
     return ordered + [a for a in seen if a not in ordered]
 
@@ -641,6 +646,12 @@ def build_report(
     ]
     floor = any(s["floor"] for s in arm_summaries)
     warnings = list(run.warnings)
+    absent = [a for a in declared_arms(run.manifest) if a not in outcomes]
+    if absent and not arms:
+        warnings.append(
+            f"arm(s) {', '.join(absent)} of the run's config have no records yet; "
+            "they are missing from every table (is the run still going, or did that arm fail to start?)"
+        )
     counts = {a: len(outcomes[a]) for a in order}
     if len(set(counts.values())) > 1:
         warnings.append(

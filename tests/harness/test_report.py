@@ -234,6 +234,16 @@ def test_arms_on_different_questions_pair_only_the_common_ones(tmp_path: Path) -
     assert any("different questions" in w for w in summary["warnings"])
 
 
+def test_an_arm_of_the_config_without_records_is_named_not_dropped_silently(tmp_path: Path) -> None:
+    records = [make_record("fs", "q1", "d1"), make_record("fs", "q2", "d2", score=0)]
+    manifest = {"run_id": "r", "arms": [{"name": "fs"}, {"name": "fs+md-vision"}]}
+    summary = build_report(
+        load_run(write_run(tmp_path / "r", records, manifest)), resamples=RESAMPLES
+    ).summary
+    assert [a["arm"] for a in summary["arms"]] == ["fs"] and summary["comparisons"] == []
+    assert any("fs+md-vision of the run's config have no records" in w for w in summary["warnings"])
+
+
 def test_reference_arm_can_be_chosen_and_unknown_arms_are_refused(tiny_run: Path) -> None:
     run = load_run(tiny_run)
     summary = build_report(run, reference="md", resamples=RESAMPLES).summary
