@@ -23,7 +23,7 @@ latency per turn), tool results (duration, errors, truncation, text and images),
 the answer and its scoring. Several epochs get an epoch selector.
 
 Plots missing from RUN_DIR/plots/ (or older than the records) are drawn first, as
-`docab report --plots` would. Transcripts are copied into viewer/transcripts/ (one small script
+`docab report` does. Transcripts are copied into viewer/transcripts/ (one small script
 per sample, loaded when its question is opened); a missing or damaged transcript is shown as such
 and does not stop the viewer. Re-running replaces viewer/ whole.
 
