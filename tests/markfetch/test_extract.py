@@ -8,6 +8,7 @@ from markfetch.extract import (
     ExtractionFailed,
     drop_title_headline,
     extract_article,
+    headline_texts,
     page_title,
     tidy_markdown,
 )
@@ -133,8 +134,31 @@ def test_tidy_drops_empty_headings_but_keeps_parents_of_subsections() -> None:
 def test_title_headline_is_moved_to_the_title_not_repeated() -> None:
     assert drop_title_headline("## The Title!\n\nbody\n", "The title") == "body\n"
     assert drop_title_headline("intro\n\n## The Title\n", "The title") == "intro\n\n## The Title\n"
+    assert drop_title_headline("The  title.\n\nbody\n", "The title") == "body\n"
+    assert drop_title_headline("## The Title\n", "The title") == "## The Title\n"
     assert Article("T", "# Own heading\n\ntext\n", "reader").markdown == "# Own heading\n\ntext\n"
     assert Article("", "text\n", "reader").markdown == "text\n"
+
+
+def test_a_leading_headline_or_standfirst_goes_but_a_first_section_heading_stays() -> None:
+    tree = parse_html(
+        "<html><head><title>Deportees return home | Site</title>"
+        '<meta name="description" content="Twenty teams have punched tickets.">'
+        "</head><body><p>x</p></body></html>"
+    )
+    known = headline_texts(tree)
+    assert known == {
+        "deportees return home site",
+        "deportees return home",
+        "twenty teams have punched tickets",
+    }
+    body = "# A longer headline\n\n## Deportees return home\n\n## Twenty teams have punched tickets\n\ntext\n"
+    assert drop_title_headline(body, "Other", known) == "text\n"
+    overview = "## Overview\n\ntext\n\n# Later h1\n"
+    assert drop_title_headline(overview, "Other", known) == overview
+    assert drop_title_headline("## Overview\n\n# Deportees return home\n", "Other", known) == (
+        "## Overview\n\n# Deportees return home\n"
+    )
 
 
 def test_a_page_hidden_behind_an_open_dialog_is_still_read() -> None:

@@ -100,7 +100,7 @@ def extract_article(page_html: str, url: str | None = None) -> Article:
         raise ExtractionFailed(
             "the page has no readable text (it may be rendered by JavaScript in the browser)"
         )
-    body = drop_title_headline(body, title)
+    body = drop_title_headline(body, title, headline_texts(tree))
     return Article(title=title, body=body, method=method)
 
 
@@ -314,19 +314,46 @@ def _comparable(text: str) -> str:
     return re.sub(r"[\W_]+", " ", text).strip().lower()
 
 
-def drop_title_headline(body: str, title: str) -> str:
-    """Remove a leading heading that only repeats the title (it becomes the document's ``#`` title)."""
-    if not title:
-        return body
+def headline_texts(tree: etree._Element) -> frozenset[str]:
+    """The page's own statements of its headline and summary, comparable: ``<title>`` (whole and
+    its first part), og/twitter titles and descriptions, meta description."""
+    texts = tree.xpath(
+        "//meta[@property='og:title' or @name='og:title' or @name='twitter:title'"
+        " or @property='og:description' or @name='og:description' or @name='twitter:description'"
+        " or @name='description']/@content"
+    )
+    head_title = " ".join((tree.findtext(".//title") or "").split())
+    texts += [head_title, _TITLE_SEPARATORS.split(head_title)[0]]
+    return frozenset(c for c in (_comparable(t) for t in texts) if c)
+
+
+def drop_title_headline(body: str, title: str, headlines: frozenset[str] = frozenset()) -> str:
+    """Remove the headline block that opens the body: it becomes the document's ``#`` title.
+
+    Before the article's first paragraph a page shows its headline and standfirst. A leading
+    heading goes when it repeats the title or one of ``headlines`` (the page's metadata titles and
+    descriptions, see :func:`headline_texts`), or when it is an ``h1``: the article's own sections
+    are ranked below the page's headline. A leading paragraph that is the title verbatim goes too.
+    The body is kept whole when nothing else would remain.
+
+    On the extraction benchmark's dev pages this removed only headlines and standfirsts (six
+    pages of half A: F1 A 0.9833 -> 0.9846, B 0.9671 -> 0.9675).
+    """
     lines = body.split("\n")
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is None:
-        return body
-    match = _HEADING_LINE.match(lines[first])
-    if match and _comparable(match.group(2)) == _comparable(title):
-        rest = "\n".join(lines[first + 1 :]).strip()
-        return rest + "\n" if rest else body
-    return body
+    known = headlines | {_comparable(title)} - {""}
+    start = 0
+    while True:
+        first = next((i for i in range(start, len(lines)) if lines[i].strip()), None)
+        if first is None:
+            break
+        match = _HEADING_LINE.match(lines[first])
+        text = _comparable(match.group(2) if match else lines[first])
+        headline = len(match.group(1)) == 1 or text in known if match else text == _comparable(title)
+        if not (headline and text):
+            break
+        start = first + 1
+    rest = "\n".join(lines[start:]).strip()
+    return rest + "\n" if rest and start else body
 
 
 def _text_length(markdown: str) -> int:
