@@ -230,6 +230,8 @@ def drop_teaser_cards(tree: etree._Element) -> None:
 # Class and id words that name page furniture rather than the article: sign-up boxes, promotion
 # and recommendation widgets, share bars. Chosen because on the article-extraction dev pages the
 # elements they name held no article text in either half (related and paywall do, and are absent).
+# "cta" (a call to action: "join", "support us") removed only such a box on half A (F1 A
+# 0.9846 -> 0.9849, B unchanged at 0.9675).
 FURNITURE_WORDS = frozenset(
     {
         "newsletter",
@@ -243,6 +245,7 @@ FURNITURE_WORDS = frozenset(
         "sponsored",
         "recommended",
         "recirc",
+        "cta",
         "share",
         "social",
     }
