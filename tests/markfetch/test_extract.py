@@ -229,3 +229,12 @@ def test_sign_up_boxes_and_share_bars_go_but_a_misnamed_article_container_stays(
     assert "Newsletter" not in body and "Share this story" not in body and "members' club" not in body
     wrapped = article_page(f"<div class='article-body social-enabled'>{paragraphs(4)}</div>")
     assert "Paragraph 3 about the harbour" in extract_article(wrapped, URL).body
+
+
+def test_small_print_is_not_the_article_but_the_text_around_it_is() -> None:
+    fine_print = (
+        "<p><small>05/10/2018 - Published by: A. Writer - Category: Health</small> Lead sentence.</p>"
+    )
+    body = extract_article(article_page(fine_print + paragraphs(4)), URL).body
+    assert "Published by" not in body
+    assert "Lead sentence." in body and "Paragraph 3 about the harbour" in body

@@ -14,6 +14,7 @@ All functions mutate the lxml tree they are given and do no I/O.
 - Teaser cards go: list items whose heading links to another page ("latest stories" grids). On
   the article-extraction dev pages, 351 such items on 37 pages held text of the article once
   (7 items, one page, which the reader view misses anyway); lists in articles carry no headings.
+- ``<small>`` print goes: HTML's side comments (dates, bylines, disclaimers, copyright).
 - Page furniture named by its class or id (newsletter, promo, share, social, outbrain ...) goes,
   unless the element is a misnamed container of the article.
 """
@@ -290,11 +291,23 @@ def drop_furniture(tree: etree._Element) -> None:
 _FURNITURE_HINT = re.compile("|".join(sorted(FURNITURE_WORDS)), re.IGNORECASE)
 
 
+def drop_small_print(tree: etree._Element) -> None:
+    """Remove ``<small>`` elements: HTML defines them as side comments (small print, disclaimers,
+    legal notices, attribution), which a reader view does not show as the article.
+
+    On the extraction benchmark's dev pages no ``<small>`` text was part of an article on half A;
+    the rule removed a date-and-byline line there (F1 A 0.9849 -> 0.9861, B 0.9675 -> 0.9676).
+    """
+    for element in list(tree.iter("small")):
+        _drop(element)
+
+
 def prepare(tree: etree._Element) -> PreparedPage:
     remove_hidden(tree)
     drop_headers(tree)
     drop_teaser_cards(tree)
     drop_furniture(tree)
+    drop_small_print(tree)
     clean_heading_anchors(tree)
     keep_footnote_asides(tree)
     mark_task_items(tree)
