@@ -222,13 +222,17 @@ def test_sign_up_boxes_and_share_bars_go_but_a_misnamed_article_container_stays(
         "<div class='Newsletter-container'><h3>Pick Six Newsletter</h3><p>Get the best picks daily.</p></div>"
         "<div id='socialShareBar'><p>Share this story with your friends today</p></div>"
         "<div class='article-cta'><p>If you enjoyed this article, join our members' club.</p></div>"
-        "<div class='print-footer'><p>This copy is for your personal use only. Order reprints.</p></div>"
     )
     html = article_page(paragraphs(3) + furniture + paragraphs(2, topic="market"))
     body = extract_article(html, URL).body
     assert "Paragraph 2 about the harbour" in body and "Paragraph 1 about the market" in body
     assert "Newsletter" not in body and "Share this story" not in body and "members' club" not in body
-    assert "reprints" not in body
+    notice = (
+        "<div class='print-header'><p>This copy is for your personal, non-commercial use only. To order"
+        " presentation-ready copies for distribution, visit our reprints desk.</p></div>"
+    )
+    printable = extract_article(article_page(notice + paragraphs(4)), URL).body
+    assert "reprints" not in printable and "Paragraph 3 about the harbour" in printable
     wrapped = article_page(f"<div class='article-body social-enabled'>{paragraphs(4)}</div>")
     assert "Paragraph 3 about the harbour" in extract_article(wrapped, URL).body
 
