@@ -244,3 +244,11 @@ def test_small_print_is_not_the_article_but_the_text_around_it_is() -> None:
     body = extract_article(article_page(fine_print + paragraphs(4)), URL).body
     assert "Published by" not in body
     assert "Lead sentence." in body and "Paragraph 3 about the harbour" in body
+
+
+def test_microdata_dates_are_metadata_but_a_container_misusing_the_property_stays() -> None:
+    dated = '<span itemprop="datePublished">Friday, 22 October 2010 at 20:13</span>' + paragraphs(4)
+    body = extract_article(article_page(dated), URL).body
+    assert "October 2010" not in body and "Paragraph 3 about the harbour" in body
+    wrapped = article_page(f'<div itemprop="dateModified">{paragraphs(4)}</div>')
+    assert "Paragraph 3 about the harbour" in extract_article(wrapped, URL).body

@@ -14,6 +14,7 @@ All functions mutate the lxml tree they are given and do no I/O.
 - Teaser cards go: list items whose heading links to another page ("latest stories" grids). On
   the article-extraction dev pages, 351 such items on 37 pages held text of the article once
   (7 items, one page, which the reader view misses anyway); lists in articles carry no headings.
+- Dates marked up as schema.org properties (``itemprop="datePublished"``) go: metadata.
 - ``<small>`` print goes: HTML's side comments (dates, bylines, disclaimers, copyright).
 - Page furniture named by its class or id (newsletter, promo, share, social, outbrain ...) goes,
   unless the element is a misnamed container of the article.
@@ -294,6 +295,22 @@ def drop_furniture(tree: etree._Element) -> None:
 _FURNITURE_HINT = re.compile("|".join(sorted(FURNITURE_WORDS)), re.IGNORECASE)
 
 
+_DATE_PROPERTIES = ("datePublished", "dateModified", "dateCreated")
+
+
+def drop_microdata_dates(tree: etree._Element) -> None:
+    """Remove the dates a page marks up as schema.org properties (``itemprop="datePublished"``):
+    they are the article's metadata, shown beside it, not its text. An element holding
+    paragraphs is a container misusing the property, and stays.
+
+    On the extraction benchmark's dev pages it removed one dateline on half A (F1 A 0.9870 ->
+    0.9872, B 0.9676 -> 0.9679).
+    """
+    for element in list(tree.xpath("//*[@itemprop]")):
+        if element.get("itemprop").strip() in _DATE_PROPERTIES and element.find(".//p") is None:
+            _drop(element)
+
+
 def drop_small_print(tree: etree._Element) -> None:
     """Remove ``<small>`` elements: HTML defines them as side comments (small print, disclaimers,
     legal notices, attribution), which a reader view does not show as the article.
@@ -311,6 +328,7 @@ def prepare(tree: etree._Element) -> PreparedPage:
     drop_teaser_cards(tree)
     drop_furniture(tree)
     drop_small_print(tree)
+    drop_microdata_dates(tree)
     clean_heading_anchors(tree)
     keep_footnote_asides(tree)
     mark_task_items(tree)
