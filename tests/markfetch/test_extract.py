@@ -217,6 +217,17 @@ def test_teaser_cards_with_linked_headings_go_and_article_lists_stay() -> None:
     assert "Other story" not in body and "Teaser line" not in body
 
 
+def test_the_heading_that_labels_a_list_of_teaser_cards_goes_with_it() -> None:
+    cards = "".join(f"<li><h4><a href='/story-{i}'>Other story {i}</a></h4></li>" for i in range(2))
+    middle = f"<h4>More from us:</h4><ul>{cards}</ul>"
+    html = article_page(paragraphs(2) + middle + paragraphs(3, topic="market"))
+    body = extract_article(html, URL).body
+    assert "More from us" not in body and "Other story" not in body
+    assert "Paragraph 2 about the market" in body
+    labelled_steps = article_page(paragraphs(2) + "<h4>Steps:</h4><ul><li>Unpack</li><li>Run</li></ul>")
+    assert "#### Steps:" in extract_article(labelled_steps, URL).body
+
+
 def test_sign_up_boxes_and_share_bars_go_but_a_misnamed_article_container_stays() -> None:
     furniture = (
         "<div class='Newsletter-container'><h3>Pick Six Newsletter</h3><p>Get the best picks daily.</p></div>"

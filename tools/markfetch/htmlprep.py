@@ -225,8 +225,28 @@ def drop_teaser_cards(tree: etree._Element) -> None:
         ):
             continue
         item = next(a for a in heading.iterancestors() if a.tag == "li")
-        if item.getparent() is not None:
-            _drop(item)
+        parent = item.getparent()
+        if parent is None:
+            continue
+        _drop(item)
+        if parent.tag in ("ul", "ol") and parent.find(".//li") is None:
+            _drop_emptied_list(parent)
+
+
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _drop_emptied_list(listing: etree._Element) -> None:
+    """Remove a list left without items, and the heading right before it that labelled it
+    ("More:", "Latest stories"), which would otherwise stand alone in the article. On half A of the
+    extraction benchmark's dev pages it removed one such label (F1 A 0.9872 -> 0.9873, B
+    unchanged at 0.9679)."""
+    label = listing.getprevious()
+    if listing.getparent() is None:
+        return
+    _drop(listing)
+    if label is not None and label.tag in _HEADINGS and not (label.tail or "").strip():
+        _drop(label)
 
 
 # Class and id words that name page furniture rather than the article: sign-up boxes, promotion
