@@ -263,3 +263,12 @@ def test_microdata_dates_are_metadata_but_a_container_misusing_the_property_stay
     assert "October 2010" not in body and "Paragraph 3 about the harbour" in body
     wrapped = article_page(f'<div itemprop="dateModified">{paragraphs(4)}</div>')
     assert "Paragraph 3 about the harbour" in extract_article(wrapped, URL).body
+
+
+def test_a_typed_rule_near_the_end_cuts_the_coda_but_a_section_break_stays() -> None:
+    coda = "<p>___</p><p>Follow our full coverage of the harbour at https://example.org/harbour</p>"
+    body = extract_article(article_page(paragraphs(4) + coda), URL).body
+    assert "Paragraph 3 about the harbour" in body
+    assert "full coverage" not in body and "___" not in body
+    scene_break = paragraphs(3) + "<p>* * *</p>" + paragraphs(3, topic="market")
+    assert "Paragraph 2 about the market" in extract_article(article_page(scene_break), URL).body

@@ -126,7 +126,7 @@ def _reader_view(tree: etree._Element, base_url: str | None, languages: dict[str
     )
     if document is None or getattr(document, "body", None) is None:
         return ""
-    body = prune_trailing_link_clusters(to_html(document.body))
+    body = prune_trailing_link_clusters(cut_final_coda(to_html(document.body)))
     return html_to_markdown(body, base_url=base_url, code_languages=languages)
 
 
@@ -162,6 +162,33 @@ def prune_trailing_link_clusters(body: etree._Element) -> etree._Element:
     if linky_seen and len(tail) < len(blocks):
         for block in tail:
             body.remove(block)
+    return body
+
+
+# A typed rule: a block of one punctuation character repeated ("___", "* * *", "----").
+_TYPED_RULE = re.compile(r"^\s*([^\w\s]|_)(?:\s*\1){2,}\s*$")
+
+
+def cut_final_coda(body: etree._Element) -> etree._Element:
+    """Cut a typed rule near the end of the article and the short coda after it.
+
+    Writers separate the article from its coda (follow-us lines, "more coverage at", contact
+    notes) with a typed rule; the coda is not the article. A rule with more than
+    TRAILING_MAX_CHARS of text after it is a section break inside the article, and stays.
+    On the extraction benchmark's dev pages it cut two such codas on half A (F1 A 0.9873 ->
+    0.9875, B 0.9679 -> 0.9680).
+    """
+    blocks = [child for child in body if isinstance(child.tag, str)]
+    after = 0
+    for position in range(len(blocks) - 1, 0, -1):
+        text = " ".join("".join(blocks[position].itertext()).split())
+        if _TYPED_RULE.match(text):
+            for block in blocks[position:]:
+                body.remove(block)
+            break
+        after += len(text)
+        if after > TRAILING_MAX_CHARS:
+            break
     return body
 
 
