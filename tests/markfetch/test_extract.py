@@ -10,6 +10,7 @@ from markfetch.extract import (
     extract_article,
     headline_texts,
     page_title,
+    prune_trailing_link_clusters,
     tidy_markdown,
 )
 from markfetch.htmlprep import parse_html
@@ -272,3 +273,15 @@ def test_a_typed_rule_near_the_end_cuts_the_coda_but_a_section_break_stays() -> 
     assert "full coverage" not in body and "___" not in body
     scene_break = paragraphs(3) + "<p>* * *</p>" + paragraphs(3, topic="market")
     assert "Paragraph 2 about the market" in extract_article(article_page(scene_break), URL).body
+
+
+def test_the_trailing_link_cluster_is_cut_inside_a_wrapper_around_the_whole_body() -> None:
+    from lxml import etree
+
+    prose = "<p>" + "The harbour reopened after the storm and the boats came back. " * 5 + "</p>"
+    cluster = (
+        "<p>Tag: <a href='/t'>harbours</a></p><p><a href='/guide'>Buyer's guide: boats (buy now)</a></p>"
+    )
+    body = etree.fromstring(f"<body><div class='content'>{prose}{cluster}</div></body>")
+    text = "".join(prune_trailing_link_clusters(body).itertext())
+    assert "harbour reopened" in text and "Buyer's guide" not in text and "Tag:" not in text
