@@ -285,3 +285,18 @@ def test_the_trailing_link_cluster_is_cut_inside_a_wrapper_around_the_whole_body
     body = etree.fromstring(f"<body><div class='content'>{prose}{cluster}</div></body>")
     text = "".join(prune_trailing_link_clusters(body).itertext())
     assert "harbour reopened" in text and "Buyer's guide" not in text and "Tag:" not in text
+
+
+def test_adjacent_runs_of_the_same_emphasis_render_as_one_span() -> None:
+    from markfetch.extract import merge_split_emphasis
+    from markfetch.markdown import html_to_markdown
+
+    split = parse_html("<p><b>Five tips for game d</b><b>ay parties</b> and <em>a</em> <em>b</em></p>")
+    paragraph = merge_split_emphasis(split.find(".//body/p"))
+    assert html_to_markdown(paragraph).strip() == "**Five tips for game day parties** and *a* *b*"
+    nested = parse_html("<p><strong>one <em>two</em></strong><strong> three</strong><em>four</em></p>")
+    paragraph = merge_split_emphasis(nested.find(".//body/p"))
+    assert [child.tag for child in paragraph] == ["strong", "em"]
+    assert "".join(paragraph.itertext()) == "one two threefour"
+    page = article_page("<p><b>Five tips for game d</b><b>ay parties</b></p>" + paragraphs(4))
+    assert "**Five tips for game day parties**" in extract_article(page, URL).body

@@ -126,7 +126,7 @@ def _reader_view(tree: etree._Element, base_url: str | None, languages: dict[str
     )
     if document is None or getattr(document, "body", None) is None:
         return ""
-    body = prune_trailing_link_clusters(cut_final_coda(to_html(document.body)))
+    body = merge_split_emphasis(prune_trailing_link_clusters(cut_final_coda(to_html(document.body))))
     return html_to_markdown(body, base_url=base_url, code_languages=languages)
 
 
@@ -257,6 +257,31 @@ def to_html(body: etree._Element) -> etree._Element:
     return body
 
 
+_EMPHASIS_TAGS = frozenset({"strong", "b", "em", "i", "del", "s", "u", "code"})
+
+
+def merge_split_emphasis(root: etree._Element) -> etree._Element:
+    """Join runs of the same emphasis that touch (``<b>Game D</b><b>ay</b>``), in place.
+
+    Page editors leave such splits; written apart, their markdown markers meet as ``****``,
+    which CommonMark reads as literal asterisks inside a split word. Runs separated by any
+    text, even a space, stay apart. A rendering fix: on half A of the extraction benchmark's dev
+    pages it restored one split heading (F1 A 0.9879 -> 0.9880, B unchanged at 0.968).
+    """
+    for element in list(root.iter(*_EMPHASIS_TAGS)):
+        following = element.getnext()
+        while following is not None and following.tag == element.tag and not element.tail:
+            if len(element):
+                element[-1].tail = (element[-1].tail or "") + (following.text or "")
+            else:
+                element.text = (element.text or "") + (following.text or "")
+            element.extend(list(following))
+            element.tail = following.tail
+            element.getparent().remove(following)
+            following = element.getnext()
+    return root
+
+
 # -- whole-body fallback -----------------------------------------------------------------------
 
 
@@ -273,6 +298,7 @@ def _whole_body(tree: etree._Element, base_url: str | None, languages: dict[str,
             continue
         if element.tag in BOILERPLATE_TAGS or (element.get("role") or "") in BOILERPLATE_ROLES:
             htmlprep._drop(element)
+    merge_split_emphasis(region)
     return html_to_markdown(region, base_url=base_url, code_languages=languages, images=False)
 
 
