@@ -8,7 +8,9 @@ from markfetch.extract import (
     ExtractionFailed,
     drop_title_headline,
     extract_article,
+    headline_texts,
     page_title,
+    prune_trailing_link_clusters,
     tidy_markdown,
 )
 from markfetch.htmlprep import parse_html
@@ -133,8 +135,31 @@ def test_tidy_drops_empty_headings_but_keeps_parents_of_subsections() -> None:
 def test_title_headline_is_moved_to_the_title_not_repeated() -> None:
     assert drop_title_headline("## The Title!\n\nbody\n", "The title") == "body\n"
     assert drop_title_headline("intro\n\n## The Title\n", "The title") == "intro\n\n## The Title\n"
+    assert drop_title_headline("The  title.\n\nbody\n", "The title") == "body\n"
+    assert drop_title_headline("## The Title\n", "The title") == "## The Title\n"
     assert Article("T", "# Own heading\n\ntext\n", "reader").markdown == "# Own heading\n\ntext\n"
     assert Article("", "text\n", "reader").markdown == "text\n"
+
+
+def test_a_leading_headline_or_standfirst_goes_but_a_first_section_heading_stays() -> None:
+    tree = parse_html(
+        "<html><head><title>Deportees return home | Site</title>"
+        '<meta name="description" content="Twenty teams have punched tickets.">'
+        "</head><body><p>x</p></body></html>"
+    )
+    known = headline_texts(tree)
+    assert known == {
+        "deportees return home site",
+        "deportees return home",
+        "twenty teams have punched tickets",
+    }
+    body = "# A longer headline\n\n## Deportees return home\n\n## Twenty teams have punched tickets\n\ntext\n"
+    assert drop_title_headline(body, "Other", known) == "text\n"
+    overview = "## Overview\n\ntext\n\n# Later h1\n"
+    assert drop_title_headline(overview, "Other", known) == overview
+    assert drop_title_headline("## Overview\n\n# Deportees return home\n", "Other", known) == (
+        "## Overview\n\n# Deportees return home\n"
+    )
 
 
 def test_a_page_hidden_behind_an_open_dialog_is_still_read() -> None:
@@ -193,14 +218,85 @@ def test_teaser_cards_with_linked_headings_go_and_article_lists_stay() -> None:
     assert "Other story" not in body and "Teaser line" not in body
 
 
+def test_the_heading_that_labels_a_list_of_teaser_cards_goes_with_it() -> None:
+    cards = "".join(f"<li><h4><a href='/story-{i}'>Other story {i}</a></h4></li>" for i in range(2))
+    middle = f"<h4>More from us:</h4><ul>{cards}</ul>"
+    html = article_page(paragraphs(2) + middle + paragraphs(3, topic="market"))
+    body = extract_article(html, URL).body
+    assert "More from us" not in body and "Other story" not in body
+    assert "Paragraph 2 about the market" in body
+    labelled_steps = article_page(paragraphs(2) + "<h4>Steps:</h4><ul><li>Unpack</li><li>Run</li></ul>")
+    assert "#### Steps:" in extract_article(labelled_steps, URL).body
+
+
 def test_sign_up_boxes_and_share_bars_go_but_a_misnamed_article_container_stays() -> None:
     furniture = (
         "<div class='Newsletter-container'><h3>Pick Six Newsletter</h3><p>Get the best picks daily.</p></div>"
         "<div id='socialShareBar'><p>Share this story with your friends today</p></div>"
+        "<div class='article-cta'><p>If you enjoyed this article, join our members' club.</p></div>"
     )
     html = article_page(paragraphs(3) + furniture + paragraphs(2, topic="market"))
     body = extract_article(html, URL).body
     assert "Paragraph 2 about the harbour" in body and "Paragraph 1 about the market" in body
-    assert "Newsletter" not in body and "Share this story" not in body
+    assert "Newsletter" not in body and "Share this story" not in body and "members' club" not in body
+    notice = (
+        "<div class='print-header'><p>This copy is for your personal, non-commercial use only. To order"
+        " presentation-ready copies for distribution, visit our reprints desk.</p></div>"
+    )
+    printable = extract_article(article_page(notice + paragraphs(4)), URL).body
+    assert "reprints" not in printable and "Paragraph 3 about the harbour" in printable
     wrapped = article_page(f"<div class='article-body social-enabled'>{paragraphs(4)}</div>")
     assert "Paragraph 3 about the harbour" in extract_article(wrapped, URL).body
+
+
+def test_small_print_is_not_the_article_but_the_text_around_it_is() -> None:
+    fine_print = (
+        "<p><small>05/10/2018 - Published by: A. Writer - Category: Health</small> Lead sentence.</p>"
+    )
+    body = extract_article(article_page(fine_print + paragraphs(4)), URL).body
+    assert "Published by" not in body
+    assert "Lead sentence." in body and "Paragraph 3 about the harbour" in body
+
+
+def test_microdata_dates_are_metadata_but_a_container_misusing_the_property_stays() -> None:
+    dated = '<span itemprop="datePublished">Friday, 22 October 2010 at 20:13</span>' + paragraphs(4)
+    body = extract_article(article_page(dated), URL).body
+    assert "October 2010" not in body and "Paragraph 3 about the harbour" in body
+    wrapped = article_page(f'<div itemprop="dateModified">{paragraphs(4)}</div>')
+    assert "Paragraph 3 about the harbour" in extract_article(wrapped, URL).body
+
+
+def test_a_typed_rule_near_the_end_cuts_the_coda_but_a_section_break_stays() -> None:
+    coda = "<p>___</p><p>Follow our full coverage of the harbour at https://example.org/harbour</p>"
+    body = extract_article(article_page(paragraphs(4) + coda), URL).body
+    assert "Paragraph 3 about the harbour" in body
+    assert "full coverage" not in body and "___" not in body
+    scene_break = paragraphs(3) + "<p>* * *</p>" + paragraphs(3, topic="market")
+    assert "Paragraph 2 about the market" in extract_article(article_page(scene_break), URL).body
+
+
+def test_the_trailing_link_cluster_is_cut_inside_a_wrapper_around_the_whole_body() -> None:
+    from lxml import etree
+
+    prose = "<p>" + "The harbour reopened after the storm and the boats came back. " * 5 + "</p>"
+    cluster = (
+        "<p>Tag: <a href='/t'>harbours</a></p><p><a href='/guide'>Buyer's guide: boats (buy now)</a></p>"
+    )
+    body = etree.fromstring(f"<body><div class='content'>{prose}{cluster}</div></body>")
+    text = "".join(prune_trailing_link_clusters(body).itertext())
+    assert "harbour reopened" in text and "Buyer's guide" not in text and "Tag:" not in text
+
+
+def test_adjacent_runs_of_the_same_emphasis_render_as_one_span() -> None:
+    from markfetch.extract import merge_split_emphasis
+    from markfetch.markdown import html_to_markdown
+
+    split = parse_html("<p><b>Five tips for game d</b><b>ay parties</b> and <em>a</em> <em>b</em></p>")
+    paragraph = merge_split_emphasis(split.find(".//body/p"))
+    assert html_to_markdown(paragraph).strip() == "**Five tips for game day parties** and *a* *b*"
+    nested = parse_html("<p><strong>one <em>two</em></strong><strong> three</strong><em>four</em></p>")
+    paragraph = merge_split_emphasis(nested.find(".//body/p"))
+    assert [child.tag for child in paragraph] == ["strong", "em"]
+    assert "".join(paragraph.itertext()) == "one two threefour"
+    page = article_page("<p><b>Five tips for game d</b><b>ay parties</b></p>" + paragraphs(4))
+    assert "**Five tips for game day parties**" in extract_article(page, URL).body
