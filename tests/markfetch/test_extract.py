@@ -256,6 +256,8 @@ def test_small_print_is_not_the_article_but_the_text_around_it_is() -> None:
     body = extract_article(article_page(fine_print + paragraphs(4)), URL).body
     assert "Published by" not in body
     assert "Lead sentence." in body and "Paragraph 3 about the harbour" in body
+    phrase = "<p>The gauge reads 5 <small>mm</small> of rain on the harbour wall each night.</p>"
+    assert "5 mm of rain" in extract_article(article_page(phrase + paragraphs(4)), URL).body
 
 
 def test_microdata_dates_are_metadata_but_a_container_misusing_the_property_stays() -> None:
