@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -182,14 +182,15 @@ def evaluate(comparison: Mapping[str, Any], thresholds: Thresholds) -> list[Chec
     ]
 
 
-def failures(comparison: Mapping[str, Any], thresholds: Thresholds) -> list[str]:
-    """One line per failed metric; a comparison with nothing paired fails when anything is gated."""
+def failures(
+    comparison: Mapping[str, Any], thresholds: Thresholds, checks: Sequence[Check] | None = None
+) -> list[str]:
+    """One line per failed metric; a comparison with nothing paired fails when anything is gated.
+    ``checks``: this comparison's ``evaluate`` result, when the caller already has it."""
     if "itt" not in comparison:
         if thresholds.any:
             return [f"nothing to compare: {comparison.get('note', 'no paired questions')}"]
         return []
-    return [
-        check.describe(comparison["a"], comparison["b"])
-        for check in evaluate(comparison, thresholds)
-        if check.verdict == "fail"
-    ]
+    if checks is None:
+        checks = evaluate(comparison, thresholds)
+    return [check.describe(comparison["a"], comparison["b"]) for check in checks if check.verdict == "fail"]

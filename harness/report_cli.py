@@ -204,7 +204,7 @@ def run_compare(args: argparse.Namespace) -> int:
     for report in reports:
         comparison = report.summary["comparisons"][0]
         checks = evaluate(comparison, thresholds)
-        failed += failures(comparison, thresholds)
+        failed += failures(comparison, thresholds, checks)
         pairs.append((report.summary, comparison, checks))
     _emit_comparisons(pairs, failed, args.format)
     for failure in failed:
