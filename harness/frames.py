@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness.records import RunRecord
-from harness.report import NOT_ANSWERABLE, QuestionOutcome, evidence_recall, question_groups
+from harness.report import NOT_ANSWERABLE, QuestionOutcome, evidence_pages_groups, evidence_recall
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,23 +38,9 @@ RECORD_COLUMNS_ADDED = {
 _LISTS = ("errors", "pages_read", "sections_read", "evidence_pages", "evidence_sources")
 
 
-def evidence_pages_kind(outcome_like: Any) -> str:
-    """The evidence-pages group of a record or question outcome, as the report's breakdown names it."""
-    for dimension, group in question_groups(outcome_like):
-        if dimension == "evidence pages":
-            return group
-    return "unanswerable"
-
-
-@dataclasses.dataclass(frozen=True)
-class _Grouping:
-    """What ``question_groups`` needs of a record."""
-
-    evidence_sources: tuple[str, ...]
-    evidence_pages: tuple[int, ...]
-    answerable: bool
-    doc_type: str
-    answer_format: str
+def evidence_pages_kind(pages: int, answerable: bool) -> str:
+    """The evidence-pages group a question counts in first, as the report's breakdown names it."""
+    return evidence_pages_groups(pages, answerable)[0]
 
 
 def record_row(record: RunRecord) -> dict[str, Any]:
@@ -75,14 +61,9 @@ def record_row(record: RunRecord) -> dict[str, Any]:
     for name, calls in Counter(c.name for c in record.tool_calls).items():
         row[f"calls_{name}"] = calls
     row["evidence_recall"] = evidence_recall(record)
-    grouping = _Grouping(
-        tuple(record.evidence_sources),
-        tuple(record.evidence_pages),
-        record.gold != NOT_ANSWERABLE,
-        record.doc_type,
-        record.answer_format,
+    row["evidence_pages_kind"] = evidence_pages_kind(
+        len(record.evidence_pages), record.gold != NOT_ANSWERABLE
     )
-    row["evidence_pages_kind"] = evidence_pages_kind(grouping)
     return row
 
 
@@ -108,7 +89,7 @@ def question_row(outcome: QuestionOutcome) -> dict[str, Any]:
         row[f"tokens_{role}"] = tokens
     for name, calls in outcome.tool_calls_by_name.items():
         row[f"calls_{name}"] = calls
-    row["evidence_pages_kind"] = evidence_pages_kind(outcome)
+    row["evidence_pages_kind"] = evidence_pages_kind(len(outcome.evidence_pages), outcome.answerable)
     return row
 
 

@@ -532,16 +532,19 @@ def evidence_recall_difference(
 DIMENSIONS = ("evidence source", "evidence pages", "document type", "answer format", "answer path")
 
 
+def evidence_pages_groups(pages: int, answerable: bool) -> list[str]:
+    """single-page (exactly one evidence page), cross-page (answerable, any other count) and/or
+    unanswerable: the paper's split of questions by their evidence pages."""
+    groups = ["single-page"] if pages == 1 else ["cross-page"] if answerable else []
+    return groups + ([] if answerable else ["unanswerable"])
+
+
 def question_groups(outcome: QuestionOutcome) -> list[tuple[str, str]]:
     """The (dimension, group) cells a question counts in; a question may count in several."""
     groups = [("evidence source", s) for s in outcome.evidence_sources] or [("evidence source", "(none)")]
-    pages = len(outcome.evidence_pages)
-    if pages == 1:
-        groups.append(("evidence pages", "single-page"))
-    elif outcome.answerable:
-        groups.append(("evidence pages", "cross-page"))
-    if not outcome.answerable:
-        groups.append(("evidence pages", "unanswerable"))
+    groups += [
+        ("evidence pages", g) for g in evidence_pages_groups(len(outcome.evidence_pages), outcome.answerable)
+    ]
     groups.append(("document type", outcome.doc_type or "(unknown)"))
     groups.append(("answer format", outcome.answer_format or "(unknown)"))
     return groups
