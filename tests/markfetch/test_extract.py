@@ -13,7 +13,7 @@ from markfetch.extract import (
     prune_trailing_link_clusters,
     tidy_markdown,
 )
-from markfetch.htmlprep import parse_html
+from markfetch.htmlprep import drop_scripts, parse_html
 
 from tests.markfetch.pages import article_page, page, paragraphs
 
@@ -302,3 +302,15 @@ def test_adjacent_runs_of_the_same_emphasis_render_as_one_span() -> None:
     assert "".join(paragraph.itertext()) == "one two threefour"
     page = article_page("<p><b>Five tips for game d</b><b>ay parties</b></p>" + paragraphs(4))
     assert "**Five tips for game day parties**" in extract_article(page, URL).body
+
+
+def test_scripts_and_styles_go_before_extraction_but_json_ld_and_the_text_around_them_stay() -> None:
+    tree = parse_html(
+        "<html><head><style>p {color: red}</style>"
+        '<script type=" Application/LD+JSON ">{"articleBody": "kept"}</script></head>'
+        "<body><p>Before <script>track()</script>after.</p><script src='x.js'></script></body></html>"
+    )
+    drop_scripts(tree)
+    assert tree.xpath("string(//p)") == "Before after."
+    assert [s.get("type").strip().lower() for s in tree.iter("script")] == ["application/ld+json"]
+    assert not list(tree.iter("style"))

@@ -8,7 +8,8 @@ The chain:
    HTML and rendered by :mod:`markfetch.markdown` (trafilatura's own markdown escapes
    ``snake_case``, drops code languages and resolves relative links against the host only).
    Before rendering, the coda after a final typed rule and the trailing run of link lists are
-   cut, and touching runs of the same emphasis are joined; after it, the headline or standfirst
+   cut, then the trailing blocks a second extractor leaves out when it otherwise agrees
+   (:mod:`markfetch.consensus`), and touching runs of the same emphasis are joined; after it, the headline or standfirst
    that opens the body goes (the title is returned separately).
 3. Fallback: when the reader view keeps almost nothing of a page that has text (client-rendered
    shells with server-rendered lists, long listings), the page's main region is converted whole.
@@ -113,8 +114,11 @@ def extract_article(page_html: str, url: str | None = None) -> Article:
 def _reader_view(tree: etree._Element, base_url: str | None, languages: dict[str, str]) -> str:
     import trafilatura
 
+    from markfetch import consensus
     from markfetch.markdown import html_to_markdown
 
+    # Before trafilatura runs: it prunes the tree it is given.
+    second_opinion = consensus.shingles(consensus.second_opinion_text(tree))
     document = trafilatura.bare_extraction(
         tree,
         output_format="markdown",
@@ -129,7 +133,9 @@ def _reader_view(tree: etree._Element, base_url: str | None, languages: dict[str
     )
     if document is None or getattr(document, "body", None) is None:
         return ""
-    body = merge_split_emphasis(prune_trailing_link_clusters(cut_final_coda(to_html(document.body))))
+    body = prune_trailing_link_clusters(cut_final_coda(to_html(document.body)))
+    consensus.trim_unshared_tail(block_container(body), second_opinion)
+    body = merge_split_emphasis(body)
     return html_to_markdown(body, base_url=base_url, code_languages=languages)
 
 

@@ -2,6 +2,8 @@
 
 All functions mutate the lxml tree they are given and do no I/O.
 
+- Scripts and styles go first (JSON-LD data stays): no extractor reads them, and every later
+  step, trafilatura's included, then walks a smaller tree.
 - Hidden elements (``hidden``, ``display:none``, ``visibility:hidden``, ``aria-hidden``) are
   removed, as a reader view does: pages often carry a hidden copy of the article for crawlers.
 - Heading permalinks (Sphinx ``¶``, MDN-style self-links, ``#``/``§``/``🔗`` anchors) are removed
@@ -37,7 +39,9 @@ _PERMALINK_CLASS = re.compile(
     r"headerlink|anchor|permalink|heading-link|hash-link|header-link|direct-link", re.I
 )
 _NEVER_REMOVED = frozenset({"html", "head", "body"})
-_LINE_NUMBERS = ("linenos", "linenodiv", "line-numbers-rows", "gutter", "lineno", "line-number", "ln-num")
+_LINE_NUMBERS = frozenset(
+    {"linenos", "linenodiv", "line-numbers-rows", "gutter", "lineno", "line-number", "ln-num"}
+)
 _VOID_TEXT_TAGS = ("script", "style", "noscript", "template")
 
 
@@ -95,8 +99,8 @@ def remove_hidden(tree: etree._Element) -> int:
     """
     doomed = []
     page_chars: int | None = None
-    for element in tree.iter():
-        if not isinstance(element.tag, str) or element.tag in _NEVER_REMOVED:
+    for element in _HIDDEN_CANDIDATES(tree):
+        if element.tag in _NEVER_REMOVED:
             continue
         if element.tag in ("noscript", "template"):
             doomed.append(element)
@@ -115,6 +119,10 @@ def remove_hidden(tree: etree._Element) -> int:
             _drop(element)
             removed += 1
     return removed
+
+
+# Only these can be hidden, so the rest of the page is never visited (document order is kept).
+_HIDDEN_CANDIDATES = etree.XPath("//*[@hidden or @aria-hidden or @style] | //noscript | //template")
 
 
 def clean_heading_anchors(tree: etree._Element) -> None:
@@ -138,8 +146,8 @@ def clean_heading_anchors(tree: etree._Element) -> None:
 def normalise_code_blocks(tree: etree._Element) -> dict[str, str]:
     """Rewrite each ``<pre>`` as ``<pre><code>plain text</code></pre>``; return code -> language."""
     languages: dict[str, str] = {}
-    for element in list(tree.iter()):
-        if isinstance(element.tag, str) and any(name in _classes(element).split() for name in _LINE_NUMBERS):
+    for element in tree.xpath("//*[@class]"):
+        if _LINE_NUMBERS.intersection(_classes(element).split()):
             # Line-number gutters are not code; a pygments "highlighttable" keeps its code cell.
             _drop(element)
     for table in list(tree.xpath("//table[.//pre]")):
@@ -354,7 +362,22 @@ def _inside_sentence(element: etree._Element) -> bool:
     return bool((before or "").strip() and (element.tail or "").strip())
 
 
+def drop_scripts(tree: etree._Element) -> None:
+    """Remove scripts and styles, which no extractor reads, so that every later step walks a
+    smaller tree. JSON-LD data stays: trafilatura's last-resort extractor reads ``articleBody``
+    from it."""
+    for element in _SCRIPTS(tree):
+        _drop(element)
+
+
+_SCRIPTS = etree.XPath(
+    "//script[not(translate(normalize-space(@type), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', "
+    "'abcdefghijklmnopqrstuvwxyz') = 'application/ld+json')] | //style"
+)
+
+
 def prepare(tree: etree._Element) -> PreparedPage:
+    drop_scripts(tree)
     remove_hidden(tree)
     drop_headers(tree)
     drop_teaser_cards(tree)
@@ -374,14 +397,13 @@ def visible_text_length(tree: etree._Element) -> int:
     """
     body = tree.find(".//body")
     root = body if body is not None else tree
-    total = 0
-    for node in root.iter():
-        if not isinstance(node.tag, str) or node.tag in _VOID_TEXT_TAGS:
-            if node.tail:
-                total += len(" ".join(node.tail.split()))
-            continue
-        if node.text:
-            total += len(" ".join(node.text.split()))
-        if node.tail and node is not root:
-            total += len(" ".join(node.tail.split()))
-    return total
+    # One XPath call instead of a Python walk over every node: the walk made an lxml proxy per
+    # element and was the costliest step of preparing a page. A text node whose parent is a
+    # script (say) is that script's code; the script's tail has the script's parent as parent.
+    return sum(len(" ".join(text.split())) for text in _VISIBLE_TEXT(root))
+
+
+_VISIBLE_TEXT = etree.XPath(
+    ".//text()[not(parent::script or parent::style or parent::noscript or parent::template)]",
+    smart_strings=False,
+)

@@ -316,30 +316,23 @@ class MarkdownRenderer:
         return out
 
     def _table(self, table: etree._Element) -> list[str]:
-        rows: list[list[etree._Element]] = []
-        header_rows = 0
         caption = None
         for node in table.iter():
-            tag = _tag(node)
-            if tag not in ("tr", "caption") or _nearest_table(node) is not table:
-                continue
-            if tag == "caption":
+            if _tag(node) == "caption" and _nearest_table(node) is table:
                 caption = self._finish_inline(self._inline_children(node), single_line=True)
-                continue
-            cells = [cell for cell in node if _tag(cell) in ("td", "th")]
-            if not cells:
-                continue
-            parent = node.getparent()
+        header_rows = 0
+        rows: list[list[etree._Element]] = []
+        for row, cells in table_rows(table):
+            parent = row.getparent()
             in_head = parent is not None and _tag(parent) == "thead"
             if header_rows == len(rows) and (in_head or all(_tag(cell) == "th" for cell in cells)):
                 header_rows += 1
             rows.append(cells)
         if not rows:
             return []
-        width = max(sum(_colspan(cell) for cell in row) for row in rows)
-        if width == 1 or len(rows) == 1:
-            # A layout table (one column, or a single row): its cells are ordinary blocks.
+        if is_layout_table(rows):
             return [block for row in rows for cell in row for block in self._blocks(cell)]
+        width = max(sum(_colspan(cell) for cell in row) for row in rows)
         grid: list[list[str]] = []
         for row in rows:
             texts: list[str] = []
@@ -446,6 +439,23 @@ def _colspan(cell: etree._Element) -> int:
         return min(max(int(cell.get("colspan", "1")), 1), 50)
     except ValueError:
         return 1
+
+
+def table_rows(table: etree._Element) -> list[tuple[etree._Element, list[etree._Element]]]:
+    """The table's own rows (a nested table's stay inside their cell), each with its cells."""
+    rows = []
+    for row in table.iter():
+        if _tag(row) == "tr" and _nearest_table(row) is table:
+            cells = [cell for cell in row if _tag(cell) in ("td", "th")]
+            if cells:
+                rows.append((row, cells))
+    return rows
+
+
+def is_layout_table(rows: list[list[etree._Element]]) -> bool:
+    """A table used for layout (one column, or a single row): its cells are ordinary blocks."""
+    width = max((sum(_colspan(cell) for cell in row) for row in rows), default=0)
+    return width == 1 or len(rows) == 1
 
 
 def _nearest_table(node: etree._Element) -> etree._Element | None:
