@@ -8,8 +8,14 @@ import os
 import platform
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import CommandError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from benchmark.webextract.runner import ExtractorResult
 
 HELP = "score markfetch and baseline extractors on the article-extraction benchmark"
 DESCRIPTION = """\
@@ -140,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
     console.print(table)
     for result in results:
         console.print(f"  {result.extractor.name}: {result.extractor.label}")
+    if baseline is not None and len(results) > 1:
+        console.print(_difference_table(results, baseline, splits, rows))
     console.print(
         f"time × is relative to {TIME_BASELINE}; machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()} (timings are noisy on a shared machine)"
@@ -164,3 +172,45 @@ def run(args: argparse.Namespace) -> int:
             Path(args.json).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json).write_text(text + "\n", encoding="utf-8")
     return 0
+
+
+def _difference_table(
+    results: list[ExtractorResult],
+    baseline: ExtractorResult,
+    splits: dict[str, list[str]],
+    rows: list[dict[str, Any]],
+) -> Table:
+    """F1 of each extractor minus the baseline's on the same pages, with paired intervals; the
+    figures also go into each extractor's JSON row."""
+    from rich.table import Table
+
+    from benchmark.webextract.metric import paired_f1_difference
+
+    name = baseline.extractor.name
+    table = Table(
+        title=f"F1 minus {name}'s on the same pages, with 95 % paired bootstrap intervals over pages",
+        title_justify="left",
+    )
+    for column in ("extractor", "all", "A", "B"):
+        table.add_column(column, justify="left" if column == "extractor" else "right")
+    groups = {"all": list(baseline.counts), **splits}
+    for result, row in zip(results, rows, strict=True):
+        if result is baseline:
+            continue
+        cells, differences = [], {}
+        for group, keys in groups.items():
+            keys = [k for k in keys if k in result.counts and k in baseline.counts]
+            if not keys:
+                cells.append("-")
+                continue
+            diff = paired_f1_difference([result.counts[k] for k in keys], [baseline.counts[k] for k in keys])
+            differences[group] = {
+                "estimate": diff.estimate,
+                "low": diff.low,
+                "high": diff.high,
+                "pages": diff.pages,
+            }
+            cells.append(f"{diff.estimate:+.3f} [{diff.low:+.3f}, {diff.high:+.3f}]")
+        row["f1_difference_vs_" + name] = differences
+        table.add_row(result.extractor.name, *cells)
+    return table

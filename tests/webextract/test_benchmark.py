@@ -116,6 +116,12 @@ def test_docab_webextract_command(tmp_path: Path, capsys) -> None:
         "trafilatura-markdown",
     ]
     assert all(0.9 < r["f1"] <= 1.0 for r in payload["results"])
+    assert "F1 minus trafilatura-markdown's on the same pages" in printed
+    difference = payload["results"][0]["f1_difference_vs_trafilatura-markdown"]
+    assert set(difference) >= {"all"} and difference["all"]["pages"] == 3
+    for figures in difference.values():
+        assert figures["low"] <= figures["estimate"] <= figures["high"]
+    assert "f1_difference_vs_trafilatura-markdown" not in payload["results"][1]  # the baseline itself
 
 
 def test_docab_webextract_bad_input(tmp_path: Path, capsys) -> None:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark.webextract.metric import PageCounts, aggregate, page_counts, shingles, tokenize
+from benchmark.webextract.metric import (
+    PageCounts,
+    aggregate,
+    page_counts,
+    paired_f1_difference,
+    shingles,
+    tokenize,
+)
 
 
 def test_tokens_are_word_runs_including_underscores_and_unicode() -> None:
@@ -73,3 +80,30 @@ def test_aggregate_skips_pages_as_the_benchmark_does() -> None:
 
 def test_aggregate_of_nothing_is_zero() -> None:
     assert aggregate([]).f1 == 0.0
+
+
+PERFECT = PageCounts(1.0, 0.0, 0.0)
+HALF_MISSED = PageCounts(0.5, 0.0, 0.5)  # precision 1, recall 0.5
+
+
+def test_paired_difference_of_identical_scores_is_exactly_zero() -> None:
+    pages = [PERFECT, HALF_MISSED, PageCounts(0.5, 0.5, 0.0)]
+    diff = paired_f1_difference(pages, pages)
+    assert (diff.estimate, diff.low, diff.high, diff.pages) == (0.0, 0.0, 0.0, 3)
+
+
+def test_paired_difference_estimate_is_the_f1_gap_and_its_interval_brackets_it() -> None:
+    first = [PERFECT] * 20
+    second = [PERFECT] * 10 + [HALF_MISSED] * 10  # recall 0.75, precision 1
+    diff = paired_f1_difference(first, second)
+    assert diff.estimate == pytest.approx(1.0 - 2 * 0.75 / 1.75)
+    assert 0.0 < diff.low <= diff.estimate <= diff.high < 0.3
+    # Resampling keeps pairs together: the same pages in another order give the same figures.
+    assert paired_f1_difference(first[::-1], second[::-1]).estimate == pytest.approx(diff.estimate)
+    assert paired_f1_difference(first, second) == diff  # fixed seed: reproducible
+
+
+def test_paired_difference_needs_the_same_pages() -> None:
+    with pytest.raises(ValueError, match="same pages"):
+        paired_f1_difference([PERFECT], [PERFECT, PERFECT])
+    assert paired_f1_difference([], []).pages == 0
