@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = Console(stderr=args.json == "-")
-    console.width = max(console.width, 100)  # the table needs room even when piped
+    console.width = max(console.width, 112)  # the tables need room even when piped
     with Progress(
         TextColumn("[bold]extracting"),
         BarColumn(),
@@ -146,12 +146,13 @@ def run(args: argparse.Namespace) -> int:
     console.print(table)
     for result in results:
         console.print(f"  {result.extractor.name}: {result.extractor.label}")
-    if baseline is not None and len(results) > 1:
-        console.print(_difference_table(results, baseline, splits, rows))
     console.print(
         f"time × is relative to {TIME_BASELINE}; machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()} (timings are noisy on a shared machine)"
     )
+    if baseline is not None and len(results) > 1:
+        console.print()
+        console.print(_difference_table(results, baseline, splits, rows))
     if args.json:
         payload = {
             "data": str(Path(args.data).resolve()),
@@ -188,11 +189,11 @@ def _difference_table(
 
     name = baseline.extractor.name
     table = Table(
-        title=f"F1 minus {name}'s on the same pages, with 95 % paired bootstrap intervals over pages",
+        title=f"F1 minus {name}'s on the same pages [95 % paired bootstrap interval over pages]",
         title_justify="left",
     )
     for column in ("extractor", "all", "A", "B"):
-        table.add_column(column, justify="left" if column == "extractor" else "right")
+        table.add_column(column, justify="left" if column == "extractor" else "right", no_wrap=True)
     groups = {"all": list(baseline.counts), **splits}
     for result, row in zip(results, rows, strict=True):
         if result is baseline:
@@ -210,7 +211,7 @@ def _difference_table(
                 "high": diff.high,
                 "pages": diff.pages,
             }
-            cells.append(f"{diff.estimate:+.3f} [{diff.low:+.3f}, {diff.high:+.3f}]")
+            cells.append(f"{diff.estimate:+.3f} [{diff.low:+.3f},{diff.high:+.3f}]")
         row["f1_difference_vs_" + name] = differences
         table.add_row(result.extractor.name, *cells)
     return table
