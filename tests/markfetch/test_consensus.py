@@ -59,13 +59,18 @@ def test_a_trailing_block_that_readability_leaves_out_is_cut_but_the_same_block_
     assert "Acme is headquartered" in extract_article(middle, URL).body
 
 
-def test_an_article_ending_in_a_quote_or_a_plain_list_keeps_its_ending() -> None:
+def test_an_article_ending_in_a_quote_or_a_code_example_keeps_its_ending() -> None:
     quoted = article_page(
         f"<div class='story'>{paragraphs(6)}</div>"
         "<div class='remark'><blockquote>The harbour master said the season was the best in a decade, "
         "and that the new quay would open in spring.</blockquote></div>"
     )
     assert "best in a decade" in extract_article(quoted, URL).body
+    example = article_page(
+        f"<div class='story'>{paragraphs(6)}</div>"
+        "<div class='extra'><pre><code class='language-python'>import harbour\nharbour.sail(boats=3)</code></pre></div>"
+    )
+    assert "harbour.sail(boats=3)" in extract_article(example, URL).body
 
 
 # -- the cut and its guards -----------------------------------------------------------------------
@@ -101,6 +106,7 @@ def test_quotes_tables_and_plain_lists_stay_but_a_list_of_links_goes() -> None:
         "<blockquote>We will be back next year, the captain said.</blockquote>",
         "<table><tr><td>Oranges</td><td>12 t</td></tr><tr><td>Lemons</td><td>3 t</td></tr></table>",
         "<ul><li>Unpack the crates</li><li>Check the labels</li></ul>",
+        "<pre><code>harbour.sail(boats=3)</code></pre>",
     ):
         box = container(*ARTICLE, ending)
         assert trim_unshared_tail(box, shared) == [], ending

@@ -12,9 +12,10 @@ Guards keep the cut to tails that are furniture:
   opinion (the two found the same article, so a difference at the end is a disagreement about
   where it stops, not about what it is);
 - the cut holds at most MAX_CUT_SHARE of the body's words;
-- a tail that holds a quotation, a table or a list of plain items (no links) stays: Readability
-  drops those as not looking like prose (quoted posts, embedded tweets, a closing list of steps),
-  while a list of links at the end is the furniture this cut is for.
+- a tail that holds a quotation, a table, code or a list of plain items (no links) stays:
+  Readability drops those as not looking like prose (quoted posts, embedded tweets, a closing
+  example, a closing list of steps), while a list of links at the end is the furniture this cut
+  is for.
 
 Agreement is measured on word 4-shingles, the unit of the extraction benchmark's metric.
 On the extraction benchmark's dev pages (``docab webextract``) the cut fired on 10 pages of half
@@ -154,8 +155,8 @@ def _cell_blocks(cell: etree._Element) -> list[etree._Element]:
 
 
 def _readability_blind_spot(block: etree._Element) -> bool:
-    """Content Readability leaves out although it is the article's: quotes, tables, plain lists."""
-    for element in block.iter("blockquote", "table", "ul", "ol", "dl"):
-        if element.tag in ("blockquote", "table") or element.find(".//a") is None:
+    """Content Readability leaves out although it is the article's: quotes, tables, code, plain lists."""
+    for element in block.iter("blockquote", "table", "pre", "ul", "ol", "dl"):
+        if element.tag in ("blockquote", "table", "pre") or element.find(".//a") is None:
             return True
     return False
