@@ -56,8 +56,11 @@ def second_opinion_text(tree: etree._Element) -> str:
     from lxml import html
     from trafilatura.readability_lxml import Document
 
+    body = tree.find(".//body")
     try:
-        summary = Document(deepcopy(tree), min_text_length=25).summary()
+        # Readability mutates what it reads, so it reads a copy; of the body only, which is all it
+        # looks at (and a third cheaper to copy than the page).
+        summary = Document(deepcopy(tree if body is None else body), min_text_length=25).summary()
         return " ".join(html.fromstring(summary).itertext()) if summary.strip() else ""
     except Exception:
         return ""
