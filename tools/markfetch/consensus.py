@@ -62,7 +62,7 @@ def second_opinion_text(tree: etree._Element) -> str:
         # looks at (and a third cheaper to copy than the page).
         summary = Document(deepcopy(tree if body is None else body), min_text_length=25).summary()
         return " ".join(html.fromstring(summary).itertext()) if summary.strip() else ""
-    except Exception:
+    except Exception:  # a second opinion that fails is no opinion; the reader view stands alone
         return ""
 
 
@@ -107,7 +107,10 @@ def trim_unshared_tail(
 
 def reading_blocks(container: etree._Element) -> list[etree._Element]:
     """The container's blocks in reading order; a layout table is read as the blocks in its cells
-    (as the markdown renderer reads it), so an article laid out in a table has an end to find."""
+    (as the markdown renderer reads it), so an article laid out in a table has an end to find.
+
+    Runs of inline content in a layout cell are wrapped in ``<p>`` in place, which renders the same.
+    """
     from markfetch.markdown import is_layout_table, table_rows
 
     blocks: list[etree._Element] = []
