@@ -9,8 +9,8 @@ The chain:
    ``snake_case``, drops code languages and resolves relative links against the host only).
    Before rendering, the coda after a final typed rule and the trailing run of link lists are
    cut, then the trailing blocks a second extractor leaves out when it otherwise agrees
-   (:mod:`markfetch.consensus`), and touching runs of the same emphasis are joined; after it, the headline or standfirst
-   that opens the body goes (the title is returned separately).
+   (:mod:`markfetch.consensus`), and touching runs of the same emphasis are joined; after it,
+   the headline or standfirst that opens the body goes (the title is returned separately).
 3. Fallback: when the reader view keeps almost nothing of a page that has text (client-rendered
    shells with server-rendered lists, long listings), the page's main region is converted whole.
 4. Only when that is empty too does extraction fail.
