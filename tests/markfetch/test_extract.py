@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from markfetch.extract import (
+    READER_MAX_ELEMENTS,
     Article,
     ExtractionFailed,
     drop_title_headline,
@@ -95,6 +96,15 @@ def test_listing_falls_back_to_the_whole_main_region_with_its_structure() -> Non
     assert "- [Version 4.2.0](https://example.org/releases/4.2.0) 2024-05-02" in article.body
     assert "- [Version 4.0.0](https://example.org/releases/4.0.0) 2023-10-01" in article.body
     assert "Home" not in article.body and "static site generator" not in article.body
+
+
+def test_a_page_too_big_for_the_reader_view_is_converted_whole_from_its_main_region() -> None:
+    rows = "".join(f"<div><p>Entry {i}</p></div>" for i in range(READER_MAX_ELEMENTS // 2 + 10))
+    html = f"<html><head><title>Log</title></head><body><nav>Site menu</nav><main>{rows}</main></body></html>"
+    article = extract_article(html, URL)
+    assert article.method == "full-body"
+    assert "Entry 0\n" in article.body and f"Entry {READER_MAX_ELEMENTS // 2 + 9}" in article.body
+    assert "Site menu" not in article.body
 
 
 def test_hidden_copies_of_the_article_are_ignored() -> None:
