@@ -41,8 +41,7 @@ READER_MIN_CHARS = 250
 # The reader view's time grows faster than the page: a 4.6 MB page of 400,000 small elements took
 # 137 s, one of 48,000 4.7 s. A page with more elements than this is converted whole from its
 # main region instead, in time proportional to its size (11 s for the 4.6 MB page). An article
-# page of the extraction benchmark's dev set has 84 to 1,596 elements; a long encyclopedia
-# article with its references, tens of thousands.
+# page of the extraction benchmark's dev set has 84 to 1,596 elements.
 READER_MAX_ELEMENTS = 50_000
 # Main-region candidates for the whole-body fallback, strongest first.
 MAIN_REGION_XPATHS = ("//main", "//*[@role='main']", "//article", "//*[@id='content' or @id='main']")
