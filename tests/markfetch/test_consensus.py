@@ -100,6 +100,28 @@ def test_nothing_is_cut_when_the_tail_is_a_large_share_of_the_body() -> None:
     assert trim_unshared_tail(box, reference(*(sentence(i) for i in range(3)))) == []
 
 
+def words(prefix: str, n: int) -> str:
+    """``n`` distinct words: ``n - 3`` shingles that no other call shares."""
+    return " ".join(f"{prefix}{i}" for i in range(n))
+
+
+def test_the_cut_may_take_exactly_the_largest_share_and_no_more() -> None:
+    kept = words("kept", 9)  # 6 shingles
+    at_limit = container(f"<p>{kept}</p>", f"<p>{words('tail', 7)}</p>")  # 4 of 10 shingles: 0.4
+    assert len(trim_unshared_tail(at_limit, shingles(kept))) == 1
+    over = container(f"<p>{kept}</p>", f"<p>{words('tail', 8)}</p>")  # 5 of 11 shingles
+    assert trim_unshared_tail(over, shingles(kept)) == []
+
+
+def test_the_body_must_agree_at_least_as_much_as_the_limit() -> None:
+    shared = words("shared", 12)  # 9 shingles
+    tail = f"<p>{words('tail', 4)}</p>"  # 1 shingle, a small share
+    at_limit = container("<p>one two three</p>", f"<p>{shared}</p>", tail)  # 9 of 10 agree: 0.9
+    assert len(trim_unshared_tail(at_limit, shingles(shared))) == 1
+    under = container("<p>one two three four five</p>", f"<p>{shared}</p>", tail)  # 9 of 11
+    assert trim_unshared_tail(under, shingles(shared)) == []
+
+
 def test_quotes_tables_and_plain_lists_stay_but_a_list_of_links_goes() -> None:
     shared = reference(*(sentence(i) for i in range(6)))
     for ending in (

@@ -107,6 +107,14 @@ def test_a_page_too_big_for_the_reader_view_is_converted_whole_from_its_main_reg
     assert "Site menu" not in article.body
 
 
+def test_the_element_limit_is_inclusive() -> None:
+    html = article_page(paragraphs(6))
+    elements = int(parse_html(html).xpath("count(//*)"))  # nothing here is removed by preparation
+    assert extract_article(html, URL, max_elements=elements).method == "reader"
+    at_most = extract_article(html, URL, max_elements=elements - 1)
+    assert at_most.method == "full-body" and "scraps number 5" in at_most.body
+
+
 def test_hidden_copies_of_the_article_are_ignored() -> None:
     hidden = '<div style="display: none"><p>HIDDEN COPY for crawlers only.</p></div><p hidden>ALSO HIDDEN</p>'
     body = extract_article(article_page(paragraphs(4) + hidden), URL).body

@@ -82,8 +82,13 @@ class Article:
         return f"# {self.title}\n\n{self.body}"
 
 
-def extract_article(page_html: str, url: str | None = None) -> Article:
+def extract_article(
+    page_html: str, url: str | None = None, *, max_elements: int = READER_MAX_ELEMENTS
+) -> Article:
     """Extract the article of ``page_html`` as markdown; links resolve against ``url``.
+
+    A page with more than ``max_elements`` elements (after preparation) skips the reader view
+    and is converted whole from its main region.
 
     Raises :class:`ExtractionFailed` when the page yields no text at all.
     """
@@ -97,7 +102,7 @@ def extract_article(page_html: str, url: str | None = None) -> Article:
     prepared = htmlprep.prepare(tree)
     page_chars = htmlprep.visible_text_length(tree)
 
-    if _element_count(tree) > READER_MAX_ELEMENTS:
+    if _element_count(tree) > max_elements:
         body, method = _whole_body(tree, base_url, prepared.code_languages), "full-body"
     else:
         body = _reader_view(tree, base_url, prepared.code_languages)
