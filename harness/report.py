@@ -430,17 +430,24 @@ def mde_statement(analysis: stats.PairedAnalysis) -> str:
     if not math.isfinite(analysis.mde):
         return "The minimum detectable effect cannot be estimated from this run (too few questions or documents)."
     icc = 0.0 if math.isnan(analysis.icc) else analysis.icc
-    basis = (
-        "no question's score differed between the arms, so the variance of the differences is taken "
-        "at its 95 % upper bound (rule of three); "
-        if analysis.mde_bounded
-        else ""
-    )
-    return (
-        f"Differences in accuracy under {analysis.mde * 100:.1f} points are not resolvable with this run "
+    basis = ""
+    if analysis.mde_bounded and analysis.accuracy_a == analysis.accuracy_b:
+        basis = (
+            "no question's score differed between the arms, so the variance of the differences is taken "
+            "at its 95 % upper bound (rule of three); "
+        )
+    elif analysis.mde_bounded:
+        basis = (
+            "every question's score changed by the same amount, so the variance of the differences is "
+            "taken at its upper bound, the mean squared difference; "
+        )
+    context = (
         f"(n = {analysis.n} question{'s' * (analysis.n != 1)} on {analysis.clusters} documents, ICC {icc:.2f}; "
         f"{basis}80 % power, two-sided alpha 0.05)."
     )
+    if analysis.mde >= 1.0:
+        return f"No difference in accuracy is resolvable with this run {context}"
+    return f"Differences in accuracy under {analysis.mde * 100:.1f} points are not resolvable with this run {context}"
 
 
 def planning_statement(n: int, assumptions: stats.PlanningAssumptions | None = None) -> str:

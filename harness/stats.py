@@ -603,7 +603,7 @@ class PairedAnalysis:
     latency: CostComparison
     icc: float  # of the differences, within documents
     mde: float  # minimum detectable accuracy difference at this n (alpha 0.05, power 0.8)
-    mde_bounded: bool = False  # no pair differed: Var(d) is the rule-of-three bound, not an estimate
+    mde_bounded: bool = False  # Var(d) was 0: the MDE uses an upper bound of it, not the estimate
 
     def to_dict(self) -> dict[str, Any]:
         t = self.accuracy_difference_t
@@ -690,16 +690,20 @@ def paired_analysis(
     f1_b = float(generalised_f1(f1_columns["sb"].sum(), data.answerable.sum(), data.answered_b.sum()))
     icc = icc_oneway(diff, clusters)
     variance = float(np.var(diff, ddof=1)) if diff.size > 1 else math.nan
-    # Identical arms give Var(d) = 0 and an MDE of 0, which would claim every difference resolvable.
-    # No discordant pair in n bounds the discordance rate (and so Var(d)) by 3/n at 95 % (the rule
-    # of three); the MDE is stated on that bound instead.
+    # A sample variance of 0 gives an MDE of 0, which would claim every difference resolvable. When
+    # no pair differs, no discordant pair in n bounds the discordance rate (and so Var(d)) by 3/n at
+    # 95 % (the rule of three). When every pair differs by the same amount, Var(d) is bounded by the
+    # mean squared difference. The MDE is stated on the bound instead.
     bounded = variance == 0.0
     if bounded:
-        variance = min(1.0, 3.0 / data.n)
+        variance = float(np.mean(diff**2)) if diff.any() else min(1.0, 3.0 / data.n)
     per_document = data.n / count if count else 1.0
-    mde = minimum_detectable_effect(
-        data.n, variance, questions_per_document=per_document, icc=0.0 if math.isnan(icc) else icc
-    )
+    if count < 2:
+        mde = math.nan  # one document: what varies between documents is unknown
+    else:
+        mde = minimum_detectable_effect(
+            data.n, variance, questions_per_document=per_document, icc=0.0 if math.isnan(icc) else icc
+        )
     return PairedAnalysis(
         n=data.n,
         clusters=count,

@@ -267,3 +267,27 @@ def test_identical_arms_state_the_mde_on_the_rule_of_three_bound() -> None:
     assert same.mde_bounded and same.mde == pytest.approx(z * math.sqrt((3 / 30) / 30))
     assert same.to_dict()["mde_bounded"] is True
     assert not stats.paired_analysis(data, resamples=200).mde_bounded
+
+
+def test_a_constant_nonzero_difference_states_the_mde_on_the_mean_squared_difference() -> None:
+    from harness.report import mde_statement
+
+    data = make_paired(n_docs=10, per_doc=3)
+    all_improved = PairedData(**{**data.__dict__, "score_a": np.zeros(30), "score_b": np.ones(30)})
+    result = stats.paired_analysis(all_improved, resamples=200)
+    z = 1.959963984540054 + 0.8416212335729143
+    # Var(d) is 0 but not because nothing changed: it is bounded by mean(d^2) = 1, not by 3/n.
+    assert result.mde_bounded and result.mde >= z * math.sqrt(1 / 30)
+    assert "changed by the same amount" in mde_statement(result)
+    assert "no question's score differed" not in mde_statement(result)
+    few = PairedData(
+        **{**make_paired(n_docs=2, per_doc=2).__dict__, "score_a": np.zeros(4), "score_b": np.ones(4)}
+    )
+    assert mde_statement(stats.paired_analysis(few, resamples=200)).startswith(
+        "No difference in accuracy is resolvable with this run"
+    )
+
+
+def test_one_document_gives_no_mde_number() -> None:
+    result = stats.paired_analysis(make_paired(n_docs=1, per_doc=5), resamples=200)
+    assert math.isnan(result.mde) and result.to_dict()["mde"] is None
