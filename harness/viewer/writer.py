@@ -89,7 +89,22 @@ def _load_summary(run_dir: Path, records_path: Path) -> tuple[dict[str, Any] | N
         return None, "summary.json is unreadable"
     if not isinstance(summary, dict):
         return None, "summary.json is not a report summary"
+    if not _written_for(summary, run_dir):
+        # `docab report shard1 shard2` writes the merged summary (and plots) into shard1.
+        return None, "summary.json was written for other folders (a merged report)"
     return summary, ""
+
+
+def _written_for(summary: dict[str, Any], run_dir: Path) -> bool:
+    """False when the summary names the folders it was computed from and they are not just this one
+    (a summary without the list is judged by its layout instead)."""
+    runs = summary.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(run, str) for run in runs):
+        return True
+    try:
+        return [Path(run).resolve() for run in runs] == [run_dir.resolve()]
+    except (OSError, ValueError):
+        return False
 
 
 def write_viewer(
@@ -121,8 +136,11 @@ def write_viewer(
             summary, why = None, "summary.json has another layout"
     plots_dir = run_dir / "plots"
     existing_plots = sorted(p.name for p in plots_dir.glob("*.png")) if plots_dir.is_dir() else []
+    foreign = why.startswith("summary.json was written for other folders")  # so were its plots
     need_plots = draw_plots and (
-        not existing_plots or any(_stale(plots_dir / name, records_path) for name in existing_plots)
+        foreign
+        or not existing_plots
+        or any(_stale(plots_dir / name, records_path) for name in existing_plots)
     )
     report = build_report(run, resamples=resamples, seed=seed) if summary is None or need_plots else None
     drawn: list[Path] = []

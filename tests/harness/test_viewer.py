@@ -337,6 +337,24 @@ def test_a_summary_older_than_the_records_is_recomputed(run_dir: Path) -> None:
     assert "older than records.jsonl" in index["summary"]["note"]
 
 
+def test_a_merged_summary_written_into_one_of_its_folders_is_not_shown_as_that_folders(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    from harness.report import build_report
+
+    summary = build_report(load_run(run_dir), resamples=200).summary
+    summary["runs"] = [str(run_dir), str(tmp_path / "shard2")]  # as `docab report run_dir shard2` writes it
+    summary["warnings"] = ["merged"]
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    assert index["summary"]["source"] == "computed" and "other folders" in index["summary"]["note"]
+    assert "merged" not in index["summary"]["warnings"]
+    summary["runs"] = [str(run_dir)]  # its own summary is used
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    assert index["summary"]["source"] == "summary.json"
+
+
 def test_a_summary_of_another_layout_is_recomputed(run_dir: Path) -> None:
     (run_dir / "summary.json").write_text(json.dumps({"arms": [{"arm": "fs"}]}))
     index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
