@@ -236,6 +236,19 @@ def test_teaser_cards_with_linked_headings_go_and_article_lists_stay() -> None:
     assert "Other story" not in body and "Teaser line" not in body
 
 
+def test_list_items_headed_by_permalinked_headings_are_steps_not_teasers() -> None:
+    steps = "".join(
+        f"<li><h3>Step {i}<a class='headerlink' href='#s{i}'>¶</a></h3><p>Run the installer for part {i}.</p></li>"
+        for i in range(3)
+    )
+    anchored = "".join(
+        f"<li><h3><a href='#t{i}'>Topic {i}</a></h3><p>Details of topic {i}.</p></li>" for i in range(2)
+    )
+    body = extract_article(article_page(paragraphs(3) + f"<ol>{steps}</ol><ul>{anchored}</ul>"), URL).body
+    assert "Run the installer for part 2." in body and "Step 2" in body and "¶" not in body
+    assert "Details of topic 1." in body
+
+
 def test_the_heading_that_labels_a_list_of_teaser_cards_goes_with_it() -> None:
     cards = "".join(f"<li><h4><a href='/story-{i}'>Other story {i}</a></h4></li>" for i in range(2))
     middle = f"<h4>More from us:</h4><ul>{cards}</ul>"

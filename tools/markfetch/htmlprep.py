@@ -234,8 +234,9 @@ def drop_teaser_cards(tree: etree._Element) -> None:
     for heading in list(
         tree.xpath("//li//*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6]")
     ):
+        # A link to another page; a same-page anchor (a permalink) does not make a teaser.
         if heading.getparent() is None or not (
-            heading.xpath(".//a[@href]") or heading.xpath("ancestor::a[@href]")
+            heading.xpath(_OFF_PAGE_LINK_INSIDE) or heading.xpath(_OFF_PAGE_LINK_AROUND)
         ):
             continue
         item = next(a for a in heading.iterancestors() if a.tag == "li")
@@ -247,6 +248,8 @@ def drop_teaser_cards(tree: etree._Element) -> None:
             _drop_emptied_list(parent)
 
 
+_OFF_PAGE_LINK_INSIDE = ".//a[@href and not(starts-with(normalize-space(@href), '#'))]"
+_OFF_PAGE_LINK_AROUND = "ancestor::a[@href and not(starts-with(normalize-space(@href), '#'))]"
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
@@ -380,11 +383,11 @@ def prepare(tree: etree._Element) -> PreparedPage:
     drop_scripts(tree)
     remove_hidden(tree)
     drop_headers(tree)
+    clean_heading_anchors(tree)  # before the teaser cards: a permalink is not a link elsewhere
     drop_teaser_cards(tree)
     drop_furniture(tree)
     drop_small_print(tree)
     drop_microdata_dates(tree)
-    clean_heading_anchors(tree)
     keep_footnote_asides(tree)
     mark_task_items(tree)
     return PreparedPage(code_languages=normalise_code_blocks(tree))
