@@ -1,7 +1,9 @@
 """Join run folders of one config (the shards of a run, typically) into one run folder.
 
-Records are united by their key (arm, question, epoch): the first copy of a key wins and later
-copies are counted as duplicates (a warning names any that disagree). Transcripts of the kept
+Records are united by their key (arm, question, epoch): as in ``docab report``, the last copy of a
+key wins (a folder named later, or the output's own records before the parts); every other copy
+is counted as a duplicate and a warning names any that disagree. Lines that are not records are
+skipped with a warning, and a transcript path that leaves its run folder is not followed. Transcripts of the kept
 records and every image are copied; the merged manifest keeps the first part's config and lists
 the parts with their own manifests' sessions. Merging into a folder that already holds the same
 run adds to it, so merging again after a late shard finishes is safe.
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.records import RunRecord
-from harness.store import MANIFEST, RECORDS, RunStore, StoreError, read_records, utc_now
+from harness.store import MANIFEST, RECORDS, RunStore, StoreError, inside_run, read_records_reporting, utc_now
 
 
 class MergeError(Exception):
@@ -55,7 +57,7 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
         )
         raise MergeError(f"the parts were run with different configs: {listing}")
     sources: list[Path] = list(parts)
-    existing = RunStore(out).read_manifest() if (out / MANIFEST).exists() else None
+    existing = _manifest(out) if (out / MANIFEST).exists() else None
     if existing is not None:
         if existing.get("config_hash") not in hashes:
             raise MergeError(f"{out} already holds a run with another config; choose another --out")
@@ -63,23 +65,45 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
     elif out.exists() and any(out.iterdir()):
         raise MergeError(f"{out} exists and is not an empty folder or a run of this config")
 
-    run_id = out.name
     kept: dict[tuple[str, str, int], tuple[RunRecord, Path]] = {}
     duplicates = 0
     warnings: list[str] = []
     for source in sources:
-        for record in read_records(source / RECORDS):
+        if not (source / RECORDS).exists():
+            warnings.append(f"{source} has no {RECORDS}; nothing taken from it")
+            continue
+        try:
+            found, problems = read_records_reporting(source / RECORDS)
+        except StoreError as exc:
+            raise MergeError(str(exc)) from None
+        warnings += [f"{source}: {problem}" for problem in problems]
+        for record in found:
             if record.key in kept:
                 duplicates += 1
-                first = kept[record.key][0]
-                if (first.status, first.score) != (record.status, record.score) and source != out:
+                earlier = kept[record.key][0]
+                if (earlier.status, earlier.score) != (record.status, record.score):
                     warnings.append(
                         f"{record.arm} {record.qid} epoch {record.epoch}: {source} has status {record.status} "
-                        f"score {record.score}, kept the earlier {first.status} score {first.score}"
+                        f"score {record.score}, replacing the earlier {earlier.status} score {earlier.score}"
                     )
-                continue
             kept[record.key] = (record, source)
+    try:
+        return _write_merged(parts, manifests, sources, out, existing, kept, duplicates, warnings)
+    except OSError as exc:
+        raise MergeError(f"could not write the merged run into {out}: {exc.strerror or exc}") from None
 
+
+def _write_merged(
+    parts: Sequence[Path],
+    manifests: list[dict],
+    sources: list[Path],
+    out: Path,
+    existing: dict | None,
+    kept: dict[tuple[str, str, int], tuple[RunRecord, Path]],
+    duplicates: int,
+    warnings: list[str],
+) -> MergeResult:
+    run_id = out.name
     out.mkdir(parents=True, exist_ok=True)
     for source in sources:
         if source == out:
@@ -94,9 +118,12 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
     lines = []
     for record, source in kept.values():
         if record.transcript and source != out:
-            src = source / record.transcript
-            if src.exists():
-                dst = out / record.transcript
+            src, dst = inside_run(source, record.transcript), inside_run(out, record.transcript)
+            if src is None or dst is None:
+                warnings.append(
+                    f"{source}: transcript path {record.transcript!r} leaves the run folder; not copied"
+                )
+            elif src.exists():
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, dst)
             else:

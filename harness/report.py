@@ -68,33 +68,12 @@ class RunData:
 
 def read_records(path: Path) -> tuple[list[RunRecord], list[str]]:
     """Records from one ``records.jsonl``; unreadable lines are skipped and reported, never fatal."""
-    records: list[RunRecord] = []
-    warnings: list[str] = []
+    from harness.store import StoreError, read_records_reporting
+
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ReportError(f"{path} is not UTF-8 text; is it a records.jsonl file?") from None
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            if number - 1 == last:
-                warnings.append(
-                    f"{path.name}: the last line is incomplete (a run stopped mid-write); skipped"
-                )
-            else:
-                warnings.append(f"{path.name}: line {number} is not JSON; skipped")
-            continue
-        try:
-            records.append(RunRecord.from_dict(data))
-        except (TypeError, KeyError, ValueError, AttributeError) as exc:
-            warnings.append(f"{path.name}: line {number} is not a run record ({exc}); skipped")
-    return records, warnings
+        return read_records_reporting(path)
+    except StoreError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:

@@ -78,8 +78,13 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+# What RunRecord.from_dict raises on a JSON value that is not a record (a list, a number, a field
+# of the wrong type).
+_NOT_A_RECORD = (ValueError, TypeError, KeyError, AttributeError)
+
+
 def read_records(path: Path) -> Iterator[RunRecord]:
-    """Every complete record of a ``records.jsonl``; a torn last line is ignored."""
+    """Every complete record of a ``records.jsonl``, for resuming; a torn last line is ignored."""
     if not path.exists():
         return
     with path.open("rb") as handle:
@@ -88,8 +93,52 @@ def read_records(path: Path) -> Iterator[RunRecord]:
                 return  # torn by a kill: the sample will be run again
             try:
                 yield RunRecord.from_dict(json.loads(raw))
-            except (ValueError, TypeError, KeyError):
+            except _NOT_A_RECORD:
                 continue  # a line from a crashed writer; resume redoes the sample
+
+
+def read_records_reporting(path: Path) -> tuple[list[RunRecord], list[str]]:
+    """Records from one ``records.jsonl`` and a warning for each line skipped as unreadable.
+
+    For reading a finished run (reports, merges): nothing is skipped silently. Raises
+    :class:`StoreError` when the file itself cannot be read.
+    """
+    records: list[RunRecord] = []
+    warnings: list[str] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise StoreError(f"{path} is not UTF-8 text; is it a records.jsonl file?") from None
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            if number - 1 == last:
+                warnings.append(
+                    f"{path.name}: the last line is incomplete (a run stopped mid-write); skipped"
+                )
+            else:
+                warnings.append(f"{path.name}: line {number} is not JSON; skipped")
+            continue
+        try:
+            records.append(RunRecord.from_dict(data))
+        except _NOT_A_RECORD as exc:
+            warnings.append(f"{path.name}: line {number} is not a run record ({exc}); skipped")
+    return records, warnings
+
+
+def inside_run(run_dir: Path, rel: str) -> Path | None:
+    """The file a record names (a transcript), if the relative path stays inside the run folder."""
+    if Path(rel).is_absolute():
+        return None
+    root = run_dir.resolve()
+    path = (run_dir / rel).resolve()
+    return path if path.is_relative_to(root) else None
 
 
 class RunStore:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.store import inside_run
 from harness.viewer.html import render_index, transcript_script
 from harness.viewer.page import (
     TranscriptEntry,
@@ -63,13 +64,6 @@ def read_transcript(path: Path, *, max_bytes: int = MAX_TRANSCRIPT_BYTES) -> tup
         return None, f"transcript unreadable: {exc.strerror or exc}"
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None, "transcript unreadable: not valid JSON (the file may be damaged)"
-
-
-def _inside(run_dir: Path, rel: str) -> Path | None:
-    """The transcript file a record names, if it lies inside the run folder."""
-    root = run_dir.resolve()
-    path = (run_dir / rel).resolve()
-    return path if path.is_relative_to(root) and not Path(rel).is_absolute() else None
 
 
 def _stale(path: Path, source: Path) -> bool:
@@ -213,7 +207,7 @@ def _write_transcripts(
         label = f"{record.arm} {record.qid} epoch {record.epoch}"
         if not record.transcript:
             entries[record.key] = TranscriptEntry(problem="no transcript was recorded for this sample")
-        elif (path := _inside(run_dir, record.transcript)) is None:
+        elif (path := inside_run(run_dir, record.transcript)) is None:
             entries[record.key] = TranscriptEntry(problem="transcript path outside the run folder; not read")
             problems.append(f"{label}: transcript path {record.transcript!r} is outside the run folder")
         else:

@@ -64,3 +64,19 @@ def test_to_dict_matches_the_generic_dataclass_conversion() -> None:
     data = record.to_dict()
     del data["usage_totals"]
     assert json.loads(json.dumps(data)) == json.loads(json.dumps(expected))
+
+
+def test_lines_that_are_json_but_not_records_are_skipped_on_resume_and_named_in_reports(tmp_path) -> None:
+    from harness.store import read_records, read_records_reporting
+
+    path = tmp_path / "records.jsonl"
+    good = json.dumps(make_record().to_dict())
+    path.write_text("\n".join(["[1]", '"text"', "{}", good]) + "\n", encoding="utf-8")
+    assert [r.qid for r in read_records(path)] == ["doc.pdf#3"]  # resume: no crash
+    records, warnings = read_records_reporting(path)
+    assert [r.qid for r in records] == ["doc.pdf#3"]
+    assert [w.split(" is ")[0] for w in warnings] == [
+        "records.jsonl: line 1",
+        "records.jsonl: line 2",
+        "records.jsonl: line 3",
+    ]

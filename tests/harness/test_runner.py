@@ -16,6 +16,7 @@ from harness.merge import MergeError, merge_runs
 from harness.models.base import ModelError
 from harness.models.baseline import KeywordBaseline
 from harness.progress import SilentProgress
+from harness.records import RunRecord
 from harness.schedule import arm_order, plan, shard_of
 from harness.store import read_records
 from tests.harness.corpus import exact_scorer, make_dataset
@@ -232,6 +233,31 @@ def test_shards_split_by_question_and_merge_back(tmp_path: Path, dataset: Any) -
     # Merging again (say, after re-running a shard) adds nothing twice.
     again = merge_runs([one.run_dir, two.run_dir], out)
     assert again.records == 24 and len(list(read_records(out / "records.jsonl"))) == 24
+
+
+def test_merge_keeps_the_last_copy_and_skips_bad_lines_and_escaping_paths_with_warnings(
+    tmp_path: Path, dataset: Any
+) -> None:
+    import shutil
+
+    first = run(config(), tmp_path, dataset, limit=2).run_dir
+    second = tmp_path / "second"
+    shutil.copytree(first, second)
+    records = [json.loads(line) for line in (second / "records.jsonl").read_text().splitlines()]
+    records[0]["score"] = 1.0 - records[0]["score"]  # a later copy that disagrees
+    records[1]["transcript"] = "../../outside.json"
+    (tmp_path / "outside.json").write_text("{}")
+    lines = [json.dumps(r) for r in records] + ["[1]", '"text"']
+    (second / "records.jsonl").write_text("\n".join(lines) + "\n")
+    result = merge_runs([first, second], tmp_path / "merged")
+    assert result.records == len(records) and result.duplicates == len(records)
+    merged = {r.key: r for r in read_records(tmp_path / "merged" / "records.jsonl")}
+    changed = RunRecord.from_dict(records[0])
+    assert merged[changed.key].score == changed.score  # the last copy won
+    assert any("replacing the earlier" in w for w in result.warnings)
+    assert sum("is not a run record" in w for w in result.warnings) == 2
+    assert any("leaves the run folder" in w for w in result.warnings)
+    assert not (tmp_path.parent / "outside.json").exists()  # where the escaping path pointed in the output
 
 
 def test_merge_refuses_mixed_configs(tmp_path: Path, dataset: Any) -> None:
