@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from harness.messages import ToolSpec
@@ -123,13 +122,15 @@ class BenchmarkExtractor:
 
     completion_model: Any  # anything with ``async complete(messages, *, max_tokens, temperature)``
     model: Any = None  # the harness model behind it, closed by the runner with the run's event loop
-    prompt_file: Path | None = None  # the benchmark checkout's prompt; None: the bundled copy
+    prompt: Any = None  # an ``ExtractionPrompt``, read once at start-up; None: the bundled copy
 
     async def extract(self, question: str, response: str) -> Extraction:
         from benchmark.mmlongbench.extraction import extract_answer, load_prompt
 
+        if self.prompt is None:
+            self.prompt = load_prompt()
         recorder = _RecordingCompletion(self.completion_model)
-        result = await extract_answer(recorder, question, response, prompt=load_prompt(self.prompt_file))
+        result = await extract_answer(recorder, question, response, prompt=self.prompt)
         details = {k: v for k, v in result.to_dict().items() if k != "usage"}
         error = f"answer extraction failed: {result.error}" if result.status == "api-failure" else None
         return Extraction(result.pred, tuple(recorder.usage), error, details)

@@ -207,9 +207,14 @@ def _build_extractor(config: RunConfig, model: Model, prompt_file: Path | None) 
             "the extraction protocol needs an LLM to extract answers; set answer.extractor "
             '(e.g. { name = "openai/gpt-4o" }) or use protocol = "submit_tool"'
         )
-    return BenchmarkExtractor(
-        CompletionAdapter(extractor_model), model=extractor_model, prompt_file=prompt_file
-    )
+    from benchmark.mmlongbench.errors import DataError
+    from benchmark.mmlongbench.extraction import load_prompt
+
+    try:
+        prompt = load_prompt(prompt_file)  # once, so an unreadable file stops the run before it starts
+    except DataError as exc:
+        raise CommandError(str(exc)) from None
+    return BenchmarkExtractor(CompletionAdapter(extractor_model), model=extractor_model, prompt=prompt)
 
 
 def _model_ids(config: RunConfig, model: Model) -> dict[str, Any]:

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from harness.config import parse_config
 from harness.launch import RunRequest, launch
 from harness.progress import SilentProgress
@@ -174,3 +176,37 @@ def test_extraction_protocol_through_the_benchmark_extractor(tmp_path: Path, mon
     )
     transcript = json.loads((outcome.run_dir / founded.transcript).read_text())
     assert transcript["events"][-1]["extraction"]["method"] == "llm-extraction"
+
+
+def test_an_unreadable_extraction_prompt_stops_the_run_before_any_sample(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import dataclasses
+
+    from harness.errors import CommandError
+
+    monkeypatch.setenv("DOCAB_TEST_KEY", "k")
+    config = parse_config(
+        {
+            "name": "x",
+            "model": {
+                "name": "openai/stub-model",
+                "base_url": "http://127.0.0.1:9/v1",
+                "api_key_env": "DOCAB_TEST_KEY",
+            },
+            "answer": {"protocol": "extraction"},
+            "arms": [{"name": "fs"}],
+        }
+    )
+    dataset = dataclasses.replace(
+        make_dataset(tmp_path / "corpus", documents=1), extraction_prompt=tmp_path / "missing-prompt.md"
+    )
+    with pytest.raises(CommandError, match="cannot read the extraction prompt"):
+        launch(
+            RunRequest(config, results_dir=tmp_path / "results"),
+            dataset=dataset,
+            scorer=exact_scorer,
+            progress=SilentProgress(),
+            say=lambda s: None,
+        )
+    assert not list((tmp_path / "results").glob("*/records.jsonl"))
