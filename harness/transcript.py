@@ -20,6 +20,7 @@ Content blocks are ``{"type": "text", "text"}`` or ``{"type": "image", "media_ty
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -39,8 +40,16 @@ def image_path(image: Image) -> str:
 
 
 def transcript_path(arm: str, qid: str, epoch: int) -> str:
-    safe = _UNSAFE.sub("_", qid).strip("._") or "question"
-    return f"transcripts/{_UNSAFE.sub('_', arm)}/{safe}.e{epoch}.json"
+    """A file name per (arm, question, epoch) that no other triple shares: names changed to be safe
+    on disk (``doc.pdf#3`` and ``doc.pdf_3`` both become ``doc.pdf_3``) get a hash of the original."""
+    return f"transcripts/{_safe_name(arm, 'arm')}/{_safe_name(qid, 'question')}.e{epoch}.json"
+
+
+def _safe_name(name: str, fallback: str) -> str:
+    safe = _UNSAFE.sub("_", name).strip("._") or fallback
+    if safe == name:
+        return safe
+    return f"{safe}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:8]}"
 
 
 def content(blocks: Iterable[Block], store_image: ImageSink) -> list[dict[str, Any]]:

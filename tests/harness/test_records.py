@@ -80,3 +80,17 @@ def test_lines_that_are_json_but_not_records_are_skipped_on_resume_and_named_in_
         "records.jsonl: line 2",
         "records.jsonl: line 3",
     ]
+
+
+def test_transcript_paths_never_collide_after_making_names_safe() -> None:
+    from harness.transcript import transcript_path
+
+    paths = {
+        transcript_path(arm, qid, epoch)
+        for arm in ("fs+md", "fs_md", "fs md")
+        for qid in ("doc.pdf#3", "doc.pdf_3", "doc.pdf 3", "../doc")
+        for epoch in (0, 1)
+    }
+    assert len(paths) == 3 * 4 * 2
+    assert transcript_path("fs", "doc.pdf_3", 0) == "transcripts/fs/doc.pdf_3.e0.json"  # safe names stay
+    assert all(".." not in p.split("/") and p.startswith("transcripts/") for p in paths)
