@@ -154,7 +154,11 @@ def test_a_dead_worker_pool_falls_back_to_indexing_here(tmp_path: Path) -> None:
         path = tmp_path / f"d{number:02d}.md"
         path.write_text(f"# Doc {number}\n")
         paths.append(path)
-    assert index_many(paths, 10_000, _DeadPool()) == index_many(paths, 10_000, None)
+    broken: list[bool] = []
+    assert index_many(paths, 10_000, _DeadPool(), on_broken=lambda: broken.append(True)) == index_many(
+        paths, 10_000, None
+    )
+    assert broken == [True]  # the owner hears of it, to replace the pool
 
 
 def test_files_that_cannot_be_read_are_listed_with_a_reason(tmp_path: Path) -> None:

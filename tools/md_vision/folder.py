@@ -21,7 +21,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -161,11 +161,18 @@ def _index_chunk(paths: list[str], max_bytes: int) -> list[FileIndex | FileProbl
     return [index_one(path, max_bytes) for path in paths]
 
 
-def index_many(paths: Iterable[Path], max_bytes: int, pool: Executor | None) -> list[FileIndex | FileProblem]:
+def index_many(
+    paths: Iterable[Path],
+    max_bytes: int,
+    pool: Executor | None,
+    *,
+    on_broken: Callable[[], None] | None = None,
+) -> list[FileIndex | FileProblem]:
     """Index files in order; with a pool, in chunks across its workers.
 
     A worker process that dies (killed, out of memory) breaks the pool; the files are then indexed
-    here instead, so the caller still gets every file.
+    here instead, so the caller still gets every file, and ``on_broken`` is called so that the
+    owner of the pool can replace it (a broken pool stays broken).
     """
     names = [str(path) for path in paths]
     if pool is None or len(names) < POOL_THRESHOLD:
@@ -176,6 +183,8 @@ def index_many(paths: Iterable[Path], max_bytes: int, pool: Executor | None) -> 
         for batch in pool.map(_index_chunk, chunks, [max_bytes] * len(chunks)):
             results.extend(batch)
     except BrokenProcessPool:
+        if on_broken is not None:
+            on_broken()
         return [index_one(name, max_bytes) for name in names]
     return results
 
@@ -195,5 +204,6 @@ def _ready() -> bool:
 
 
 def warm_up(pool: Executor) -> None:
-    """Have the pool start its workers now, in the background, without waiting for them."""
+    """Have the pool start its workers now, without waiting for them to be ready (starting the
+    forkserver itself takes a moment: callers run this off the start-up path)."""
     pool.submit(_ready)

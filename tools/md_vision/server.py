@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
@@ -146,5 +147,7 @@ def serve(settings: Settings) -> None:
         level=logging.WARNING, stream=sys.stderr, format="md-vision: %(levelname)s %(message)s"
     )
     vision = MdVision(settings)
-    vision.warm_up()  # folder parsers start while the client connects
+    # Folder parsers start while the client connects; starting the forkserver takes about half a
+    # second, which the handshake does not wait for.
+    threading.Thread(target=vision.warm_up, name="md-vision-warm-up", daemon=True).start()
     build_server(settings, vision).run()

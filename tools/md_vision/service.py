@@ -12,6 +12,7 @@ import asyncio
 import base64
 import hashlib
 import os
+import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,6 +154,7 @@ class MdVision:
             max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="md-vision"
         )
         self._parsers: Executor | None = None  # for large folders: made by warm_up() or on first use
+        self._parsers_lock = threading.Lock()
 
     async def __aenter__(self) -> MdVision:
         return self
@@ -442,7 +444,12 @@ class MdVision:
                 missing.append((position, file))
         if missing:
             pool = self._parser_pool() if len(missing) >= POOL_THRESHOLD else None
-            fresh = index_many([file.path for _, file in missing], limits.max_markdown_bytes, pool)
+            fresh = index_many(
+                [file.path for _, file in missing],
+                limits.max_markdown_bytes,
+                pool,
+                on_broken=lambda: self._discard_parsers(pool),
+            )
             for (position, file), entry in zip(missing, fresh, strict=True):
                 entries[position] = indexed = _indexed(entry)
                 if isinstance(entry, FileIndex):
@@ -453,12 +460,21 @@ class MdVision:
         workers = self.settings.limits.index_workers
         if workers <= 1:
             return None
-        if self._parsers is None:
-            self._parsers = parser_pool(workers)
-        return self._parsers
+        with self._parsers_lock:  # warm_up() runs on its own thread; two pools would leak one
+            if self._parsers is None:
+                self._parsers = parser_pool(workers)
+            return self._parsers
+
+    def _discard_parsers(self, broken: Executor | None) -> None:
+        """Drop a pool whose worker died, so that the next large folder gets a new one."""
+        with self._parsers_lock:
+            if broken is not None and self._parsers is broken:
+                self._parsers = None
+        if broken is not None:
+            broken.shutdown(wait=False, cancel_futures=True)
 
     def warm_up(self) -> None:
-        """Start the folder parsers in the background (the server calls this at start-up)."""
+        """Start the folder parsers (the server calls this on a thread of its own at start-up)."""
         pool = self._parser_pool()
         if pool is not None:
             warm_up(pool)
