@@ -321,8 +321,7 @@ def test_the_trailing_link_cluster_is_cut_inside_a_wrapper_around_the_whole_body
 
 
 def test_adjacent_runs_of_the_same_emphasis_render_as_one_span() -> None:
-    from markfetch.extract import merge_split_emphasis
-    from markfetch.markdown import html_to_markdown
+    from markfetch.markdown import html_to_markdown, merge_split_emphasis
 
     split = parse_html("<p><b>Five tips for game d</b><b>ay parties</b> and <em>a</em> <em>b</em></p>")
     paragraph = merge_split_emphasis(split.find(".//body/p"))

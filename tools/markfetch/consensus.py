@@ -73,8 +73,10 @@ def trim_unshared_tail(
 
     Nothing is removed unless every guard of the module holds.
     """
+    if not reference:
+        return []  # before reading the blocks, which rewrites layout cells
     blocks = reading_blocks(container)
-    if not reference or len(blocks) < 2:
+    if len(blocks) < 2:
         return []
     measured = []  # (shared shingles, all shingles) per block
     for block in blocks:

@@ -407,6 +407,6 @@ def visible_text_length(tree: etree._Element) -> int:
 
 
 _VISIBLE_TEXT = etree.XPath(
-    ".//text()[not(parent::script or parent::style or parent::noscript or parent::template)]",
+    ".//text()[not(" + " or ".join(f"parent::{tag}" for tag in _VOID_TEXT_TAGS) + ")]",
     smart_strings=False,
 )

@@ -469,6 +469,31 @@ def _is_list(block: str) -> bool:
     return bool(re.match(r"^(?:[-+*] |\d{1,9}[.)] )", block))
 
 
+_EMPHASIS_TAGS = frozenset({"strong", "b", "em", "i", "del", "s", "u", "code"})
+
+
+def merge_split_emphasis(root: etree._Element) -> etree._Element:
+    """Join runs of the same emphasis that touch (``<b>Game D</b><b>ay</b>``), in place.
+
+    Page editors leave such splits; written apart, their markdown markers meet as ``****``,
+    which CommonMark reads as literal asterisks inside a split word. Runs separated by any
+    text, even a space, stay apart. A rendering fix: on half A of the extraction benchmark's dev
+    pages it restored one split heading (F1 A 0.9879 -> 0.9880, B unchanged at 0.968).
+    """
+    for element in list(root.iter(*_EMPHASIS_TAGS)):
+        following = element.getnext()
+        while following is not None and following.tag == element.tag and not element.tail:
+            if len(element):
+                element[-1].tail = (element[-1].tail or "") + (following.text or "")
+            else:
+                element.text = (element.text or "") + (following.text or "")
+            element.extend(list(following))
+            element.tail = following.tail
+            element.getparent().remove(following)
+            following = element.getnext()
+    return root
+
+
 def html_to_markdown(
     root: etree._Element,
     *,
@@ -476,7 +501,11 @@ def html_to_markdown(
     code_languages: Mapping[str, str] | None = None,
     images: bool = True,
 ) -> str:
-    """Convert ``root`` and its descendants to markdown (``code_languages``: normalised code -> language)."""
+    """Convert ``root`` and its descendants to markdown (``code_languages``: normalised code -> language).
+
+    Touching runs of the same emphasis in ``root`` are joined first (:func:`merge_split_emphasis`).
+    """
+    merge_split_emphasis(root)
     languages = code_languages or {}
     renderer = MarkdownRenderer(
         base_url=base_url, code_language=lambda code: languages.get(normalise_code(code)), images=images
