@@ -225,6 +225,15 @@ def test_cache_keeps_no_errors_and_ignores_corrupt_entries(
     assert len(server.requests) == 4
 
 
+def test_a_cached_response_with_a_corrupt_header_is_a_miss_and_goes(tmp_path: Path) -> None:
+    from mcpguard.diskcache import DiskCache
+
+    DiskCache(tmp_path, 60, suffix=".cache").put("k", b"not json\nbody")
+    cache = ResponseCache(tmp_path, ttl_s=60)
+    assert cache.get("k") is None
+    assert not (tmp_path / "k.cache").exists()
+
+
 def test_cache_does_not_bypass_the_host_policy(server: LocalServer, settings, tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path, ttl_s=60)
     assert error_of(settings, "file:///etc/passwd", cache=cache).code is ErrorCode.NETWORK_ERROR

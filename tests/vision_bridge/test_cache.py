@@ -189,3 +189,18 @@ def test_errors_are_not_cached(llm_stub: LLMStub, tmp_path: Path, picture: Path)
     first, second = with_service(settings_for(llm_stub, tmp_path), lambda s: analyze_twice(s, str(picture)))
     assert first.is_error and not second.is_error
     assert len(os.listdir(tmp_path / "cache")) == 1  # only the success
+
+
+def test_an_entry_whose_answer_is_corrupt_is_removed_so_it_warns_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcpguard.diskcache import DiskCache
+
+    clock = Clock()
+    DiskCache(tmp_path, 60, clock=clock, suffix=".json").put("k", b'{"format": 1, "text": null}')
+    cache = ResultCache(tmp_path, ttl_s=60, clock=clock)
+    with caplog.at_level(logging.WARNING, logger="vision_bridge"):
+        assert cache.get("k") is None
+        assert cache.get("k") is None
+    assert caplog.text.count("corrupt") == 1
+    assert not (tmp_path / "k.json").exists()

@@ -59,6 +59,7 @@ class ResponseCache:
                 fetched_at=stored.stored_at,
             )
         except (ValueError, KeyError, TypeError):
+            self._store.discard(key)  # a corrupt entry is a miss, and goes
             return None
 
     def put(self, key: str, *, url: str, content_type: str, body: bytes) -> None:

@@ -66,6 +66,10 @@ class DiskCache:
             return None
         return stored
 
+    def discard(self, key: str) -> None:
+        """Remove an entry, say one whose payload the caller found corrupt (missing is fine)."""
+        _discard(self.path(key))
+
     def put(self, key: str, payload: bytes) -> bool:
         """Store ``payload`` under ``key``; False (and nothing half-written) when that failed."""
         if not self.enabled:

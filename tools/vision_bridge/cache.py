@@ -92,6 +92,7 @@ class ResultCache:
         answer = _parse_entry(stored.payload, stored.stored_at)
         if answer is None:
             log.warning("cache entry %s is corrupt; ignoring it", self._store.path(key).name)
+            self._store.discard(key)  # else every later get warns again until it expires
         return answer
 
     def put(self, key: str, *, text: str, usage: TokenUsage, answer_from: str = "content") -> None:
