@@ -610,8 +610,10 @@ def build_report(
     arms: Sequence[str] | None = None,
     resamples: int = stats.DEFAULT_RESAMPLES,
     seed: int = 0,
+    with_breakdowns: bool = True,
 ) -> Report:
-    """Summaries per arm, each arm against the reference arm (the first, unless named), breakdowns."""
+    """Summaries per arm, each arm against the reference arm (the first, unless named), breakdowns
+    (one bootstrap per group cell: left out, as an empty list, by callers that show none)."""
     outcomes = question_outcomes(run.records)
     order = arm_order(run.manifest, list(outcomes))
     if arms:
@@ -660,7 +662,9 @@ def build_report(
         "seed": seed,
         "arms": arm_summaries,
         "comparisons": comparisons,
-        "breakdowns": breakdowns(order, outcomes, reference, resamples=resamples, seed=seed),
+        "breakdowns": (
+            breakdowns(order, outcomes, reference, resamples=resamples, seed=seed) if with_breakdowns else []
+        ),
         "warnings": warnings,
     }
     return Report(summary=summary, outcomes={a: outcomes[a] for a in order})

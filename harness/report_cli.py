@@ -225,7 +225,11 @@ def _comparison_reports(args: argparse.Namespace) -> list[Any]:
         arm_b = args.arm_b or next((a for a in arms if a != arm_a), None)
         if arm_b is None:
             raise CommandError(f"{args.run_a} has only the arm {arm_a!r}; name a second run to compare with")
-        return [build_report(run_a, arms=[arm_a, arm_b], resamples=args.resamples, seed=args.seed)]
+        return [
+            build_report(
+                run_a, arms=[arm_a, arm_b], resamples=args.resamples, seed=args.seed, with_breakdowns=False
+            )
+        ]
     run_b = load_run(args.run_b)
     if args.arm_a or args.arm_b:
         arm_a = args.arm_a or _only_arm(run_a, args.run_a, "--a")
@@ -260,7 +264,13 @@ def _comparison_reports(args: argparse.Namespace) -> list[Any]:
             warnings=run_a.warnings + run_b.warnings,
         )
         reports.append(
-            build_report(merged, arms=[label_a, label_b], resamples=args.resamples, seed=args.seed)
+            build_report(
+                merged,
+                arms=[label_a, label_b],
+                resamples=args.resamples,
+                seed=args.seed,
+                with_breakdowns=False,
+            )
         )
     return reports
 
