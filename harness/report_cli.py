@@ -10,9 +10,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import CommandError
+
+if TYPE_CHECKING:
+    from harness.report import Report
 
 FORMATS = ("table", "markdown", "json")
 
@@ -153,7 +156,6 @@ def _emit(summary: dict[str, Any], fmt: str) -> None:
 
 def run_report(args: argparse.Namespace) -> int:
     from harness.report import ReportError, build_report, load_run
-    from harness.report_render import to_markdown
 
     try:
         run = load_run(*args.run_dirs, reruns_as_epochs=args.reruns_as_epochs)
@@ -163,20 +165,29 @@ def run_report(args: argparse.Namespace) -> int:
     _emit(report.summary, args.format)
     target = args.run_dirs[0]
     written: list[Path] = []
+    if not args.no_write:
+        written = write_report_files(report, target, plots=not args.no_plots)
+    if written:
+        print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+    return 0
+
+
+def write_report_files(report: Report, target: Path, *, plots: bool) -> list[Path]:
+    """Write ``report.md`` and ``summary.json`` (and with ``plots``, ``plots/*.png``) into ``target``;
+    returns the files written. Raises CommandError when the folder cannot be written."""
+    from harness.report_render import to_markdown
+
+    written = [target / "report.md", target / "summary.json"]
     try:
-        if not args.no_write:
-            (target / "report.md").write_text(to_markdown(report.summary), encoding="utf-8")
-            (target / "summary.json").write_text(json.dumps(report.summary, indent=2), encoding="utf-8")
-            written += [target / "report.md", target / "summary.json"]
-        if not args.no_plots and not args.no_write:
+        written[0].write_text(to_markdown(report.summary), encoding="utf-8")
+        written[1].write_text(json.dumps(report.summary, indent=2), encoding="utf-8")
+        if plots:
             from harness.report_plots import write_plots
 
             written += write_plots(report, target / "plots")
     except OSError as exc:
         raise CommandError(f"could not write into {target}: {exc.strerror or exc}") from None
-    if written:
-        print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
-    return 0
+    return written
 
 
 def run_compare(args: argparse.Namespace) -> int:

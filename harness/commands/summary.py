@@ -7,7 +7,6 @@ tool calls, paired differences), written into the run folder as ``report.md`` an
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,18 +16,16 @@ from harness.errors import CommandError
 
 def print_summary(run_dir: Path) -> None:
     from harness.report import ReportError, build_report, load_run
-    from harness.report_render import print_console, to_markdown
+    from harness.report_cli import write_report_files
+    from harness.report_render import print_console
 
     try:
         report = build_report(load_run(run_dir))
     except ReportError as exc:
         raise CommandError(str(exc)) from None
     print_console(report.summary)
-    try:
-        (run_dir / "report.md").write_text(to_markdown(report.summary), encoding="utf-8")
-        (run_dir / "summary.json").write_text(json.dumps(report.summary, indent=2), encoding="utf-8")
-    except OSError as exc:
-        raise CommandError(f"could not write the report into {run_dir}: {exc.strerror or exc}") from None
+    # No plots here: drawing them costs seconds at the end of every run; `docab report` draws them.
+    write_report_files(report, run_dir, plots=False)
 
 
 def launch_and_report(request: Any) -> int:
