@@ -388,10 +388,13 @@ def _text_lines(path: Path) -> list[str] | None:
     try:
         if path.stat().st_size > MAX_TEXT_BYTES:
             return None
-        raw = path.read_bytes()
+        with path.open("rb") as handle:
+            head = handle.read(8192)
+            # Page images sit beside the text: judge by the first bytes before reading the rest.
+            if b"\x00" in head or sniff_image_type(head[:16]):
+                return None
+            raw = head + handle.read()
     except OSError:
-        return None
-    if b"\x00" in raw[:8192] or sniff_image_type(raw[:16]):
         return None
     return raw.decode("utf-8", errors="replace").splitlines()
 
