@@ -186,9 +186,6 @@ class RunStore:
         _atomic_write(self.dir / MANIFEST, json.dumps(manifest, indent=2, sort_keys=False).encode())
 
     # -- records --------------------------------------------------------------------------
-    def done_keys(self) -> set[tuple[str, str, int]]:
-        return {record.key for record in read_records(self.records_path)}
-
     def records(self) -> list[RunRecord]:
         return list(read_records(self.records_path))
 

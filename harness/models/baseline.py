@@ -32,16 +32,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from harness.answer import NOT_ANSWERABLE, SUBMIT_TOOL_NAME
+from harness.evidence import DOCUMENT_FILE, PAGE_HEADING
 from harness.messages import Image, Message, ToolCall, ToolSpec
 from harness.models.base import Turn
 from harness.models.config import ModelConfig, ModelConfigError
+from harness.tools.budget import CHARS_PER_TOKEN, DEFAULT_IMAGE_TOKENS
 from harness.usage import Usage
 
-DOCUMENT = "document/document.md"
 READS_PER_SAMPLE = 2
 WINDOW_BEFORE, WINDOW_LINES = 6, 30
 ANSWERABLE_SCORE = 0.5  # share of the question's keyword weight the best line must match
-IMAGE_TOKENS = 1600
 
 STOPWORDS = frozenset(
     [
@@ -194,7 +194,6 @@ _PERCENT = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?\s?%")
 _GREP_HIT = re.compile(r"^(?P<path>[^\n:]+):(?P<line>\d+):(?P<text>.*)$")
 _NUMBERED = re.compile(r"^\s*\d+\t")
 _INDEX_ROW = re.compile(r"^(?P<heading>#{1,6}\s.*?)\t(?P<line>\d+)\t\d+\t\d+\s*$")
-_PAGE_HEADING = re.compile(r"^##\s+Page\s+(\d+)\s*$")
 
 
 def _stem(word: str) -> str:
@@ -333,7 +332,7 @@ def index_pages(texts: Sequence[str]) -> list[tuple[int, int, str]]:
             match = _INDEX_ROW.match(line.strip())
             if match:
                 heading = match.group("heading").strip()
-                page = _PAGE_HEADING.match(heading)
+                page = PAGE_HEADING.match(heading)
                 rows.append((int(match.group("line")), int(page.group(1)) if page else 0, heading))
     return sorted(rows)
 
@@ -427,7 +426,7 @@ def _read_lines(history: _History, read_tools: Sequence[str]) -> list[str]:
         for text in history.ok_text(name):
             for line in text.splitlines():
                 line = _NUMBERED.sub("", line)
-                if line.strip() and not line.startswith("[") and not _PAGE_HEADING.match(line.strip()):
+                if line.strip() and not line.startswith("[") and not PAGE_HEADING.match(line.strip()):
                     lines.append(line)
     return lines
 
@@ -438,7 +437,7 @@ def _estimate_tokens(system: str, messages: Sequence[Message], tools: Sequence[T
     for message in messages:
         chars += len(message.text) + sum(len(json.dumps(c.arguments)) for c in message.tool_calls)
         images += sum(1 for b in message.blocks if isinstance(b, Image))
-    return math.ceil(chars / 4) + images * IMAGE_TOKENS
+    return math.ceil(chars / CHARS_PER_TOKEN) + images * DEFAULT_IMAGE_TOKENS
 
 
 POLICIES = ("keyword",)
@@ -498,7 +497,7 @@ class KeywordBaseline:
         """The next action: (text, [(tool, arguments)], step name). Pure."""
         weights = keywords(question)
         if "index_md" in offered and not history.made("index_md"):
-            return "", [("index_md", {"uri": DOCUMENT})], "index"
+            return "", [("index_md", {"uri": DOCUMENT_FILE})], "index"
         if "grep" in offered and not history.made("grep"):
             args = {"pattern": grep_pattern(weights), "path": "document", "glob": "*.md", "ignore_case": True}
             return "", [("grep", {**args, "max_matches": 200})], "search"
@@ -525,7 +524,7 @@ class KeywordBaseline:
                     break
             if pages:
                 return [
-                    (read_tool, {"uri": DOCUMENT, "section": f"## Page {page}", "max_images": 0})
+                    (read_tool, {"uri": DOCUMENT_FILE, "section": f"## Page {page}", "max_images": 0})
                     for page in pages
                 ]
             read_tool = "read_file"  # no usable index: fall back to windows of the file
@@ -537,7 +536,8 @@ class KeywordBaseline:
             if len(windows) == READS_PER_SAMPLE:
                 break
         return [
-            ("read_file", {"path": DOCUMENT, "offset": start, "limit": WINDOW_LINES}) for start in windows
+            ("read_file", {"path": DOCUMENT_FILE, "offset": start, "limit": WINDOW_LINES})
+            for start in windows
         ]
 
     def _answer(

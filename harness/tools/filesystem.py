@@ -419,7 +419,6 @@ def _grep_blocks(shown: str, lines: list[str], hits: list[int], context: int, *,
 
 
 FILESYSTEM_TOOLS: tuple[type[_FsTool], ...] = (ListFiles, ReadFile, Grep)
-FILESYSTEM_TOOL_NAMES = frozenset(tool.spec.name for tool in FILESYSTEM_TOOLS)
 
 
 def filesystem_tools(workspace: Workspace | str | os.PathLike[str]) -> list[Tool]:
