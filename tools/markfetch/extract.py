@@ -133,8 +133,6 @@ def _reader_view(tree: etree._Element, base_url: str | None, languages: dict[str
     from markfetch import consensus
     from markfetch.markdown import html_to_markdown
 
-    # Before trafilatura runs: it prunes the tree it is given.
-    second_opinion = consensus.shingles(consensus.second_opinion_text(tree))
     document = trafilatura.bare_extraction(
         tree,
         output_format="markdown",
@@ -150,6 +148,8 @@ def _reader_view(tree: etree._Element, base_url: str | None, languages: dict[str
     if document is None or getattr(document, "body", None) is None:
         return ""
     body = prune_trailing_link_clusters(cut_final_coda(to_html(document.body)))
+    # trafilatura works on a copy of the tree, so the second opinion reads the same prepared page.
+    second_opinion = consensus.shingles(consensus.second_opinion_text(tree))
     consensus.trim_unshared_tail(block_container(body), second_opinion)
     return html_to_markdown(body, base_url=base_url, code_languages=languages)
 
