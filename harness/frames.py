@@ -32,15 +32,17 @@ RECORD_COLUMNS_ADDED = {
     "tool_call_count": "tool calls of the record",
     "calls_<tool>": "calls of one tool (0 when the arm never called it)",
     "evidence_recall": "share of the gold evidence pages the agent read (NaN without evidence pages)",
-    "evidence_pages_kind": "single-page, cross-page or unanswerable",
+    "evidence_pages_kind": "single-page, cross-page or unanswerable: the first group the question counts in",
+    "evidence_pages_groups": "every evidence-pages group the question counts in, as the report's breakdown "
+    "counts it (an unanswerable question can also be single-page): explode it to slice as the report does",
 }
 
 _LISTS = ("errors", "pages_read", "sections_read", "evidence_pages", "evidence_sources")
 
 
-def evidence_pages_kind(pages: int, answerable: bool) -> str:
-    """The evidence-pages group a question counts in first, as the report's breakdown names it."""
-    return evidence_pages_groups(pages, answerable)[0]
+def _evidence_pages_columns(pages: int, answerable: bool) -> dict[str, Any]:
+    groups = list(evidence_pages_groups(pages, answerable))
+    return {"evidence_pages_kind": groups[0], "evidence_pages_groups": groups}
 
 
 def record_row(record: RunRecord) -> dict[str, Any]:
@@ -61,9 +63,7 @@ def record_row(record: RunRecord) -> dict[str, Any]:
     for name, calls in Counter(c.name for c in record.tool_calls).items():
         row[f"calls_{name}"] = calls
     row["evidence_recall"] = evidence_recall(record)
-    row["evidence_pages_kind"] = evidence_pages_kind(
-        len(record.evidence_pages), record.gold != NOT_ANSWERABLE
-    )
+    row.update(_evidence_pages_columns(len(record.evidence_pages), record.gold != NOT_ANSWERABLE))
     return row
 
 
@@ -89,7 +89,7 @@ def question_row(outcome: QuestionOutcome) -> dict[str, Any]:
         row[f"tokens_{role}"] = tokens
     for name, calls in outcome.tool_calls_by_name.items():
         row[f"calls_{name}"] = calls
-    row["evidence_pages_kind"] = evidence_pages_kind(len(outcome.evidence_pages), outcome.answerable)
+    row.update(_evidence_pages_columns(len(outcome.evidence_pages), outcome.answerable))
     return row
 
 

@@ -123,11 +123,13 @@ show(paired.head(10))
 
 # %% [markdown]
 # ## Slicing further
-# Any column slices the same way. A question can have several evidence sources: `explode` counts
-# it under each, as the report does.
+# Any column slices the same way. A question can have several evidence sources, and an unanswerable
+# question with one evidence page is also single-page: `explode` counts it under each, as the report
+# does.
 
 # %%
-show(questions.pivot_table(index="evidence_pages_kind", columns="arm", values="score", aggfunc="mean"))
+by_pages = questions.explode("evidence_pages_groups")
+show(by_pages.pivot_table(index="evidence_pages_groups", columns="arm", values="score", aggfunc="mean"))
 by_source = questions.explode("evidence_sources")
 show(
     by_source.pivot_table(index="evidence_sources", columns="arm", values="score", aggfunc=["mean", "count"])

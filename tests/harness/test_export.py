@@ -35,6 +35,16 @@ def test_records_frame_flattens_every_record(tmp_path: Path) -> None:
     )
     assert frame.iloc[2]["evidence_pages_kind"] == "cross-page" and frame.iloc[2]["evidence_recall"] == 0.5
     assert frame.iloc[1]["calls_grep"] == 0  # absent tools count zero, not NaN
+    assert [list(g) for g in frame["evidence_pages_groups"]] == [
+        ["single-page"],
+        ["unanswerable"],
+        ["cross-page"],
+    ]
+    both = records_frame([make_record("fs", "q3", "d1", gold="Not answerable", evidence_pages=(2,))])
+    assert list(both.iloc[0]["evidence_pages_groups"]) == [
+        "single-page",
+        "unanswerable",
+    ]  # as the report counts it
 
 
 def test_questions_frame_reproduces_the_headline_accuracy(tmp_path: Path) -> None:
