@@ -13,7 +13,7 @@ HELP = """\
 Write a run as one flat table: --level records gives one row per record (arm, question, epoch),
 with tokens per role, tool calls per tool and evidence recall as columns; --level questions gives
 one row per arm and question, epochs averaged (the unit the report pairs). Several folders (shards)
-are merged as by docab report.
+are merged as by docab report, with the same --reruns-as-epochs.
 
 The default output is RUN_DIR/<level>.<format>; parquet keeps list columns (pages read, evidence
 pages) as lists, CSV writes them as JSON text.
@@ -44,6 +44,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="where to write (default: in RUN_DIR)"
     )
+    parser.add_argument(
+        "--reruns-as-epochs",
+        action="store_true",
+        help="with several folders: a question seen again in a later folder is a further epoch of it "
+        "(reruns of one config), not a duplicate (resumed shards); as docab report",
+    )
     parser.set_defaults(func=run_export)
 
 
@@ -54,7 +60,7 @@ def run_export(args: argparse.Namespace) -> int:
     from harness.report import ReportError, load_run, question_outcomes
 
     try:
-        run = load_run(*args.run_dirs)
+        run = load_run(*args.run_dirs, reruns_as_epochs=args.reruns_as_epochs)
     except ReportError as exc:
         raise CommandError(str(exc)) from None
     for warning in run.warnings:

@@ -84,6 +84,30 @@ def test_export_questions_to_a_chosen_file(tmp_path: Path) -> None:
     assert len(frame) == 1 and frame.iloc[0]["epochs"] == 3
 
 
+def test_export_merges_reruns_as_epochs_like_the_report(tmp_path: Path) -> None:
+    first = write_run(tmp_path / "r1", [make_record("fs", "q", "d")])
+    second = write_run(tmp_path / "r2", [make_record("fs", "q", "d", score=0.0)])
+    target = tmp_path / "q.parquet"
+    assert main(["export", str(first), str(second), "--level", "questions", "-o", str(target)]) == 0
+    assert pd.read_parquet(target).iloc[0]["epochs"] == 1  # a duplicate: the last copy kept
+    assert (
+        main(
+            [
+                "export",
+                str(first),
+                str(second),
+                "--reruns-as-epochs",
+                "--level",
+                "questions",
+                "-o",
+                str(target),
+            ]
+        )
+        == 0
+    )
+    assert pd.read_parquet(target).iloc[0]["epochs"] == 2
+
+
 def test_export_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", str(tmp_path / "nope")]) == 2
     assert "is not a run folder" in capsys.readouterr().err
