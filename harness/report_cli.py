@@ -84,7 +84,7 @@ def register(subparsers: Any) -> None:
         help="with several folders: a question seen again in a later folder is a further epoch of it "
         "(reruns of one config), not a duplicate (resumed shards)",
     )
-    _statistics_options(report)
+    statistics_options(report)
     report.set_defaults(func=run_report)
 
     compare = subparsers.add_parser(
@@ -122,24 +122,25 @@ def register(subparsers: Any) -> None:
         ("--max-latency-rise", "PERCENT", "wall time per question (paired ratio)"),
     ):
         gate.add_argument(flag, type=_threshold, metavar=unit, help=f"{what}: the largest change allowed")
-    _statistics_options(compare)
+    statistics_options(compare)
     compare.set_defaults(func=run_compare)
 
 
-def _statistics_options(parser: argparse.ArgumentParser) -> None:
+def statistics_options(parser: argparse.ArgumentParser, *, when: str = "") -> None:
+    """``--resamples`` and ``--seed``, as every command that computes a report takes them."""
     parser.add_argument(
-        "--resamples", type=_positive_int, default=10_000, help="bootstrap resamples (default: 10000)"
+        "--resamples", type=_resamples, default=10_000, help=f"bootstrap resamples{when} (default: 10000)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    parser.add_argument("--seed", type=int, default=0, help=f"bootstrap seed{when} (default: 0)")
 
 
-def _positive_int(text: str) -> int:
+def _resamples(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 100:
-        raise argparse.ArgumentTypeError("use at least 100 resamples (10000 is the default)")
+        raise argparse.ArgumentTypeError("--resamples must be at least 100 (10000 is the default)")
     return value
 
 

@@ -34,6 +34,8 @@ examples:
 
 
 def register(subparsers: Any) -> None:
+    from harness.report_cli import statistics_options
+
     parser = subparsers.add_parser(
         "view",
         help="write a static HTML viewer of a run (summary, plots, questions, transcripts side by side)",
@@ -46,13 +48,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="do not draw missing plots (the viewer shows the ones present)",
     )
-    parser.add_argument(
-        "--resamples",
-        type=int,
-        default=10_000,
-        metavar="N",
-        help="bootstrap resamples when the summary must be computed (default: 10000)",
-    )
+    statistics_options(parser, when=" when the summary must be computed")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=main)
 
@@ -61,12 +57,14 @@ def main(args: argparse.Namespace) -> int:
     from harness.report import ReportError
     from harness.viewer.writer import ViewerError, write_viewer
 
-    if args.resamples < 100:
-        raise CommandError("--resamples must be at least 100 (10000 is the default)")
     with _progress(quiet=args.quiet) as progress:
         try:
             result = write_viewer(
-                args.run_dir, draw_plots=not args.no_plots, resamples=args.resamples, progress=progress
+                args.run_dir,
+                draw_plots=not args.no_plots,
+                resamples=args.resamples,
+                seed=args.seed,
+                progress=progress,
             )
         except (ReportError, ViewerError) as exc:
             raise CommandError(str(exc)) from None
