@@ -4,7 +4,7 @@ Agg canvas, never through pyplot, so no display and no global backend state are 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,37 +61,60 @@ def accuracy_plot(summary: Mapping[str, Any], path: Path) -> Path:
 
 
 def tokens_plot(report: Report, path: Path) -> Path:
+    """Tokens per question, by arm and role: box plots on a log scale."""
+    roles = sorted({r for a in report.summary["arms"] for r in a["tokens"]["by_role"]})
+    return _box_plot(
+        report,
+        path,
+        [(role, lambda o, role=role: o.tokens_by_role.get(role, 0.0)) for role in roles],
+        legend="role",
+        ylabel="tokens per question",
+        title="Token use per question, by role",
+        empty="no model tokens were spent",
+    )
+
+
+def _box_plot(
+    report: Report,
+    path: Path,
+    parts: Sequence[tuple[str, Callable[[Any], float]]],
+    *,
+    legend: str,
+    ylabel: str,
+    title: str,
+    empty: str,
+) -> Path:
+    """One box per arm and part of a per-question quantity (positive values), on a log scale."""
     summary = report.summary
     arms = [a["arm"] for a in summary["arms"]]
-    roles = sorted({r for a in summary["arms"] for r in a["tokens"]["by_role"]})
     figure = _figure()
     axes = figure.add_subplot()
     series: list[list[float]] = []
     positions: list[float] = []
     colours: list[str] = []
+    width = 0.8 / max(len(parts), 1)
     for i, arm in enumerate(arms):
         outcomes = list(report.outcomes[arm].values())
-        for j, role in enumerate(roles):
-            values = [o.tokens_by_role.get(role, 0.0) for o in outcomes]
-            series.append([v for v in values if v > 0] or [math.nan])
-            positions.append(i + (j - (len(roles) - 1) / 2) * 0.8 / max(len(roles), 1))
+        for j, (_, value_of) in enumerate(parts):
+            values = [value_of(o) for o in outcomes]
+            series.append([v for v in values if math.isfinite(v) and v > 0] or [math.nan])
+            positions.append(i + (j - (len(parts) - 1) / 2) * width)
             colours.append(COLOURS[j % len(COLOURS)])
-    drawn = [s for s in series if not all(math.isnan(v) for v in s)]
-    if drawn:
+    if any(not all(math.isnan(v) for v in s) for s in series):
         boxes = axes.boxplot(
-            series, positions=positions, widths=0.7 / max(len(roles), 1), patch_artist=True, showfliers=True
+            series, positions=positions, widths=width * 0.85, patch_artist=True, showfliers=True
         )
         for patch, colour in zip(boxes["boxes"], colours, strict=True):
             patch.set_facecolor(colour)
         axes.set_yscale("log")
-        for j, role in enumerate(roles):
-            axes.plot([], [], color=COLOURS[j % len(COLOURS)], linewidth=8, label=role)
-        axes.legend(title="role")
+        for j, (label, _) in enumerate(parts):
+            axes.plot([], [], color=COLOURS[j % len(COLOURS)], linewidth=8, label=label)
+        axes.legend(title=legend)
     else:
-        axes.text(0.5, 0.5, "no model tokens were spent", ha="center", va="center", transform=axes.transAxes)
+        axes.text(0.5, 0.5, empty, ha="center", va="center", transform=axes.transAxes)
     axes.set_xticks(range(len(arms)), arms)
-    axes.set_ylabel("tokens per question")
-    axes.set_title(_title("Token use per question, by role", summary))
+    axes.set_ylabel(ylabel)
+    axes.set_title(_title(title, summary))
     figure.savefig(path)
     return path
 
@@ -148,36 +171,19 @@ def breakdown_plot(summary: Mapping[str, Any], path: Path, dimension: str = "evi
 
 def latency_plot(report: Report, path: Path) -> Path:
     """Wall, model and tool time per question, by arm: box plots on a log scale."""
-    summary = report.summary
-    arms = [a["arm"] for a in summary["arms"]]
-    parts = (("wall", "wall_time_s"), ("model", "model_time_s"), ("tools", "tool_time_s"))
-    figure = _figure()
-    axes = figure.add_subplot()
-    series: list[list[float]] = []
-    positions: list[float] = []
-    colours: list[str] = []
-    for i, arm in enumerate(arms):
-        outcomes = list(report.outcomes[arm].values())
-        for j, (_, attribute) in enumerate(parts):
-            values = [getattr(o, attribute) for o in outcomes]
-            series.append([v for v in values if math.isfinite(v) and v > 0] or [math.nan])
-            positions.append(i + (j - 1) * 0.27)
-            colours.append(COLOURS[j % len(COLOURS)])
-    if any(not all(math.isnan(v) for v in s) for s in series):
-        boxes = axes.boxplot(series, positions=positions, widths=0.22, patch_artist=True, showfliers=True)
-        for patch, colour in zip(boxes["boxes"], colours, strict=True):
-            patch.set_facecolor(colour)
-        axes.set_yscale("log")
-        for j, (label, _) in enumerate(parts):
-            axes.plot([], [], color=COLOURS[j % len(COLOURS)], linewidth=8, label=label)
-        axes.legend(title="time")
-    else:
-        axes.text(0.5, 0.5, "no time was recorded", ha="center", va="center", transform=axes.transAxes)
-    axes.set_xticks(range(len(arms)), arms)
-    axes.set_ylabel("seconds per question")
-    axes.set_title(_title("Latency per question", summary))
-    figure.savefig(path)
-    return path
+    return _box_plot(
+        report,
+        path,
+        [
+            ("wall", lambda o: o.wall_time_s),
+            ("model", lambda o: o.model_time_s),
+            ("tools", lambda o: o.tool_time_s),
+        ],
+        legend="time",
+        ylabel="seconds per question",
+        title="Latency per question",
+        empty="no time was recorded",
+    )
 
 
 def breakdown_file(dimension: str) -> str:
