@@ -103,10 +103,12 @@ async def run_agent(
     trace = AgentTrace()
     by_name: dict[str, Tool] = {}
     for tool in tools:
-        if tool.spec.name in by_name or tool.spec.name == SUBMIT_TOOL_NAME:
+        # The launcher refuses such arms at start-up; this guards direct callers of the loop.
+        if tool.spec.name in by_name or (protocol == "submit_tool" and tool.spec.name == SUBMIT_TOOL_NAME):
             trace.status = "error"
             trace.errors.append(
-                f"two tools are named {tool.spec.name!r}; tool names must be unique in an arm"
+                f"more than one tool is named {tool.spec.name!r} (counting the answer tool); "
+                "tool names must be unique in an arm"
             )
             return trace
         by_name[tool.spec.name] = tool

@@ -235,6 +235,7 @@ def arms_manifest(config: RunConfig, mcp_tools: dict[str, list[ToolSpec]]) -> li
     provider; the exact per-turn overhead depends on the provider's tokenizer and format.
     """
     from harness.answer import SUBMIT_TOOL
+    from harness.tools.budget import CHARS_PER_TOKEN
     from harness.tools.filesystem import FILESYSTEM_TOOLS
 
     arms = []
@@ -244,6 +245,14 @@ def arms_manifest(config: RunConfig, mcp_tools: dict[str, list[ToolSpec]]) -> li
             specs.extend(mcp_tools.get(server, []))
         if config.answer.protocol == "submit_tool":
             specs.append(SUBMIT_TOOL)
+        names = [s.name for s in specs]
+        clashes = sorted({n for n in names if names.count(n) > 1})
+        if clashes:  # every sample of the arm would fail: say so once, before any runs
+            raise CommandError(
+                f"arm {arm.name!r} has more than one tool named {', '.join(map(repr, clashes))} "
+                "(from its MCP servers, the filesystem tools or the answer tool); tool names must be "
+                "unique in an arm: drop a server from the arm or rename its tool"
+            )
         chars = len(
             json.dumps(
                 [{"name": s.name, "description": s.description, "parameters": s.input_schema} for s in specs]
@@ -257,7 +266,7 @@ def arms_manifest(config: RunConfig, mcp_tools: dict[str, list[ToolSpec]]) -> li
                 "prompt": arm.prompt,
                 "tool_names": [s.name for s in specs],
                 "tool_definition_chars": chars,
-                "tool_definition_tokens": math.ceil(chars / 4),
+                "tool_definition_tokens": math.ceil(chars / CHARS_PER_TOKEN),
             }
         )
     return arms

@@ -353,3 +353,16 @@ def test_a_write_failure_stops_the_run_with_a_clear_error(tmp_path: Path, datase
     assert "re-run the same command to resume" in str(info.value)
     kept = list(read_records(tmp_path / "results" / "t" / "records.jsonl"))
     assert kept and all(r.qid != dataset.samples[2].qid for r in kept)
+
+
+def test_an_arm_whose_tools_share_a_name_is_refused_at_start_up() -> None:
+    from harness.launch import arms_manifest
+    from harness.messages import ToolSpec
+
+    servers = {"md": {"command": "python", "args": ["server.py"]}}
+    cfg = config(mcp_servers=servers, arms=[{"name": "fs"}, {"name": "fs+md", "mcp_servers": ["md"]}])
+    grep_again = ToolSpec("grep", "a server's own grep", {"type": "object", "properties": {}})
+    with pytest.raises(CommandError, match=r"arm 'fs\+md' has more than one tool named 'grep'"):
+        arms_manifest(cfg, {"md": [grep_again]})
+    echo = ToolSpec("echo", "echo", {"type": "object", "properties": {}})
+    assert [a["name"] for a in arms_manifest(cfg, {"md": [echo]})] == ["fs", "fs+md"]
