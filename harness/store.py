@@ -16,6 +16,7 @@ Transcripts and images are written to a temporary name and renamed, so they are 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -47,8 +48,16 @@ def utc_now() -> str:
 
 
 def git_commit(path: Path | None = None) -> dict[str, Any]:
-    """The commit of the source tree the harness runs from, and whether it has local changes."""
-    where = path or Path(__file__).resolve().parent
+    """The commit of the source tree the harness runs from, and whether it has local changes.
+
+    Asked once per process and folder (two git processes): the manifest and the session both
+    record it.
+    """
+    return dict(_git_commit(path or Path(__file__).resolve().parent))
+
+
+@functools.lru_cache(maxsize=8)
+def _git_commit(where: Path) -> dict[str, Any]:
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10, check=True
@@ -67,6 +76,11 @@ def git_commit(path: Path | None = None) -> dict[str, Any]:
 
 
 def package_versions() -> dict[str, str | None]:
+    return dict(_package_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _package_versions() -> dict[str, str | None]:
     from importlib.metadata import PackageNotFoundError, version
 
     versions: dict[str, str | None] = {"python": platform.python_version()}
