@@ -162,8 +162,10 @@ TRAILING_MAX_CHARS = 400
 
 
 def _text_and_link_chars(element: etree._Element) -> tuple[int, int]:
-    text = len(" ".join("".join(element.itertext()).split()))
-    links = sum(len(" ".join("".join(a.itertext()).split())) for a in element.iter("a"))
+    from markfetch.htmlprep import text_chars
+
+    text = text_chars(element)
+    links = sum(text_chars(a) for a in element.iter("a"))
     return text, links
 
 

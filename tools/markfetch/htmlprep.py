@@ -217,13 +217,15 @@ HEADER_MAX_PROSE = 2
 def _holds_article(element: etree._Element, page_chars: int, *, share: float) -> bool:
     """Whether an element that looks like boilerplate by its tag or name is in fact a container
     of the article: it holds ``share`` of the page's text, or paragraphs of prose."""
-    if _text_chars(element) >= share * page_chars:
+    if text_chars(element) >= share * page_chars:
         return True
     prose = sum(1 for p in element.iter("p") if visible_text_length(p) >= HEADER_PROSE_CHARS)
     return prose >= HEADER_MAX_PROSE
 
 
-def _text_chars(element: etree._Element) -> int:
+def text_chars(element: etree._Element) -> int:
+    """Characters of an element's text, whitespace runs counted once. Unlike visible_text_length it
+    counts script text too: it serves extracted blocks and regions of a page whose scripts are gone."""
     return len(" ".join("".join(element.itertext()).split()))
 
 
