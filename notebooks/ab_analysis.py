@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.frames import questions_frame, records_frame
-from harness.report import build_report, load_run
-from harness.report_plots import write_plots
-from harness.report_render import to_markdown
+from docab.report.frames import questions_frame, records_frame
+from docab.report.plots import write_plots
+from docab.report.render import to_markdown
+from docab.report.summary import build_report, load_run
 
 RUN_DIRS = [Path(p) for p in os.environ.get("DOCAB_RUN", "results/demo").split(":")]
 RESAMPLES = int(os.environ.get("DOCAB_RESAMPLES", "10000"))

@@ -1,4 +1,5 @@
-"""Packaging promises: the base install is light, and the console scripts point at real code."""
+"""Packaging promises: each server installs alone and light, every distribution ships its licence
+and ``py.typed``, and the console scripts point at real code."""
 
 from __future__ import annotations
 
@@ -13,41 +14,68 @@ REPO = Path(__file__).resolve().parents[1]
 HEAVY = {"pandas", "numpy", "scipy", "datasets", "matplotlib", "pypdfium2", "pyarrow", "rich"}
 
 
-def _lock_closure(extra: str | None = None) -> set[str]:
+SERVERS = {
+    "md-vision": "tools/md_vision",
+    "markfetch": "tools/markfetch",
+    "vision-bridge": "tools/vision_bridge",
+}
+DISTRIBUTIONS = {"docab": ".", "docab-mcpguard": "tools/mcpguard", **SERVERS}
+# What each server must not pull in: the harness stack, and the other servers' heavy dependencies.
+NOT_IN = {
+    "md-vision": HEAVY | {"openai", "anthropic", "trafilatura", "babel"},
+    "markfetch": HEAVY | {"openai", "anthropic", "pillow"},
+    "vision-bridge": HEAVY | {"trafilatura", "babel"},
+}
+
+
+def _lock_closure(distribution: str) -> set[str]:
     lock = tomllib.loads((REPO / "uv.lock").read_text())
     packages = {p["name"]: p for p in lock["package"]}
-    root = packages["docab"]
-    todo = [d["name"] for d in root.get("dependencies", [])]
-    if extra:
-        todo += [d["name"] for d in root.get("optional-dependencies", {}).get(extra, [])]
+    todo = [d["name"] for d in packages[distribution].get("dependencies", [])]
     seen: set[str] = set()
     while todo:
         name = todo.pop()
-        if name in seen or name == "docab":
+        if name in seen or name == distribution:
             continue
         seen.add(name)
         todo += [d["name"] for d in packages[name].get("dependencies", [])]
     return seen
 
 
-def test_base_install_excludes_the_harness_stack() -> None:
-    base = _lock_closure()
-    assert "mcp" in base and "pillow" in base
-    assert not (base & HEAVY), f"base dependencies pull in {sorted(base & HEAVY)}"
-    assert {"pandas", "pypdfium2"} <= _lock_closure("harness")
+def test_each_server_installs_only_what_it_needs() -> None:
+    for server, leaks in NOT_IN.items():
+        closure = _lock_closure(server)
+        assert {"mcp", "docab-mcpguard"} <= closure, server
+        assert not (closure & leaks), f"{server} pulls in {sorted(closure & leaks)}"
+    assert {"pandas", "pypdfium2", "md-vision", "markfetch", "vision-bridge"} <= _lock_closure("docab")
+
+
+def test_every_distribution_ships_a_licence_and_py_typed() -> None:
+    licence = (REPO / "LICENSE").read_text()
+    assert "Apache License" in licence and "Version 2.0" in licence
+    for name, folder in DISTRIBUTIONS.items():
+        project = tomllib.loads((REPO / folder / "pyproject.toml").read_text())
+        assert project["project"]["name"] == name
+        assert (REPO / folder / "LICENSE").read_text() == licence, f"{folder}/LICENSE differs from LICENSE"
+        assert project["project"]["license-files"] == ["LICENSE"], name
+        for package in project["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]:
+            assert (REPO / folder / package / "py.typed").is_file(), f"{folder}/{package} has no py.typed"
 
 
 def test_console_scripts_resolve_to_callables() -> None:
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    for script, target in project["scripts"].items():
-        module, _, attr = target.partition(":")
-        code = f"import importlib; f = getattr(importlib.import_module({module!r}), {attr!r}); assert callable(f)"
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        assert result.returncode == 0, f"{script} -> {target}: {result.stderr[-500:]}"
+    for folder in DISTRIBUTIONS.values():
+        project = tomllib.loads((REPO / folder / "pyproject.toml").read_text())["project"]
+        for script, target in project.get("scripts", {}).items():
+            module, _, attr = target.partition(":")
+            code = f"import importlib; f = getattr(importlib.import_module({module!r}), {attr!r}); assert callable(f)"
+            result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+            assert result.returncode == 0, f"{script} -> {target}: {result.stderr[-500:]}"
 
 
 def test_docab_help_runs_without_tracebacks() -> None:
-    result = subprocess.run([sys.executable, "-m", "harness.cli", "--help"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "docab.cli.main", "--help"], capture_output=True, text=True
+    )
     assert result.returncode == 0
     assert "usage: docab" in result.stdout
 
@@ -63,7 +91,7 @@ def test_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
     os.close(reader)  # the reader is gone before the first byte is written
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "harness.cli", "score", str(predictions)],
+            [sys.executable, "-m", "docab.cli.main", "score", str(predictions)],
             stdout=writer,
             stderr=subprocess.PIPE,
             text=True,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.suite import ensure_suite
+from docab_benchmark.suite import ensure_suite
 
 
 @pytest.fixture(scope="session")
@@ -16,7 +16,7 @@ def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def suite_corpus(suite_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from benchmark.mmlongbench.corpus import convert_corpus
+    from docab_benchmark.mmlongbench.corpus import convert_corpus
 
     out = tmp_path_factory.mktemp("corpus") / "corpus"
     report = convert_corpus(suite_dir / "documents", out, jobs=1)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from docab.cli.main import main
 
 
 def write_jsonl(path: Path, records: list[object]) -> Path:

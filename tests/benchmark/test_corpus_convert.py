@@ -14,9 +14,9 @@ import pypdfium2 as pdfium
 import pytest
 from PIL import Image
 
-from benchmark.mmlongbench.corpus import ConversionError, RenderSettings, convert_corpus, get_converter
-from benchmark.mmlongbench.corpus.png import encode_png, lossless_grey
-from benchmark.mmlongbench.corpus.runner import folder_names
+from docab_benchmark.mmlongbench.corpus import ConversionError, RenderSettings, convert_corpus, get_converter
+from docab_benchmark.mmlongbench.corpus.png import encode_png, lossless_grey
+from docab_benchmark.mmlongbench.corpus.runner import folder_names
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -67,7 +67,7 @@ def test_layout_manifest_and_meta(suite_dir: Path, suite_corpus: Path) -> None:
 
 
 def test_corpus_index_maps_doc_ids_to_folders(suite_corpus: Path) -> None:
-    from benchmark.mmlongbench.corpus import corpus_index
+    from docab_benchmark.mmlongbench.corpus import corpus_index
 
     index = corpus_index(suite_corpus)
     assert index["suite-bird-survey.pdf"] == suite_corpus / "suite-bird-survey"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from markdown_it import MarkdownIt
 
-from benchmark.mmlongbench.corpus.markdown import assemble_document, escape_line, heading_scale
-from benchmark.mmlongbench.corpus.model import Figure, PageContent, TextLine
+from docab_benchmark.mmlongbench.corpus.markdown import assemble_document, escape_line, heading_scale
+from docab_benchmark.mmlongbench.corpus.model import Figure, PageContent, TextLine
 
 
 def headings(markdown: str) -> list[tuple[str, str]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from benchmark.mmlongbench.datacheck import PdfInfo, check_questions, format_report, inspect_documents
-from benchmark.mmlongbench.questions import QuestionSet, load_questions, parse_rows
+from docab_benchmark.mmlongbench.datacheck import PdfInfo, check_questions, format_report, inspect_documents
+from docab_benchmark.mmlongbench.questions import QuestionSet, load_questions, parse_rows
 from tests.conftest import shared_data
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from benchmark.mmlongbench.errors import DataError
-from benchmark.mmlongbench.extraction import (
+from docab.log.usage import Usage
+from docab_benchmark.mmlongbench.errors import DataError
+from docab_benchmark.mmlongbench.extraction import (
     Completion,
     CompletionModel,
     ExtractionPrompt,
@@ -24,8 +25,7 @@ from benchmark.mmlongbench.extraction import (
     parse_extraction,
     submitted_answer,
 )
-from benchmark.mmlongbench.scoring import score_answer
-from harness.usage import Usage
+from docab_benchmark.mmlongbench.scoring import score_answer
 from tests.conftest import shared_data
 from tests.support.llm_stub import LLMStub, error_reply, openai_reply
 

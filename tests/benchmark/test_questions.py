@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.mmlongbench.errors import DataError
-from benchmark.mmlongbench.questions import (
+from docab_benchmark.mmlongbench.errors import DataError
+from docab_benchmark.mmlongbench.questions import (
     OFFICIAL_PAGE_CAP,
     QuestionFilter,
     load_questions,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark.mmlongbench.scoring import (
+from docab_benchmark.mmlongbench.scoring import (
     ScoredAnswer,
     acc_and_f1,
     anls,
@@ -218,7 +218,7 @@ def test_breakdowns() -> None:
 
 
 def test_scored_answer_from_a_question() -> None:
-    from benchmark.mmlongbench.questions import parse_rows
+    from docab_benchmark.mmlongbench.questions import parse_rows
 
     (question,) = parse_rows(
         [

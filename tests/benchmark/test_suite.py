@@ -9,9 +9,9 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
-from benchmark.mmlongbench.questions import EVIDENCE_SOURCES, load_questions
-from benchmark.suite import SUITE_SEED, ensure_suite, ensure_suite_corpus
-from benchmark.suite.content import build_documents, hidden_answer_leaks, samples
+from docab_benchmark.mmlongbench.questions import EVIDENCE_SOURCES, load_questions
+from docab_benchmark.suite import SUITE_SEED, ensure_suite, ensure_suite_corpus
+from docab_benchmark.suite.content import build_documents, hidden_answer_leaks, samples
 
 
 def pdf_text(path: Path) -> str:

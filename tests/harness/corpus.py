@@ -64,7 +64,7 @@ def company_pages(index: int) -> tuple[str, ...]:
 
 def make_dataset(root: Path, documents: int = 2, name: str = "test-suite"):  # type: ignore[no-untyped-def]
     """A small dataset in the harness's own types: ``documents`` converted documents, 4 questions each."""
-    from harness.dataset import Dataset, Sample
+    from docab.runner.dataset import Dataset, Sample
 
     samples = []
     for index in range(documents):

@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.messages import Message, ToolCall, ToolSpec
-from harness.models.base import ModelError, Turn
-from harness.usage import Usage
+from docab.agent.messages import Message, ToolCall, ToolSpec
+from docab.log.usage import Usage
+from docab.models.base import ModelError, Turn
 
 Step = Turn | ModelError | Callable[[Sequence[Message]], Turn]
 

@@ -6,9 +6,9 @@ import asyncio
 import io
 from collections.abc import Sequence
 
-from harness.messages import Image, Message, ToolSpec
-from harness.models.base import Turn
-from harness.usage import Usage
+from docab.agent.messages import Image, Message, ToolSpec
+from docab.log.usage import Usage
+from docab.models.base import Turn
 
 EPOCH = 1_700_000_000.0
 

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.records import RunRecord, ToolCallRecord
-from harness.usage import Usage
+from docab.log.records import RunRecord, ToolCallRecord
+from docab.log.usage import Usage
 
 
 def make_record(

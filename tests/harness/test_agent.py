@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from harness.agent import SampleLimits, run_agent
-from harness.evidence import PageMap, ReadTracker
-from harness.messages import Image, Text, ToolResult, ToolSpec
-from harness.models.base import ModelError
-from harness.tools.budget import OutputBudget
-from harness.tools.filesystem import filesystem_tools
+from docab.agent.budget import OutputBudget
+from docab.agent.evidence import PageMap, ReadTracker
+from docab.agent.loop import SampleLimits, run_agent
+from docab.agent.messages import Image, Text, ToolResult, ToolSpec
+from docab.agent.toolbox.filesystem import filesystem_tools
+from docab.models.base import ModelError
 from tests.harness.corpus import png_bytes, write_document
 from tests.harness.fakes import ScriptedModel, submit, turn
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent import SampleLimits, run_agent
-from harness.models.base import Model
-from harness.models.baseline import KeywordBaseline, grep_pattern, keywords, shape_answer
-from harness.tools.budget import OutputBudget
-from harness.tools.filesystem import filesystem_tools
+from docab.agent.budget import OutputBudget
+from docab.agent.loop import SampleLimits, run_agent
+from docab.agent.toolbox.filesystem import filesystem_tools
+from docab.models.base import Model
+from docab.models.baseline import KeywordBaseline, grep_pattern, keywords, shape_answer
 from tests.harness.corpus import write_document
 
 
@@ -104,7 +104,7 @@ def test_answer_shapes(question: str, line: str, answer: str) -> None:
 
 
 def test_numbers_near_the_asked_word_and_table_columns() -> None:
-    from harness.models.baseline import table_cell
+    from docab.models.baseline import table_cell
 
     question = "How many people does Northwind Tools employ?"
     line = "Northwind Tools was founded in 1970 in Ghent. Today the company employs 4759 people and sells"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.messages import Image, Text, ToolResult
-from harness.tools.budget import OutputBudget
+from docab.agent.budget import OutputBudget
+from docab.agent.messages import Image, Text, ToolResult
 from tests.harness.corpus import png_bytes
 
 
@@ -76,8 +76,8 @@ def test_invalid_budgets_are_rejected() -> None:
 
 def test_fs_read_and_mcp_read_of_the_same_text_are_cut_identically(tmp_path: Path) -> None:
     """The fairness trap: a filesystem read and an MCP read of the same content meet one budget."""
-    from harness.tools.filesystem import filesystem_tools
-    from harness.tools.mcp_session import MCPServerSpec, MCPSession
+    from docab.agent.toolbox.filesystem import filesystem_tools
+    from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession
     from tests.harness.test_mcp_session import server_spec
 
     big = "\n".join(f"Paragraph {i}: " + "lorem ipsum " * 8 for i in range(400))

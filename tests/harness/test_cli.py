@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from docab.cli.main import main
 
 
 def fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from harness.messages import Message, Text
-from harness.models import ModelError, build_model
-from harness.models.completion_adapter import CompletionAdapter, final_assistant_into_user, to_neutral
-from harness.models.limits import ConcurrencyLimits
+from docab.agent.messages import Message, Text
+from docab.models import ModelError, build_model
+from docab.models.completion_adapter import CompletionAdapter, final_assistant_into_user, to_neutral
+from docab.models.limits import ConcurrencyLimits
 from tests.harness.model_fakes import FakeClock, RecordingModel
 from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from harness.config import CONFIG_DIR, ConfigError, load_config, parse_config
+from docab.config import CONFIG_DIR, ConfigError, load_config, parse_config
 
 MINIMAL: dict[str, Any] = {"name": "x", "model": {"name": "baseline/keyword"}, "arms": [{"name": "fs"}]}
 

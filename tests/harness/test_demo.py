@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import read_records
+from docab.log.store import read_records
 from tests.conftest import REPO_ROOT
 
 
@@ -23,7 +23,7 @@ def demo(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
         [
             sys.executable,
             "-m",
-            "harness.cli",
+            "docab.cli.main",
             "demo",
             "--results",
             str(tmp_path / "results"),

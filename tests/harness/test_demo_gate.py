@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from harness.store import read_records
+from docab.log.store import read_records
 from tests.conftest import REPO_ROOT
 
 BASELINE = REPO_ROOT / "results" / "baselines" / "demo"  # records.jsonl and manifest.json of a demo run
@@ -75,7 +75,7 @@ def test_the_demo_does_not_regress_against_its_baseline(demo_run: Path) -> None:
 
 
 def test_docab_compare_passes_the_demo_against_its_baseline(demo_run: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from harness.cli import main
+    from docab.cli.main import main
 
     gate = REPO_ROOT / "results" / "baselines" / "gate.toml"
     code = main(

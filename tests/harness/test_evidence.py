@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from harness.evidence import PageMap, ReadTracker
-from harness.messages import Image, Text, ToolCall, ToolResult
-from harness.tools.budget import OutputBudget
-from harness.tools.filesystem import filesystem_tools
+from docab.agent.budget import OutputBudget
+from docab.agent.evidence import PageMap, ReadTracker
+from docab.agent.messages import Image, Text, ToolCall, ToolResult
+from docab.agent.toolbox.filesystem import filesystem_tools
 from tests.harness.corpus import png_bytes, write_document
 
 
@@ -162,7 +162,7 @@ def test_md_vision_labels_name_page_images(tmp_path: Path) -> None:
 
 
 def test_page_spans_come_from_the_corpus_meta(tmp_path: Path) -> None:
-    from harness.evidence import page_spans
+    from docab.agent.evidence import page_spans
 
     write_document(tmp_path / "document")
     spans = page_spans(tmp_path / "document" / "meta.json")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.cli import main
-from harness.frames import questions_frame, records_frame
-from harness.report import build_report, load_run
+from docab.cli.main import main
+from docab.report.frames import questions_frame, records_frame
+from docab.report.summary import build_report, load_run
 from tests.harness.synthetic_runs import make_record, random_run, write_run
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.messages import Image, ToolResult
-from harness.tools.filesystem import GREP_MAX_MATCHES, Workspace, filesystem_tools
+from docab.agent.messages import Image, ToolResult
+from docab.agent.toolbox.filesystem import GREP_MAX_MATCHES, Workspace, filesystem_tools
 from tests.harness.corpus import png_bytes, write_document
 
 

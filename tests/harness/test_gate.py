@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from harness.gate import GateConfigError, Thresholds, evaluate, failures, load_thresholds, parse_thresholds
+from docab.report.gate import (
+    GateConfigError,
+    Thresholds,
+    evaluate,
+    failures,
+    load_thresholds,
+    parse_thresholds,
+)
 
 
 def comparison(

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.store import read_records
+from docab.log.store import read_records
 from tests.conftest import REPO_ROOT
 from tests.harness.corpus import write_benchmark_folder
 
@@ -46,7 +46,7 @@ def docab_run(config: Path, results: Path) -> subprocess.Popen[bytes]:
         [
             sys.executable,
             "-m",
-            "harness.cli",
+            "docab.cli.main",
             "run",
             str(config),
             "--results",

@@ -9,8 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.tools.mcp_session import MCPServerSpec, MCPSession, MCPStartError, convert_result, start_sessions
-from harness.usage import Usage
+from docab.agent.toolbox.mcp_session import (
+    MCPServerSpec,
+    MCPSession,
+    MCPStartError,
+    convert_result,
+    start_sessions,
+)
+from docab.log.usage import Usage
 
 SERVER = Path(__file__).parent / "fixtures" / "mcp_test_server.py"
 

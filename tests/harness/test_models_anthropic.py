@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from harness.messages import Message, Text, ToolCall, ToolResult, ToolSpec
-from harness.models import ModelConfigError, ModelError, build_model
-from harness.models.anthropic_messages import to_anthropic_messages
-from harness.models.limits import ConcurrencyLimits
+from docab.agent.messages import Message, Text, ToolCall, ToolResult, ToolSpec
+from docab.models import ModelConfigError, ModelError, build_model
+from docab.models.anthropic_messages import to_anthropic_messages
+from docab.models.limits import ConcurrencyLimits
 from tests.harness.model_fakes import FakeClock, generate_once, png
 from tests.support.http_server import Reply
 from tests.support.llm_stub import LLMStub, anthropic_reply

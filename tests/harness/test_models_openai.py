@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from harness.messages import Message, Reasoning, Text, ToolCall, ToolResult, ToolSpec
-from harness.models import ModelError, build_model
-from harness.models.limits import ConcurrencyLimits
-from harness.models.openai_chat import parse_arguments, to_openai_messages
+from docab.agent.messages import Message, Reasoning, Text, ToolCall, ToolResult, ToolSpec
+from docab.models import ModelError, build_model
+from docab.models.limits import ConcurrencyLimits
+from docab.models.openai_chat import parse_arguments, to_openai_messages
 from tests.harness.model_fakes import FakeClock, generate_once, png
 from tests.support.http_server import Reply
 from tests.support.llm_stub import LLMStub, openai_reply
@@ -182,8 +182,8 @@ def test_reasoning_content_is_kept_and_echoed_only_on_tool_call_turns(llm_stub: 
 
 
 def test_official_endpoint_uses_max_completion_tokens() -> None:
-    from harness.models.config import ModelConfig
-    from harness.models.openai_chat import max_tokens_param
+    from docab.models.config import ModelConfig
+    from docab.models.openai_chat import max_tokens_param
 
     assert max_tokens_param(ModelConfig(name="openai/gpt-5")) == "max_completion_tokens"
     assert max_tokens_param(ModelConfig(name="openai/m", base_url="http://h/v1")) == "max_tokens"

@@ -7,12 +7,12 @@ import types
 
 import pytest
 
-from harness.models import ModelConfig, ModelConfigError, build_model
-from harness.models.anthropic_messages import AnthropicMessagesModel
-from harness.models.base import Model
-from harness.models.limits import ConcurrencyLimits
-from harness.models.openai_chat import OpenAIChatModel
-from harness.models.registry import LOCAL_SERVER_KEY, resolve_api_key
+from docab.models import ModelConfig, ModelConfigError, build_model
+from docab.models.anthropic_messages import AnthropicMessagesModel
+from docab.models.base import Model
+from docab.models.limits import ConcurrencyLimits
+from docab.models.openai_chat import OpenAIChatModel
+from docab.models.registry import LOCAL_SERVER_KEY, resolve_api_key
 
 
 def test_openai_and_anthropic_names_build_their_clients() -> None:
@@ -101,29 +101,29 @@ def test_with_options_keeps_the_endpoint_and_refuses_to_change_it() -> None:
 
 
 def test_baseline_is_reserved_and_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "harness.models.baseline", None)  # as if the module were absent
+    monkeypatch.setitem(sys.modules, "docab.models.baseline", None)  # as if the module were absent
     with pytest.raises(
-        ModelConfigError, match=r"offline baseline policy provided by harness\.models\.baseline"
+        ModelConfigError, match=r"offline baseline policy provided by docab\.models\.baseline"
     ):
         build_model("baseline/keyword", env={})
 
 
 def test_baseline_is_built_by_its_module(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[ModelConfig] = []
-    fake = types.ModuleType("harness.models.baseline")
+    fake = types.ModuleType("docab.models.baseline")
 
     def build(config: ModelConfig) -> str:
         built.append(config)
         return "policy"
 
     fake.build = build  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "harness.models.baseline", fake)
+    monkeypatch.setitem(sys.modules, "docab.models.baseline", fake)
     assert build_model("baseline/keyword", env={}) == "policy"
     assert built[0].model_id == "keyword"
 
 
 def test_baseline_module_without_build_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "harness.models.baseline", types.ModuleType("harness.models.baseline"))
+    monkeypatch.setitem(sys.modules, "docab.models.baseline", types.ModuleType("docab.models.baseline"))
     with pytest.raises(ModelConfigError, match=r"does not provide build\(config\)"):
         build_model("baseline/keyword", env={})
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from harness.messages import Message
-from harness.models import ModelError, build_model
-from harness.models.base import ModelError as BaseModelError
-from harness.models.limits import ConcurrencyLimits
-from harness.models.retry import Failure, RetryPolicy, RetryTrace, call_with_retries, parse_retry_after
+from docab.agent.messages import Message
+from docab.models import ModelError, build_model
+from docab.models.base import ModelError as BaseModelError
+from docab.models.limits import ConcurrencyLimits
+from docab.models.retry import Failure, RetryPolicy, RetryTrace, call_with_retries, parse_retry_after
 from tests.harness.model_fakes import EPOCH, FakeClock
 from tests.support.http_server import Reply, Request
 from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
@@ -240,7 +240,7 @@ def test_time_queued_for_a_slot_is_not_latency(llm_stub: LLMStub) -> None:
 
 
 def test_conflicting_concurrency_for_one_endpoint_is_a_config_error() -> None:
-    from harness.models import ModelConfigError
+    from docab.models import ModelConfigError
 
     limits = ConcurrencyLimits()
     build_model({"name": "openai/a", "base_url": "http://h/v1", "concurrency": 4}, env={}, limits=limits)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from harness.records import RECORD_VERSION, RunRecord, ToolCallRecord
-from harness.usage import Usage
+from docab.log.records import RECORD_VERSION, RunRecord, ToolCallRecord
+from docab.log.usage import Usage
 
 
 def make_record() -> RunRecord:
@@ -67,7 +67,7 @@ def test_to_dict_matches_the_generic_dataclass_conversion() -> None:
 
 
 def test_lines_that_are_json_but_not_records_are_skipped_on_resume_and_named_in_reports(tmp_path) -> None:
-    from harness.store import read_records, read_records_reporting
+    from docab.log.store import read_records, read_records_reporting
 
     path = tmp_path / "records.jsonl"
     good = json.dumps(make_record().to_dict())
@@ -83,7 +83,7 @@ def test_lines_that_are_json_but_not_records_are_skipped_on_resume_and_named_in_
 
 
 def test_transcript_paths_never_collide_after_making_names_safe() -> None:
-    from harness.transcript import transcript_path
+    from docab.log.transcript import transcript_path
 
     paths = {
         transcript_path(arm, qid, epoch)

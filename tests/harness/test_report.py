@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import (
+from docab.report.render import print_console, to_markdown
+from docab.report.summary import (
     FLOOR_LABEL,
     ReportError,
     build_report,
@@ -18,7 +19,6 @@ from harness.report import (
     question_groups,
     question_outcomes,
 )
-from harness.report_render import print_console, to_markdown
 from tests.harness.synthetic_runs import make_record, random_run, write_run
 
 RESAMPLES = 500

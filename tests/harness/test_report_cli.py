@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.report import build_report, load_run
-from harness.report_plots import write_plots
+from docab.cli.main import main
+from docab.report.plots import write_plots
+from docab.report.summary import build_report, load_run
 from tests.harness.synthetic_runs import make_record, random_run, write_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -168,9 +168,11 @@ def test_plots_are_written_for_a_floor_run_without_tokens(tmp_path: Path) -> Non
 
 
 def test_docab_help_lists_the_report_commands() -> None:
-    result = subprocess.run([sys.executable, "-m", "harness.cli", "--help"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "docab.cli.main", "--help"], capture_output=True, text=True
+    )
     assert result.returncode == 0 and "report" in result.stdout and "compare" in result.stdout
-    probe = "import sys, harness.cli; harness.cli.build_parser(); print('numpy' in sys.modules, 'rich' in sys.modules)"
+    probe = "import sys, docab.cli.main; docab.cli.main.build_parser(); print('numpy' in sys.modules, 'rich' in sys.modules)"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert loaded.stdout.split() == ["False", "False"]
 

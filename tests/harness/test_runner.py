@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from harness.config import RunConfig, parse_config
-from harness.errors import CommandError
-from harness.launch import RunRequest, launch
-from harness.merge import MergeError, merge_runs
-from harness.models.base import ModelError
-from harness.models.baseline import KeywordBaseline
-from harness.progress import SilentProgress
-from harness.records import RunRecord
-from harness.schedule import arm_order, plan, shard_of
-from harness.store import read_records
+from docab.config import RunConfig, parse_config
+from docab.errors import RunError
+from docab.log.merge import MergeError, merge_runs
+from docab.log.records import RunRecord
+from docab.log.store import read_records
+from docab.models.base import ModelError
+from docab.models.baseline import KeywordBaseline
+from docab.runner.launch import RunRequest, launch
+from docab.runner.progress import SilentProgress
+from docab.runner.schedule import arm_order, plan, shard_of
 from tests.harness.corpus import exact_scorer, make_dataset
 from tests.harness.fakes import ScriptedModel, submit, turn
 
@@ -207,7 +207,7 @@ def test_resume_skips_recorded_samples_and_repairs_a_torn_line(tmp_path: Path, d
 
 def test_a_changed_config_refuses_to_resume_into_the_same_folder(tmp_path: Path, dataset: Any) -> None:
     run(config(), tmp_path, dataset, limit=1)
-    with pytest.raises(CommandError, match="different config"):
+    with pytest.raises(RunError, match="different config"):
         run(config(limits={"max_turns": 5}), tmp_path, dataset, limit=1)
     # Run controls are not part of the identity: more epochs or workers resume the same run.
     again = run(config(concurrency=2), tmp_path, dataset, limit=1, epochs=2)
@@ -318,7 +318,7 @@ def test_a_server_that_cannot_start_for_one_sample_errors_that_sample_only(
 def test_a_server_that_never_starts_fails_before_any_sample(tmp_path: Path, dataset: Any) -> None:
     servers = {"md": {"command": "docab-no-such-server"}}
     cfg = config(mcp_servers=servers, arms=[{"name": "fs+md", "mcp_servers": ["md"]}])
-    with pytest.raises(CommandError, match="was not found"):
+    with pytest.raises(RunError, match="was not found"):
         run(cfg, tmp_path, dataset)
     assert not (tmp_path / "results" / "t" / "records.jsonl").exists()
 
@@ -339,7 +339,7 @@ def test_an_mcp_server_crashing_mid_sample_is_restarted_and_recorded(tmp_path: P
 
 
 def test_a_write_failure_stops_the_run_with_a_clear_error(tmp_path: Path, dataset: Any) -> None:
-    from harness.store import RunStore
+    from docab.log.store import RunStore
 
     class FullDisk(RunStore):
         def commit(self, record: Any, transcript: Any) -> None:
@@ -348,7 +348,7 @@ def test_a_write_failure_stops_the_run_with_a_clear_error(tmp_path: Path, datase
             super().commit(record, transcript)
 
     store = FullDisk(tmp_path / "results" / "t")
-    with pytest.raises(CommandError, match="No space left on device") as info:
+    with pytest.raises(RunError, match="No space left on device") as info:
         run(config(), tmp_path, dataset, concurrency=1, store=store)
     assert "re-run the same command to resume" in str(info.value)
     kept = list(read_records(tmp_path / "results" / "t" / "records.jsonl"))
@@ -356,13 +356,13 @@ def test_a_write_failure_stops_the_run_with_a_clear_error(tmp_path: Path, datase
 
 
 def test_an_arm_whose_tools_share_a_name_is_refused_at_start_up() -> None:
-    from harness.launch import arms_manifest
-    from harness.messages import ToolSpec
+    from docab.agent.messages import ToolSpec
+    from docab.runner.launch import arms_manifest
 
     servers = {"md": {"command": "python", "args": ["server.py"]}}
     cfg = config(mcp_servers=servers, arms=[{"name": "fs"}, {"name": "fs+md", "mcp_servers": ["md"]}])
     grep_again = ToolSpec("grep", "a server's own grep", {"type": "object", "properties": {}})
-    with pytest.raises(CommandError, match=r"arm 'fs\+md' has more than one tool named 'grep'"):
+    with pytest.raises(RunError, match=r"arm 'fs\+md' has more than one tool named 'grep'"):
         arms_manifest(cfg, {"md": [grep_again]})
     echo = ToolSpec("echo", "echo", {"type": "object", "properties": {}})
     assert [a["name"] for a in arms_manifest(cfg, {"md": [echo]})] == ["fs", "fs+md"]

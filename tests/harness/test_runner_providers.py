@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness.config import parse_config
-from harness.launch import RunRequest, launch
-from harness.progress import SilentProgress
+from docab.config import parse_config
+from docab.runner.launch import RunRequest, launch
+from docab.runner.progress import SilentProgress
 from tests.harness.corpus import exact_scorer, make_dataset
 from tests.support.http_server import Request
 from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
@@ -183,7 +183,7 @@ def test_an_unreadable_extraction_prompt_stops_the_run_before_any_sample(
 ) -> None:
     import dataclasses
 
-    from harness.errors import CommandError
+    from docab.errors import RunError
 
     monkeypatch.setenv("DOCAB_TEST_KEY", "k")
     config = parse_config(
@@ -201,7 +201,7 @@ def test_an_unreadable_extraction_prompt_stops_the_run_before_any_sample(
     dataset = dataclasses.replace(
         make_dataset(tmp_path / "corpus", documents=1), extraction_prompt=tmp_path / "missing-prompt.md"
     )
-    with pytest.raises(CommandError, match="cannot read the extraction prompt"):
+    with pytest.raises(RunError, match="cannot read the extraction prompt"):
         launch(
             RunRequest(config, results_dir=tmp_path / "results"),
             dataset=dataset,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from harness import stats
-from harness.stats import PairedData
+from docab.report import stats
+from docab.report.stats import PairedData
 
 
 def test_clustered_se_worked_example() -> None:
@@ -270,7 +270,7 @@ def test_identical_arms_state_the_mde_on_the_rule_of_three_bound() -> None:
 
 
 def test_a_constant_nonzero_difference_states_the_mde_on_the_mean_squared_difference() -> None:
-    from harness.report import mde_statement
+    from docab.report.summary import mde_statement
 
     data = make_paired(n_docs=10, per_doc=3)
     all_improved = PairedData(**{**data.__dict__, "score_a": np.zeros(30), "score_b": np.ones(30)})

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.messages import Image, Message, Reasoning, Text, ToolCall, ToolResult
-from harness.models.text_only import describe_omitted_image, strip_images
+from docab.agent.messages import Image, Message, Reasoning, Text, ToolCall, ToolResult
+from docab.models.text_only import describe_omitted_image, strip_images
 from tests.harness.model_fakes import png
 
 

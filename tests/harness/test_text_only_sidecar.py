@@ -2,7 +2,7 @@
 
 The agent model and the vision model are both answered by the loopback stub (told apart by the
 model name in the request); md-vision and vision-bridge run as real stdio MCP servers, as in
-harness/configs/mmlongbench-text-only.toml. What must hold: the agent never receives an image, the
+harness/docab/configs/mmlongbench-text-only.toml. What must hold: the agent never receives an image, the
 sidecar receives the page image inline from the sample's workspace, and the sidecar's tokens are
 booked under the role "tool-side", apart from the agent's.
 """
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from harness.config import parse_config
-from harness.launch import RunRequest, launch
-from harness.progress import SilentProgress
+from docab.config import parse_config
+from docab.runner.launch import RunRequest, launch
+from docab.runner.progress import SilentProgress
 from tests.harness.corpus import exact_scorer, make_dataset
 from tests.harness.test_runner_providers import answer_for
 from tests.support.http_server import Request

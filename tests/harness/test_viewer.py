@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main
-from harness.records import RunRecord
-from harness.report import load_run
-from harness.viewer.html import asset, embed_json, render_index, transcript_script
-from harness.viewer.page import (
+from docab.cli.main import main
+from docab.log.records import RunRecord
+from docab.report.summary import load_run
+from docab.viewer.html import asset, embed_json, render_index, transcript_script
+from docab.viewer.page import (
     TranscriptEntry,
     build_index,
     finite,
@@ -24,7 +24,7 @@ from harness.viewer.page import (
     question_text,
     view_transcript,
 )
-from harness.viewer.writer import read_transcript, write_viewer
+from docab.viewer.writer import read_transcript, write_viewer
 from tests.harness import viewer_runs
 from tests.harness.synthetic_runs import make_record, write_run
 from tests.harness.viewer_runs import HOSTILE, MARKER
@@ -134,7 +134,7 @@ def test_one_question_one_arm_without_summary() -> None:
 
 
 def test_the_summary_becomes_the_reports_tables(run_dir: Path) -> None:
-    from harness.report import build_report
+    from docab.report.summary import build_report
 
     run = load_run(run_dir)
     summary = build_report(run, resamples=200).summary
@@ -302,7 +302,7 @@ def test_write_viewer_writes_the_page_and_one_script_per_readable_transcript(run
 
 
 def test_write_viewer_draws_missing_plots_and_uses_a_fresh_summary(run_dir: Path) -> None:
-    from harness.report import build_report
+    from docab.report.summary import build_report
 
     summary = build_report(load_run(run_dir), resamples=200).summary
     summary["warnings"] = ["from the file"]
@@ -340,7 +340,7 @@ def test_a_summary_older_than_the_records_is_recomputed(run_dir: Path) -> None:
 def test_a_merged_summary_written_into_one_of_its_folders_is_not_shown_as_that_folders(
     run_dir: Path, tmp_path: Path
 ) -> None:
-    from harness.report import build_report
+    from docab.report.summary import build_report
 
     summary = build_report(load_run(run_dir), resamples=200).summary
     summary["runs"] = [str(run_dir), str(tmp_path / "shard2")]  # as `docab report run_dir shard2` writes it

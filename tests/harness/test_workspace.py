@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.workspace import DocumentPool, WorkspaceError, WorkspaceSlot, snapshot
+from docab.runner.workspace import DocumentPool, WorkspaceError, WorkspaceSlot, snapshot
 from tests.harness.corpus import write_document
 
 

@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.records import RunRecord
-from harness.transcript import transcript_path
+from docab.log.records import RunRecord
+from docab.log.transcript import transcript_path
 from tests.harness.synthetic_runs import make_record, write_run
 
 ARMS = ("fs", "fs+md-vision")

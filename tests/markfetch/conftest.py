@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
+
 from markfetch.config import Settings, load_settings
 from markfetch.service import Markfetch
-
 from tests.support.http_server import LocalServer
 
 SITE = "site.test"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import codecs
 
 import pytest
-from markfetch.charset import codec_for, decode_html, decode_text, meta_charset
 
+from markfetch.charset import codec_for, decode_html, decode_text, meta_charset
 from tests.markfetch.pages import SHIFT_JIS_TEXT, WINDOWS_1252_TEXT
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lxml import etree, html
+
 from markfetch.consensus import (
     reading_blocks,
     second_opinion_text,
@@ -12,7 +13,6 @@ from markfetch.consensus import (
 from markfetch.extract import extract_article
 from markfetch.htmlprep import parse_html
 from markfetch.markdown import html_to_markdown
-
 from tests.markfetch.pages import article_page, paragraphs
 
 URL = "https://example.org/news/2024/harbour.html"

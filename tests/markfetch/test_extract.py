@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from markfetch.extract import (
     READER_MAX_ELEMENTS,
     Article,
@@ -15,7 +16,6 @@ from markfetch.extract import (
     tidy_markdown,
 )
 from markfetch.htmlprep import drop_scripts, parse_html
-
 from tests.markfetch.pages import article_page, page, paragraphs
 
 URL = "https://example.org/blog/2024/pools.html"

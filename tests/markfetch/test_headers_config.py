@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from markfetch.config import load_settings, write_roots
 from markfetch.errors import ConfigError
 from markfetch.headers import DEFAULT_USER_AGENT, ChromeProfile

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from lxml import html
+
 from markfetch.markdown import code_span, escape_line_start, escape_text, html_to_markdown
 
 

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from mcp import Client, StdioServerParameters
+
+from docab_mcpguard import PathPolicy
 from markfetch.server import build_server
 from markfetch.service import Markfetch
-from mcp import Client, StdioServerParameters
-from mcpguard import PathPolicy
-
 from tests.markfetch.conftest import FakeResolver, site_url
 from tests.markfetch.pages import page
 from tests.support.http_server import LocalServer, Reply

@@ -6,9 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
+
+from docab_mcpguard import PathPolicy
 from markfetch.errors import ErrorCode, MarkfetchError
 from markfetch.service import sandboxed_save_path, save_document
-from mcpguard import PathPolicy
 
 
 @pytest.fixture

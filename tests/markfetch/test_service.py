@@ -8,9 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from markfetch.cache import ResponseCache
 from markfetch.errors import ErrorCode, MarkfetchError
-
 from tests.markfetch.conftest import run_document, site_url
 from tests.markfetch.pages import SHIFT_JIS_TEXT, WINDOWS_1252_TEXT, article_page, page, paragraphs
 from tests.support.http_server import LocalServer, Reply
@@ -226,7 +226,7 @@ def test_cache_keeps_no_errors_and_ignores_corrupt_entries(
 
 
 def test_a_cached_response_with_a_corrupt_header_is_a_miss_and_goes(tmp_path: Path) -> None:
-    from mcpguard.diskcache import DiskCache
+    from docab_mcpguard.diskcache import DiskCache
 
     DiskCache(tmp_path, 60, suffix=".cache").put("k", b"not json\nbody")
     cache = ResponseCache(tmp_path, ttl_s=60)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcpguard import AddressClass, HostDenied, HostPolicy, PathDenied, PathPolicy, classify_address
+
+from docab_mcpguard import AddressClass, HostDenied, HostPolicy, PathDenied, PathPolicy, classify_address
 
 
 @pytest.mark.parametrize(

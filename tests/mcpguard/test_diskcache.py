@@ -7,7 +7,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from mcpguard.diskcache import DiskCache
+
+from docab_mcpguard.diskcache import DiskCache
 
 
 class Clock:

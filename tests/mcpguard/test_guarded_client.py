@@ -6,8 +6,8 @@ import asyncio
 import gzip
 
 import pytest
-from mcpguard import FetchError, FetchErrorKind, FetchLimits, GuardedClient, HostDenied, HostPolicy
 
+from docab_mcpguard import FetchError, FetchErrorKind, FetchLimits, GuardedClient, HostDenied, HostPolicy
 from tests.support.http_server import LocalServer, Reply
 
 

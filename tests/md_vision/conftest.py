@@ -8,11 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from md_vision.service import MdVision
-from md_vision.settings import Limits, Settings
 from PIL import Image
 
-SAMPLES = Path(__file__).resolve().parents[2] / "tools" / "md_vision" / "samples"
+from md_vision.service import MdVision
+from md_vision.settings import Limits, Settings
+
+SAMPLES = Path(__file__).resolve().parents[2] / "tools" / "md_vision" / "md_vision" / "samples"
 
 
 def png_bytes(size=(40, 30), colour=(200, 30, 30), mode="RGB") -> bytes:

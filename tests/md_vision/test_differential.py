@@ -36,8 +36,8 @@ from html.parser import HTMLParser
 
 import pytest
 from markdown_it import MarkdownIt
-from md_vision.document import parse_document
 
+from md_vision.document import parse_document
 from tests.md_vision.conftest import SAMPLES
 
 _SPACES = re.compile(r"\s+")

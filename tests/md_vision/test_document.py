@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
 from md_vision.document import line_starts_of, parse_document
 
 

@@ -8,10 +8,10 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
+
 from md_vision.folder import index_many, parser_pool, scan_folder
 from md_vision.index import FileIndex
 from md_vision.service import MdVision, ToolFailure
-
 from tests.md_vision.conftest import index, run, settings_for
 
 

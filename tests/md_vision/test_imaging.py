@@ -6,9 +6,9 @@ import io
 import random
 
 import pytest
-from md_vision.imaging import ImageRejected, looks_like_svg, prepare_image
 from PIL import Image
 
+from md_vision.imaging import ImageRejected, looks_like_svg, prepare_image
 from tests.md_vision.conftest import jpeg_bytes, png_bytes
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from md_vision import index_markdown_file, index_markdown_folder, index_markdown_text
 from md_vision.index import FileIndex, FileProblem, IndexRow, format_file_index, format_index
-
 from tests.md_vision.conftest import SAMPLES
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
-from md_vision.server import META_KEY, build_server
 
+from md_vision.server import META_KEY, build_server
 from tests.md_vision.conftest import run, settings_for
 from tests.support.http_server import LocalServer, Reply
 

@@ -6,9 +6,9 @@ import resource
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
 from md_vision import parser
 from md_vision.document import parse_document
-
 from tests.md_vision.conftest import SAMPLES
 
 

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from md_vision.service import ImageBlock, TextBlock, ToolFailure
 
+from md_vision.service import ImageBlock, TextBlock, ToolFailure
 from tests.md_vision.conftest import png_bytes, read, settings_for
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from md_vision.service import ImageBlock, MdVision, TextBlock, ToolFailure
 
+from md_vision.service import ImageBlock, MdVision, TextBlock, ToolFailure
 from tests.md_vision.conftest import png_bytes, read, run, settings_for
 from tests.support.http_server import LocalServer, Reply
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from md_vision.document import parse_document
 from md_vision.selection import SelectionError, select
 

@@ -90,6 +90,7 @@ def settings_env(stub: LLMStub, fmt: str, folder: Path, *, cache: bool) -> dict[
 
 async def bench_format(fmt: str, stub: LLMStub, folder: Path, image: Path, rounds: int) -> dict[str, Any]:
     from mcp import Client
+
     from vision_bridge.config import load_settings
     from vision_bridge.server import build_server
     from vision_bridge.service import create_service

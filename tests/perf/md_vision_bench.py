@@ -498,6 +498,7 @@ def _response_line(result) -> str:
 def bench_images_in_process(root: Path, repeat: int) -> list[Figure]:
     """The server's own handling: the read function, and an in-process MCP client (no pipes)."""
     from mcp import Client
+
     from md_vision import MdVision, Settings
     from md_vision.server import build_server
 

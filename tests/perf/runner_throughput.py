@@ -10,7 +10,7 @@ transcripts. The ideal time is samples x arms x turns x delay / concurrency; the
 1.15x that, with memory flat (RSS at the start, the middle and the end of the run).
 
 Clients: ``raw`` (the default) posts Chat Completions over plain asyncio streams, one keep-alive
-connection per worker, so the figures are the harness's own; ``openai`` uses harness.models' OpenAI client
+connection per worker, so the figures are the harness's own; ``openai`` uses docab.models' OpenAI client
 (the official SDK), ``inprocess`` a model that only sleeps (no HTTP at all).
 """
 
@@ -30,13 +30,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.config import parse_config
-from harness.launch import RunRequest, launch
-from harness.messages import Message, ToolCall, ToolSpec
-from harness.models.base import Turn
-from harness.progress import ProgressState
-from harness.records import RunRecord
-from harness.usage import Usage
+from docab.agent.messages import Message, ToolCall, ToolSpec
+from docab.config import parse_config
+from docab.log.records import RunRecord
+from docab.log.usage import Usage
+from docab.models.base import Turn
+from docab.runner.launch import RunRequest, launch
+from docab.runner.progress import ProgressState
 from tests.harness.corpus import exact_scorer, make_dataset
 
 
@@ -263,7 +263,7 @@ def main() -> int:
         if args.client == "raw":
             model = RawChatModel(base_url)
         else:
-            from harness.models.registry import build_model  # type: ignore[import-not-found]
+            from docab.models.registry import build_model  # type: ignore[import-not-found]
 
             model = build_model(
                 {"name": "openai/stub", "base_url": base_url, "concurrency": args.concurrency}

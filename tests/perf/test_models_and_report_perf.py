@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.messages import Message, Text, ToolCall, ToolResult, ToolSpec
-from harness.models import build_model
-from harness.models.limits import ConcurrencyLimits
-from harness.report import build_report, load_run
-from harness.stats import PairedData, paired_analysis
+from docab.agent.messages import Message, Text, ToolCall, ToolResult, ToolSpec
+from docab.models import build_model
+from docab.models.limits import ConcurrencyLimits
+from docab.report.stats import PairedData, paired_analysis
+from docab.report.summary import build_report, load_run
 from tests.harness.synthetic_runs import random_run
 from tests.support.llm_stub import LLMStub, openai_reply
 

@@ -1,6 +1,6 @@
 """PNG encoding of a rendered page: docab's writer against Pillow's default (run with -m perf).
 
-The figures of record come from ``python -m benchmark.mmlongbench.corpus.perf`` (whole dev set);
+The figures of record come from ``python -m docab_benchmark.mmlongbench.corpus.perf`` (whole dev set);
 these micro-benchmarks show the encoder alone, on the same pixels, and check they decode identically.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from benchmark.mmlongbench.corpus.png import encode_png
+from docab_benchmark.mmlongbench.corpus.png import encode_png
 
 pytestmark = pytest.mark.perf
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.perf
 def page_pixels(tmp_path_factory: pytest.TempPathFactory) -> np.ndarray:
     import pypdfium2 as pdfium
 
-    from benchmark.suite import ensure_suite
+    from docab_benchmark.suite import ensure_suite
 
     suite = ensure_suite(tmp_path_factory.mktemp("suite") / "suite")
     document = pdfium.PdfDocument(str(Path(suite) / "documents" / "suite-annual-report.pdf"))

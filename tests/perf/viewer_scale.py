@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.report import build_report, load_run
-from harness.transcript import transcript_path
-from harness.viewer.writer import write_viewer
+from docab.log.transcript import transcript_path
+from docab.report.summary import build_report, load_run
+from docab.viewer.writer import write_viewer
 from tests.harness.synthetic_runs import make_record, write_run
 from tests.support.chromium import Chromium, find_chromium
 

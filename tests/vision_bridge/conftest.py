@@ -10,10 +10,10 @@ from typing import Any, TypeVar
 
 import pytest
 from PIL import Image
-from vision_bridge.config import Settings, load_settings
-from vision_bridge.service import VisionService, create_service
 
 from tests.support.llm_stub import LLMStub
+from vision_bridge.config import Settings, load_settings
+from vision_bridge.service import VisionService, create_service
 
 T = TypeVar("T")
 

@@ -9,11 +9,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from vision_bridge.cache import BackendIdentity, ResultCache, cache_key
-from vision_bridge.usage import TokenUsage
 
 from tests.support.llm_stub import LLMStub, openai_reply
 from tests.vision_bridge.conftest import png_bytes, settings_for, with_service
+from vision_bridge.cache import BackendIdentity, ResultCache, cache_key
+from vision_bridge.usage import TokenUsage
 
 IDENTITY = BackendIdentity("openai", "m1", "https://api.example.com/v1", 4096)
 
@@ -172,7 +172,9 @@ def test_corrupt_entry_through_the_service_is_replaced(
     entry.write_text('{"format": 1, "key": "truncat')
     again = with_service(settings, lambda s: s.analyze(str(picture)))
     assert not again.is_error and not again.usage.from_cache
-    _header, payload = entry.read_text().split("\n", 1)  # mcpguard.diskcache: a header line, then the entry
+    _header, payload = entry.read_text().split(
+        "\n", 1
+    )  # docab_mcpguard.diskcache: a header line, then the entry
     assert json.loads(payload)["text"] == "stub answer"
     assert len(llm_stub.requests_for("openai")) == 2
 
@@ -194,7 +196,7 @@ def test_errors_are_not_cached(llm_stub: LLMStub, tmp_path: Path, picture: Path)
 def test_an_entry_whose_answer_is_corrupt_is_removed_so_it_warns_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from mcpguard.diskcache import DiskCache
+    from docab_mcpguard.diskcache import DiskCache
 
     clock = Clock()
     DiskCache(tmp_path, 60, clock=clock, suffix=".json").put("k", b'{"format": 1, "text": null}')

@@ -9,6 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+
+from tests.support.llm_stub import LLMStub
+from tests.vision_bridge.conftest import png_bytes, settings_for, with_service
 from vision_bridge.clipboard import (
     ClipboardReader,
     CommandFailed,
@@ -19,9 +22,6 @@ from vision_bridge.clipboard import (
 )
 from vision_bridge.errors import VisionError
 from vision_bridge.inputs import ImageLoader
-
-from tests.support.llm_stub import LLMStub
-from tests.vision_bridge.conftest import png_bytes, settings_for, with_service
 
 PNG = png_bytes((10, 10))
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from vision_bridge.config import default_cache_dir, load_settings
 from vision_bridge.errors import ConfigError
 

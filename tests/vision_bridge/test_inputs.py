@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from tests.vision_bridge.conftest import png_bytes
 from vision_bridge.errors import ErrorCause, VisionError
 from vision_bridge.inputs import (
     MAX_IMAGE_BYTES,
@@ -19,8 +21,6 @@ from vision_bridge.inputs import (
     decode_data_url,
     sniff_mime,
 )
-
-from tests.vision_bridge.conftest import png_bytes
 
 
 def load(loader: ImageLoader, raw: str):

@@ -7,6 +7,10 @@ from pathlib import Path
 
 import httpx2
 import pytest
+
+from tests.support.http_server import LocalServer, Reply
+from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
+from tests.vision_bridge.conftest import settings_for, with_service
 from vision_bridge.backends.base import (
     MAX_ERROR_DETAIL_BYTES,
     MAX_RESPONSE_BYTES,
@@ -15,10 +19,6 @@ from vision_bridge.backends.base import (
 )
 from vision_bridge.backends.transport import CappedTransport
 from vision_bridge.metering import CallMeter, metering
-
-from tests.support.http_server import LocalServer, Reply
-from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
-from tests.vision_bridge.conftest import settings_for, with_service
 
 
 def get(server: LocalServer, path: str, limits: ResponseLimits) -> tuple[httpx2.Response, CallMeter]:

@@ -6,13 +6,13 @@ import io
 
 import pytest
 from PIL import Image
+
+from tests.vision_bridge.conftest import image_bytes, noise_png, png_bytes
 from vision_bridge.backends.anthropic_messages import ANTHROPIC_IMAGE_LIMITS
 from vision_bridge.backends.openai_chat import OPENAI_IMAGE_LIMITS
 from vision_bridge.errors import VisionError
 from vision_bridge.inputs import ImageBytes
 from vision_bridge.prepare import ImageLimits, prepare_image
-
-from tests.vision_bridge.conftest import image_bytes, noise_png, png_bytes
 
 
 def decoded(data: bytes) -> Image.Image:

@@ -6,11 +6,11 @@ import base64
 from pathlib import Path
 
 import pytest
-from vision_bridge.usage import USAGE_META_KEY
 
-from harness.usage import Usage
+from docab.log.usage import Usage
 from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
 from tests.vision_bridge.conftest import png_bytes, settings_for, with_service
+from vision_bridge.usage import USAGE_META_KEY
 
 URL = "https://images.example.com/cat.png"
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
-from vision_bridge.server import build_server
-from vision_bridge.service import create_service
-from vision_bridge.usage import DETAILS_META_KEY, USAGE_META_KEY
 
 from tests.support.llm_stub import LLMStub, openai_reply
 from tests.vision_bridge.conftest import png_bytes, settings_for
+from vision_bridge.server import build_server
+from vision_bridge.service import create_service
+from vision_bridge.usage import DETAILS_META_KEY, USAGE_META_KEY
 
 SCRIPT = Path(sys.executable).with_name("vision-bridge")
 DATA_URL = "data:image/png;base64," + base64.b64encode(png_bytes()).decode()

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw, ImageFont, features
+
+from tests.support.http_server import LocalServer, Reply
+from tests.vision_bridge.conftest import settings_for, with_service
 from vision_bridge.backends.tesseract import paragraphs_from_data, render_ocr, tesseract_languages
 from vision_bridge.errors import ConfigError, VisionError
 from vision_bridge.prompts import NO_TEXT
 from vision_bridge.usage import USAGE_META_KEY
-
-from tests.support.http_server import LocalServer, Reply
-from tests.vision_bridge.conftest import settings_for, with_service
 
 needs_tesseract = pytest.mark.skipif(
     shutil.which("tesseract") is None,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.webextract.data import DataError, load_pages
-from benchmark.webextract.extractors import EXTRACTORS, markdown_to_text
-from benchmark.webextract.runner import evaluate
-from harness.cli import main as docab
+from docab.cli.main import main as docab
+from docab_benchmark.webextract.data import DataError, load_pages
+from docab_benchmark.webextract.extractors import EXTRACTORS, markdown_to_text
+from docab_benchmark.webextract.runner import evaluate
 from tests.conftest import shared_data
 from tests.markfetch.pages import article_page, paragraphs
 
@@ -81,7 +81,7 @@ def test_runner_scores_and_times_every_extractor(tmp_path: Path) -> None:
 
 
 def test_runner_survives_a_failing_extractor(tmp_path: Path) -> None:
-    from benchmark.webextract.extractors import Extractor
+    from docab_benchmark.webextract.extractors import Extractor
 
     def boom(html: str, url: str) -> str:
         raise RuntimeError("bad page")

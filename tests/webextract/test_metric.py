@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark.webextract.metric import (
+from docab_benchmark.webextract.metric import (
     PageCounts,
     aggregate,
     page_counts,

@@ -1,0 +1,269 @@
+"""The default converter: pypdfium2 (BSD/Apache PDFium) for text, page images and embedded figures.
+
+Per page: the text in content-stream order (which is reading order for most born-digital PDFs;
+layout-analysing converters can be plugged in instead), one line per text line with the font
+size and weight of its first character, read through PDFium's text API; the page rendered at
+144 dpi and written as lossless PNG by ``png.encode_png``; and embedded images worth showing on
+their own (not tiny, not full-page backgrounds) saved as figures when that is cheap: JPEG streams
+are copied as they are, other images decoded and written as PNG up to a pixel cap.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from docab_benchmark.mmlongbench.corpus.model import (
+    ConversionError,
+    DocumentInfo,
+    Figure,
+    PageContent,
+    RenderSettings,
+    TextLine,
+)
+
+REVISION: Final = "1"
+"""Bump when this converter's output changes for the same PDF (it invalidates resumed corpora)."""
+
+_LINE = re.compile(r"[^\r\n]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\ufffe\uffff]")
+_BOLD_WEIGHT: Final = 600
+_FIGURE_MIN_PX: Final = 64
+_FIGURE_MIN_AREA: Final = 0.02  # of the page; smaller images are icons and bullets
+_FIGURE_MAX_AREA: Final = 0.90  # larger ones are backgrounds or scans: the page image shows them
+_FIGURE_MAX_PER_PAGE: Final = 8
+_FIGURE_MAX_DECODE_PX: Final = 4_000_000
+
+
+def _pdfium() -> Any:
+    import pypdfium2
+
+    return pypdfium2
+
+
+def _describe_open_error(exc: Exception) -> str:
+    text = str(exc)
+    if "password" in text.lower():
+        return "encrypted: the PDF needs a password"
+    if "format" in text.lower() or "file access" in text.lower():
+        return f"damaged or not a PDF ({text.strip()[:160]})"
+    return f"cannot open the PDF ({text.strip()[:160]})"
+
+
+@dataclass(frozen=True)
+class PdfiumConverter:
+    """pypdfium2 conversion (see the module docstring). Picklable; holds settings only."""
+
+    render: RenderSettings = field(default_factory=RenderSettings)
+    name: str = "pypdfium2"
+
+    @property
+    def version(self) -> str:
+        from pypdfium2.version import PDFIUM_INFO, PYPDFIUM_INFO
+
+        from docab_benchmark.mmlongbench.corpus.png import codec_version
+
+        return f"docab-{REVISION}/pypdfium2-{PYPDFIUM_INFO}/pdfium-{PDFIUM_INFO.build}/{codec_version(self._codec)}"
+
+    @property
+    def _codec(self) -> str:
+        from docab_benchmark.mmlongbench.corpus.png import default_codec
+
+        return self.render.png_codec or default_codec()
+
+    def settings(self) -> dict[str, object]:
+        r = self.render
+        return {
+            "dpi": r.dpi,
+            "figures": r.figures,
+            "max_page_pixels": r.max_page_pixels,
+            "png_level": r.png_level,
+            "png_codec": self._codec,
+        }
+
+    def _open(self, pdf: Path) -> Any:
+        pdfium = _pdfium()
+        try:
+            return pdfium.PdfDocument(str(pdf))
+        except pdfium.PdfiumError as exc:
+            raise ConversionError(_describe_open_error(exc)) from None
+        except OSError as exc:
+            raise ConversionError(f"cannot read the file ({exc.strerror or exc})") from None
+
+    def open(self, pdf: Path) -> DocumentInfo:
+        document = self._open(pdf)
+        try:
+            count = len(document)
+            try:
+                title = document.get_metadata_value("Title") or ""
+            except Exception:  # metadata is optional; a broken info dict must not fail the PDF
+                title = ""
+        finally:
+            document.close()
+        if count < 1:
+            raise ConversionError("the PDF has no pages")
+        return DocumentInfo(page_count=count, title=_CONTROL.sub("", title).strip())
+
+    def convert_pages(self, pdf: Path, first: int, last: int, out_dir: Path) -> list[PageContent]:
+        document = self._open(pdf)
+        try:
+            return [self._convert_page(document, number, out_dir) for number in range(first, last + 1)]
+        finally:
+            document.close()
+
+    def _convert_page(self, document: Any, number: int, out_dir: Path) -> PageContent:
+        pdfium = _pdfium()
+        try:
+            page = document[number - 1]
+        except pdfium.PdfiumError as exc:
+            return PageContent(number, (), None, error=f"page {number} cannot be loaded ({exc})")
+        try:
+            lines: tuple[TextLine, ...] = ()
+            errors: list[str] = []
+            try:
+                lines = _page_lines(page)
+            except pdfium.PdfiumError as exc:
+                errors.append(f"text: {exc}")
+            image, size, dpi = None, (0, 0), 0.0
+            try:
+                image, size, dpi = self._render_page(page, number, out_dir)
+            except (pdfium.PdfiumError, ValueError, MemoryError) as exc:
+                errors.append(f"image: {exc}")
+            figures = self._figures(page, number, out_dir) if self.render.figures else ()
+            return PageContent(number, lines, image, size, dpi, figures, "; ".join(errors) or None)
+        finally:
+            page.close()
+
+    def _render_page(self, page: Any, number: int, out_dir: Path) -> tuple[str, tuple[int, int], float]:
+        from docab_benchmark.mmlongbench.corpus.png import encode_png, lossless_grey
+
+        width_pt, height_pt = page.get_size()
+        scale = self.render.dpi / 72.0
+        pixels = width_pt * scale * height_pt * scale
+        if pixels > self.render.max_page_pixels:  # giant pages (posters, maps): keep memory bounded
+            scale *= math.sqrt(self.render.max_page_pixels / pixels)
+        # The bitmap is freed with its last reference (numpy views share its buffer: no early close).
+        bitmap = page.render(scale=scale, rev_byteorder=True, may_draw_forms=False)
+        rgb = bitmap.to_numpy()
+        grey = lossless_grey(rgb)
+        data = encode_png(grey if grey is not None else rgb, level=self.render.png_level, codec=self._codec)
+        size = (bitmap.width, bitmap.height)
+        relative = f"pages/page-{number:04d}.png"
+        (out_dir / relative).write_bytes(data)
+        return relative, size, round(scale * 72.0, 3)
+
+    def _figures(self, page: Any, number: int, out_dir: Path) -> tuple[Figure, ...]:
+        pdfium = _pdfium()
+        page_w, page_h = page.get_size()
+        page_area = max(page_w * page_h, 1.0)
+        figures: list[Figure] = []
+        seen: set[str] = set()
+        for obj in _image_objects(page):
+            if len(figures) >= _FIGURE_MAX_PER_PAGE:
+                break
+            try:
+                saved = _save_figure(obj, page_area, number, len(figures) + 1, out_dir, seen)
+            except (pdfium.PdfiumError, ValueError, MemoryError, OSError):
+                continue  # a figure is a bonus: the page image already shows it
+            if saved is not None:
+                figures.append(saved)
+        return tuple(figures)
+
+
+def _image_objects(page: Any, max_depth: int = 3) -> Any:
+    """The page's image objects, descending into form XObjects.
+
+    Walks the object tree with PDFium's raw calls and wraps only the images: pypdfium2's
+    ``get_objects`` wraps every object before filtering, which costs milliseconds on busy pages.
+    """
+    pdfium = _pdfium()
+    raw = pdfium.raw
+    stack: list[tuple[Any, int]] = [(None, 0)]
+    while stack:
+        form, level = stack.pop()
+        count = raw.FPDFFormObj_CountObjects(form) if form is not None else raw.FPDFPage_CountObjects(page)
+        for index in range(max(count, 0)):
+            obj = (
+                raw.FPDFFormObj_GetObject(form, index)
+                if form is not None
+                else raw.FPDFPage_GetObject(page, index)
+            )
+            if not obj:
+                continue
+            kind = raw.FPDFPageObj_GetType(obj)
+            if kind == raw.FPDF_PAGEOBJ_IMAGE:
+                yield pdfium.PdfImage(obj, page=page, pdf=page.pdf, level=level)
+            elif kind == raw.FPDF_PAGEOBJ_FORM and level < max_depth - 1:
+                stack.append((obj, level + 1))
+
+
+def _save_figure(
+    obj: Any, page_area: float, number: int, index: int, out_dir: Path, seen: set[str]
+) -> Figure | None:
+    import numpy as np
+
+    from docab_benchmark.mmlongbench.corpus.png import encode_png
+
+    left, bottom, right, top = obj.get_bounds()
+    shown = max(right - left, 0.0) * max(top - bottom, 0.0) / page_area
+    if not _FIGURE_MIN_AREA <= shown <= _FIGURE_MAX_AREA:
+        return None
+    width, height = obj.get_px_size()
+    if width < _FIGURE_MIN_PX or height < _FIGURE_MIN_PX:
+        return None
+    filters = obj.get_filters()
+    metadata = obj.get_metadata()
+    if filters == ["DCTDecode"] and metadata.bits_per_pixel in (8, 24):
+        data, suffix = bytes(obj.get_data(decode_simple=False)), "jpg"  # the JPEG itself, no re-encoding
+    elif width * height <= _FIGURE_MAX_DECODE_PX:
+        bitmap = obj.get_bitmap(render=False)
+        pixels = bitmap.to_numpy()
+        if pixels.ndim == 3:  # BGR, BGRx or BGRA from PDFium
+            channels = 4 if bitmap.format == _pdfium().raw.FPDFBitmap_BGRA else 3
+            pixels = pixels[..., [2, 1, 0, 3][:channels]]
+        data, suffix = encode_png(np.ascontiguousarray(pixels)), "png"
+    else:
+        return None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest in seen:
+        return None
+    seen.add(digest)
+    relative = f"figures/page-{number:04d}-{index:02d}.{suffix}"
+    (out_dir / relative).write_bytes(data)
+    return Figure(relative, int(width), int(height), digest)
+
+
+def _page_lines(page: Any) -> tuple[TextLine, ...]:
+    raw = _pdfium().raw
+    textpage = page.get_textpage()
+    try:
+        text = textpage.get_text_range()
+        page_top = page.get_size()[1]
+        box = raw.FS_RECTF()
+        lines: list[TextLine] = []
+        for match in _LINE.finditer(text):
+            line = _CONTROL.sub("", match.group()).replace("\t", " ").strip()
+            if not line:
+                continue
+            # Style comes from the first letter or digit: a leading bullet is often set in a symbol
+            # font of another size and weight than the text it introduces.
+            raw_line = match.group()
+            offset = next(
+                (i for i, c in enumerate(raw_line) if c.isalnum()), len(raw_line) - len(raw_line.lstrip())
+            )
+            char = raw.FPDFText_GetCharIndexFromTextIndex(textpage, match.start() + offset)
+            size, bold, top, height = 0.0, False, 0.0, 0.0
+            if char >= 0:
+                size = float(raw.FPDFText_GetFontSize(textpage, char))
+                bold = raw.FPDFText_GetFontWeight(textpage, char) >= _BOLD_WEIGHT
+                if raw.FPDFText_GetLooseCharBox(textpage, char, ctypes.byref(box)):
+                    top, height = page_top - box.top, box.top - box.bottom
+            lines.append(TextLine(line, round(size, 2), bold, round(top, 2), round(height, 2)))
+        return tuple(lines)
+    finally:
+        textpage.close()

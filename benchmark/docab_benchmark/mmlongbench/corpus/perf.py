@@ -1,0 +1,144 @@
+"""Converter throughput and its cost split: ``python -m docab_benchmark.mmlongbench.corpus.perf [PDF_DIR]``.
+
+Measures, over every page of the PDFs in PDF_DIR (default: ../shared/data/mmlongbench-dev/documents):
+
+1. the reference: render each page at 144 dpi and save it with Pillow's default PNG settings, one core;
+2. the cost split of one page, one core: render, text, grey check, PNG encode (ours) versus
+   Pillow's default PNG encode of the same pixels;
+3. the full converter (text, headings, page images, figures, document.md) with 1 and N processes.
+
+Prints pages per second, the ratio to the reference, and the CPU time per page (which other
+processes on a busy machine disturb far less than wall time). Compare figures from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DEFAULT_PDFS = (
+    Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mmlongbench-dev" / "documents"
+)
+
+
+def _pages(pdfs: list[Path]):
+    import pypdfium2 as pdfium
+
+    for pdf in pdfs:
+        document = pdfium.PdfDocument(str(pdf))
+        for index in range(len(document)):
+            yield document[index]
+
+
+def reference(pdfs: list[Path]) -> tuple[int, float]:
+    """Render at 144 dpi and save with Pillow's default PNG settings (the issue's ~13 pages/s)."""
+    count, start = 0, time.perf_counter()
+    for page in _pages(pdfs):
+        image = page.render(scale=2.0).to_pil()
+        image.save(io.BytesIO(), format="PNG")
+        count += 1
+    return count, time.perf_counter() - start
+
+
+def cost_split(pdfs: list[Path]) -> dict[str, float]:
+    """Milliseconds per page of each step, one process. The PNG rows encode the same pixels three ways."""
+    from PIL import Image
+
+    from docab_benchmark.mmlongbench.corpus.pdfium import _page_lines
+    from docab_benchmark.mmlongbench.corpus.png import encode_png, lossless_grey
+
+    steps = (
+        "render (144 dpi)",
+        "text + font sizes",
+        "grey check",
+        "PNG: Up filter + ISA-L (used)",
+        "PNG: Up filter + zlib level 1",
+        "PNG: Pillow default (reference)",
+    )
+    totals = dict.fromkeys(steps, 0.0)
+    count = 0
+    for page in _pages(pdfs):
+        marks = [time.perf_counter()]
+        rgb = page.render(scale=2.0, rev_byteorder=True, may_draw_forms=False).to_numpy()
+        marks.append(time.perf_counter())
+        _page_lines(page)
+        marks.append(time.perf_counter())
+        grey = lossless_grey(rgb)
+        pixels = grey if grey is not None else rgb
+        marks.append(time.perf_counter())
+        encode_png(pixels, codec="isal")
+        marks.append(time.perf_counter())
+        encode_png(pixels, codec="zlib")
+        marks.append(time.perf_counter())
+        Image.fromarray(rgb).save(io.BytesIO(), format="PNG")
+        marks.append(time.perf_counter())
+        for key, start, end in zip(steps, marks[:-1], marks[1:], strict=True):
+            totals[key] += end - start
+        count += 1
+    return {key: 1000 * value / count for key, value in totals.items()}
+
+
+def converter(pdfs: list[Path], jobs: int) -> tuple[int, float, float, int]:
+    """Pages, wall seconds, CPU seconds (this process and its workers) and PNG bytes of a full conversion."""
+    from docab_benchmark.mmlongbench.corpus import convert_corpus
+
+    with tempfile.TemporaryDirectory(prefix="docab-perf-") as out:
+        before, start = os.times(), time.perf_counter()
+        report = convert_corpus(pdfs, Path(out), jobs=jobs)
+        elapsed, after = time.perf_counter() - start, os.times()
+        size = sum(p.stat().st_size for p in Path(out).rglob("*.png"))
+    if report.failed:
+        raise SystemExit(f"conversion failed: {report.failed[0].error}")
+    cpu = sum(
+        getattr(after, f) - getattr(before, f) for f in ("user", "system", "children_user", "children_system")
+    )
+    return report.pages_converted, elapsed, cpu, size
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m docab_benchmark.mmlongbench.corpus.perf",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("pdfs", nargs="?", type=Path, default=DEFAULT_PDFS, help="folder of PDFs")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="processes for the parallel run"
+    )
+    parser.add_argument("--skip-reference", action="store_true", help="skip the slow Pillow reference")
+    args = parser.parse_args(argv)
+    pdfs = sorted(args.pdfs.glob("*.pdf"))
+    if not pdfs:
+        print(f"no PDFs in {args.pdfs}", file=sys.stderr)
+        return 2
+    print(f"{len(pdfs)} PDFs in {args.pdfs}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")
+    ref_rate = None
+    if not args.skip_reference:
+        pages, elapsed = reference(pdfs)
+        ref_rate = pages / elapsed
+        print(
+            f"reference  (render 144 dpi + Pillow PNG, 1 process): {pages} pages, {elapsed:6.1f} s, {ref_rate:5.1f} pages/s"
+        )
+    print("cost split per page, 1 process (ms):")
+    for key, value in cost_split(pdfs).items():
+        print(f"  {key:34s} {value:6.1f}")
+    for jobs in sorted({1, args.jobs}):
+        pages, elapsed, cpu, size = converter(pdfs, jobs)
+        rate = pages / elapsed
+        ratio = f", {rate / ref_rate:4.2f}x reference" if ref_rate else ""
+        print(
+            f"docab convert, {jobs} process(es): {pages} pages, {elapsed:6.1f} s, {rate:5.1f} pages/s{ratio}; "
+            f"CPU {1000 * cpu / pages:.1f} ms/page ({pages / cpu:.1f} pages per CPU-second); "
+            f"PNG {size / pages / 1024:.0f} KiB/page"
+        )
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

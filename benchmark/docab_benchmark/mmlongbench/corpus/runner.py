@@ -1,0 +1,412 @@
+"""Convert a PDF or a folder of PDFs into the markdown corpus: planning, workers, manifest, resume.
+
+Guarantees:
+
+- Deterministic: the same PDFs, converter version and settings give byte-identical files
+  (no timestamps; figures and pages named by page number; JSON with sorted keys).
+- Resumable: a document whose PDF SHA-256, converter name, version and settings match its
+  manifest entry (status ``ok``, folder present) is skipped; failed documents are retried.
+- Parallel: pages are converted in chunks across worker processes, so one long PDF uses every core.
+- Failure-tolerant: a broken or encrypted PDF is recorded in the manifest with its error and the
+  rest goes on.
+- Confined: everything is written under the output folder. A document is built in a fresh hidden
+  folder there and renamed into place when complete (a killed run leaves no half document), a
+  pre-existing symlink in the way is removed rather than followed, and the manifest is replaced
+  atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from docab_benchmark.mmlongbench.corpus.markdown import assemble_document
+from docab_benchmark.mmlongbench.corpus.model import ConversionError, Converter, PageContent
+
+MANIFEST: Final = "manifest.json"
+MANIFEST_FORMAT: Final = "docab-corpus/1"
+DOCUMENT_FILE: Final = "document.md"
+META_FILE: Final = "meta.json"
+CHUNK_PAGES: Final = 8
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+Status = Literal["ok", "error"]
+
+
+@dataclass(frozen=True)
+class DocumentResult:
+    """The outcome for one PDF, as recorded in the manifest."""
+
+    name: str  # folder name under the output directory
+    source: str  # the PDF's file name
+    sha256: str
+    status: Status
+    error: str | None = None
+    pages: int = 0
+    pages_converted: int = 0
+    skipped: bool = False  # resumed: already converted
+
+    def manifest_entry(self, converter: Converter) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "sha256": self.sha256,
+            "status": self.status,
+            "error": self.error,
+            "pages": self.pages,
+            "pages_converted": self.pages_converted,
+            "converter": converter.name,
+            "converter_version": converter.version,
+            "settings": converter.settings(),
+            "document": f"{self.name}/{DOCUMENT_FILE}" if self.status == "ok" else None,
+        }
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A progress event: ``pages_done`` of ``pages_total`` so far; ``document`` just advanced or finished."""
+
+    pages_done: int
+    pages_total: int
+    document: str
+    finished: DocumentResult | None = None
+
+
+@dataclass(frozen=True)
+class ConversionReport:
+    output: Path
+    results: tuple[DocumentResult, ...]
+
+    @property
+    def converted(self) -> list[DocumentResult]:
+        return [r for r in self.results if r.status == "ok" and not r.skipped]
+
+    @property
+    def skipped(self) -> list[DocumentResult]:
+        return [r for r in self.results if r.skipped]
+
+    @property
+    def failed(self) -> list[DocumentResult]:
+        return [r for r in self.results if r.status == "error"]
+
+    @property
+    def pages_converted(self) -> int:
+        return sum(r.pages_converted for r in self.converted)
+
+
+def find_pdfs(source: Path) -> list[Path]:
+    """``source`` itself when it is a PDF file, else the PDFs directly in the folder, sorted by name."""
+    if source.is_file():
+        return [source]
+    if not source.is_dir():
+        raise ConversionError(f"{source} is neither a PDF file nor a folder")
+    return sorted(
+        (p for p in source.iterdir() if p.suffix.lower() == ".pdf" and p.is_file()), key=lambda p: p.name
+    )
+
+
+def folder_names(pdfs: Sequence[Path]) -> list[str]:
+    """A safe, unique folder name per PDF: its stem with unsafe characters replaced, ``-2``... on clashes."""
+    names: list[str] = []
+    taken: set[str] = {MANIFEST.lower()}
+    for pdf in pdfs:
+        base = _UNSAFE_NAME.sub("_", pdf.stem).strip("._") or "document"
+        name, n = base, 1
+        while name.lower() in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name.lower())
+        names.append(name)
+    return names
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_manifest(out_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    documents = data.get("documents") if isinstance(data, dict) else None
+    return documents if isinstance(documents, dict) else {}
+
+
+def corpus_index(out_dir: Path) -> dict[str, Path]:
+    """Converted documents of a corpus by PDF file name (the benchmark's ``doc_id``) -> their folder.
+
+    Only documents converted successfully are listed; read from ``manifest.json``.
+    """
+    out_dir = Path(out_dir)
+    index: dict[str, Path] = {}
+    for name, entry in read_manifest(out_dir).items():
+        if isinstance(entry, dict) and entry.get("status") == "ok" and isinstance(entry.get("source"), str):
+            index[entry["source"]] = out_dir / name
+    return index
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)  # replaces a symlink itself, never its target
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _is_current(entry: Any, sha256: str, converter: Converter, target: Path) -> bool:
+    return (
+        isinstance(entry, dict)
+        and entry.get("status") == "ok"
+        and entry.get("sha256") == sha256
+        and entry.get("converter") == converter.name
+        and entry.get("converter_version") == converter.version
+        and entry.get("settings") == converter.settings()
+        and not target.is_symlink()
+        and (target / DOCUMENT_FILE).is_file()
+    )
+
+
+def _convert_chunk(converter: Converter, pdf: str, first: int, last: int, out_dir: str) -> list[PageContent]:
+    return converter.convert_pages(Path(pdf), first, last, Path(out_dir))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())[:500]
+
+
+@dataclass
+class _Job:
+    pdf: Path
+    name: str
+    sha256: str
+    pages: int
+    title: str
+    staging: Path
+    pending: int
+    results: dict[int, list[PageContent]] = field(default_factory=dict)
+    error: str | None = None
+
+
+class _InlineExecutor:
+    """Runs chunks in this process (``jobs=1``): no pool start-up, easy to debug."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+def convert_corpus(
+    source: Path | Iterable[Path],
+    out_dir: Path,
+    *,
+    converter: Converter | None = None,
+    jobs: int | None = None,
+    max_pages: int | None = None,
+    force: bool = False,
+    progress: Callable[[Progress], None] | None = None,
+) -> ConversionReport:
+    """Convert the PDFs of ``source`` (a PDF, a folder, or a list of PDFs) into ``out_dir``.
+
+    ``jobs``: worker processes (default: the number of CPUs; 1 converts in this process).
+    ``max_pages``: convert only the first pages of each PDF (e.g. 120, the official view).
+    ``force``: convert again even when the manifest says a document is current.
+    """
+    from docab_benchmark.mmlongbench.corpus.pdfium import PdfiumConverter
+
+    converter = converter or PdfiumConverter()
+    pdfs = (
+        find_pdfs(Path(source))
+        if isinstance(source, (str, Path))
+        else sorted(map(Path, source), key=lambda p: p.name)
+    )
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out_real = out_dir.resolve()
+    manifest = read_manifest(out_dir)
+    results: dict[str, DocumentResult] = {}
+    jobs_by_name: dict[str, _Job] = {}
+    names = folder_names(pdfs)
+
+    for pdf, name in zip(pdfs, names, strict=True):
+        target = out_dir / name
+        if target.resolve().parent != out_real and not target.is_symlink():
+            raise ConversionError(f"refusing to write {target}: outside {out_dir}")
+        try:
+            sha = file_sha256(pdf)
+        except OSError as exc:
+            results[name] = DocumentResult(
+                name, pdf.name, "", "error", f"cannot read the file ({exc.strerror or exc})"
+            )
+            continue
+        if not force and _is_current(manifest.get(name), sha, converter, target):
+            entry = manifest[name]
+            results[name] = DocumentResult(
+                name,
+                pdf.name,
+                sha,
+                "ok",
+                None,
+                int(entry.get("pages", 0)),
+                int(entry.get("pages_converted", 0)),
+                True,
+            )
+            continue
+        try:
+            info = converter.open(pdf)
+        except ConversionError as exc:
+            results[name] = DocumentResult(name, pdf.name, sha, "error", _one_line(str(exc)))
+            continue
+        count = info.page_count if max_pages is None else min(info.page_count, max_pages)
+        staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".partial-{name}-"))
+        staging.chmod(0o755)  # mkdtemp makes it private; the finished folder is an ordinary one
+        (staging / "pages").mkdir()
+        (staging / "figures").mkdir()
+        jobs_by_name[name] = _Job(
+            pdf,
+            name,
+            sha,
+            info.page_count,
+            info.title,
+            staging,
+            pending=len(range(1, count + 1, CHUNK_PAGES)),
+        )
+
+    total_pages = sum(_last(job, max_pages) for job in jobs_by_name.values())
+    done_pages = 0
+
+    def record(result: DocumentResult) -> None:
+        results[result.name] = result
+        manifest[result.name] = result.manifest_entry(converter)
+        _write_manifest(out_dir, manifest, converter)
+        if progress:
+            progress(Progress(done_pages, total_pages, result.name, finished=result))
+
+    for result in list(results.values()):
+        manifest[result.name] = result.manifest_entry(converter)
+    _write_manifest(out_dir, manifest, converter)
+    if progress and jobs_by_name:
+        progress(Progress(0, total_pages, ""))
+
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    executor: Any
+    if workers <= 1 or not jobs_by_name:
+        executor = _InlineExecutor()
+    else:
+        executor = ProcessPoolExecutor(max_workers=workers, mp_context=_process_context())
+    try:
+        futures: dict[Future[Any], tuple[_Job, int, int]] = {}
+        for job in jobs_by_name.values():
+            last_page = _last(job, max_pages)
+            for first in range(1, last_page + 1, CHUNK_PAGES):
+                last = min(first + CHUNK_PAGES - 1, last_page)
+                future = executor.submit(
+                    _convert_chunk, converter, str(job.pdf), first, last, str(job.staging)
+                )
+                futures[future] = (job, first, last)
+        for future in as_completed(futures):
+            job, first, last = futures[future]
+            try:
+                job.results[first] = future.result()
+            except ConversionError as exc:
+                job.error = job.error or _one_line(str(exc))
+            except Exception as exc:  # a crashed worker fails its document, not the run
+                job.error = job.error or _one_line(f"conversion failed: {type(exc).__name__}: {exc}")
+            done_pages += last - first + 1
+            job.pending -= 1
+            if progress:
+                progress(Progress(done_pages, total_pages, job.name))
+            if job.pending == 0:
+                record(_finish(job, out_dir, converter, max_pages))
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        for job in jobs_by_name.values():
+            shutil.rmtree(job.staging, ignore_errors=True)
+
+    ordered = tuple(results[name] for name in names if name in results)
+    return ConversionReport(out_dir, ordered)
+
+
+def _process_context() -> Any:
+    """``fork`` on Linux: workers start in milliseconds and callers need no ``__main__`` guard
+    (``spawn`` re-imports the caller's main module). Elsewhere ``spawn``, the platform default."""
+    import multiprocessing
+    import sys
+
+    return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+
+
+def _last(job: _Job, max_pages: int | None) -> int:
+    return job.pages if max_pages is None else min(job.pages, max_pages)
+
+
+def _write_manifest(out_dir: Path, documents: dict[str, Any], converter: Converter) -> None:
+    _write_json_atomic(
+        out_dir / MANIFEST,
+        {"format": MANIFEST_FORMAT, "converter": converter.name, "documents": documents},
+    )
+
+
+def _finish(job: _Job, out_dir: Path, converter: Converter, max_pages: int | None) -> DocumentResult:
+    if job.error:
+        return DocumentResult(job.name, job.pdf.name, job.sha256, "error", job.error, job.pages)
+    pages = [page for first in sorted(job.results) for page in job.results[first]]
+    assembled = assemble_document(pages, metadata_title=job.title, fallback_title=job.pdf.stem)
+    (job.staging / DOCUMENT_FILE).write_text(assembled.markdown, encoding="utf-8")
+    meta = {
+        "format": "docab-corpus-document/1",
+        "source": job.pdf.name,
+        "sha256": job.sha256,
+        "title": assembled.title,
+        "page_count": job.pages,
+        "pages_converted": len(pages),
+        "headings": assembled.headings,
+        "converter": converter.name,
+        "converter_version": converter.version,
+        "settings": converter.settings(),
+        "pages": [
+            {
+                "page": page.number,
+                "lines": [span.first_line, span.last_line],
+                "image": page.image,
+                "width": page.image_size[0],
+                "height": page.image_size[1],
+                "dpi": page.dpi,
+                "text_lines": len(page.lines),
+                "figures": [f.path for f in page.figures],
+                "error": page.error,
+            }
+            for page, span in zip(pages, assembled.spans, strict=True)
+        ],
+    }
+    _write_json_atomic(job.staging / META_FILE, meta)
+    target = out_dir / job.name
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.exists():
+        shutil.rmtree(target)
+    os.replace(job.staging, target)
+    return DocumentResult(job.name, job.pdf.name, job.sha256, "ok", None, job.pages, len(pages))

@@ -1,0 +1,277 @@
+"""The agent loop: one model and one tool set on one question, within the sample's limits.
+
+The loop is the same for every arm and every model (LLM clients and the offline baseline):
+
+1. call the model with the system prompt, the conversation and the tool specs;
+2. run each tool call in order; every result (filesystem or MCP, error or not) passes through the
+   one :class:`OutputBudget`, images are replaced by a note for a text-only model, tool-side token
+   use is read from the result's ``_meta``, and the pages shown are tracked;
+3. stop when the answer protocol is satisfied (``submit_answer`` called, or a reply without tool
+   calls under the extraction protocol), or when a limit is hit.
+
+Limits (turns, agent tokens, wall time) are checked before each model call, and the wall time
+also bounds every await; a limit that is hit is recorded, with status ``limit``. A model failure
+ends the sample with status ``error`` (``timeout`` for a model call that timed out): the sample is
+kept and scores 0 (intention-to-treat). Nothing is raised to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from docab.agent.answer import REMINDER, SUBMIT_TOOL, SUBMIT_TOOL_NAME, Submission, parse_submission
+from docab.agent.budget import OutputBudget
+from docab.agent.evidence import ReadTracker
+from docab.agent.messages import Message, Text, ToolCall, ToolResult
+from docab.agent.toolbox.base import Tool
+from docab.log.records import AnswerProtocol, Status, ToolCallRecord
+from docab.log.usage import Usage
+from docab.models.base import Model, ModelError, Turn
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class SampleLimits:
+    max_turns: int = 30  # model calls
+    max_tokens: int = 1_000_000  # agent tokens, input and output summed over the sample's model calls
+    max_wall_s: float = 900.0  # seconds for the agent loop (model and tool calls)
+    max_output_tokens: int = 4096  # per model call
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_tokens", "max_output_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if self.max_wall_s <= 0:
+            raise ValueError("max_wall_s must be positive")
+
+
+@dataclass
+class AgentTrace:
+    """Everything one run of the loop produced; the runner turns it into a RunRecord and a transcript."""
+
+    status: Status = "ok"
+    limit_hit: str | None = None
+    submission: Submission | None = None
+    final_text: str = ""
+    usage: list[Usage] = field(default_factory=list)
+    model_time_s: float = 0.0
+    tool_time_s: float = 0.0
+    wall_time_s: float = 0.0
+    turns: int = 0
+    retries: int = 0
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)  # the transcript, in order
+
+    def agent_tokens(self) -> int:
+        return sum(u.total for u in self.usage if u.role == "agent")
+
+
+class _LimitHit(Exception):
+    def __init__(self, which: str) -> None:
+        self.which = which
+
+
+def _without_images(result: ToolResult) -> ToolResult:
+    """For a text-only model: each image becomes a note naming it (the model clients' own wording),
+    before the budget counts the result, so the budget sees what the model sees."""
+    if not result.images:
+        return result
+    from docab.models.text_only import strip_blocks
+
+    return ToolResult(strip_blocks(result.blocks), result.is_error, result.meta, result.truncated)
+
+
+async def run_agent(
+    model: Model,
+    *,
+    system: str,
+    prompt: str,
+    tools: Sequence[Tool],
+    protocol: AnswerProtocol,
+    limits: SampleLimits,
+    budget: OutputBudget,
+    tracker: ReadTracker | None = None,
+    clock: Clock = time.monotonic,
+) -> AgentTrace:
+    trace = AgentTrace()
+    by_name: dict[str, Tool] = {}
+    for tool in tools:
+        # The launcher refuses such arms at start-up; this guards direct callers of the loop.
+        if tool.spec.name in by_name or (protocol == "submit_tool" and tool.spec.name == SUBMIT_TOOL_NAME):
+            trace.status = "error"
+            trace.errors.append(
+                f"more than one tool is named {tool.spec.name!r} (counting the answer tool); "
+                "tool names must be unique in an arm"
+            )
+            return trace
+        by_name[tool.spec.name] = tool
+    specs = [t.spec for t in tools] + ([SUBMIT_TOOL] if protocol == "submit_tool" else [])
+    trace.messages.append(Message.user(prompt))
+    trace.events.append({"type": "message", "message": trace.messages[-1]})
+    started = clock()
+    deadline = started + limits.max_wall_s
+
+    def remaining() -> float:
+        left = deadline - clock()
+        if left <= 0:
+            raise _LimitHit("wall_time")
+        return left
+
+    try:
+        while True:
+            if trace.turns >= limits.max_turns:
+                raise _LimitHit("turns")
+            if trace.agent_tokens() >= limits.max_tokens:
+                raise _LimitHit("tokens")
+            turn = await _model_turn(model, system, trace, specs, limits, remaining)
+            if turn is None:
+                return trace
+            trace.messages.append(turn.message())  # keeps the reasoning some providers need back
+            if turn.text:
+                trace.final_text = turn.text
+            if not turn.tool_calls:
+                if protocol == "extraction":
+                    return trace
+                trace.messages.append(Message.user(REMINDER))
+                trace.events.append({"type": "message", "message": trace.messages[-1]})
+                continue
+            for call in turn.tool_calls:
+                if call.name == SUBMIT_TOOL_NAME and protocol == "submit_tool":
+                    parsed = call.parse_error or parse_submission(call.arguments)
+                    if isinstance(parsed, Submission):
+                        trace.submission = parsed
+                        result = ToolResult(blocks=(Text("answer submitted"),))
+                    else:
+                        result = ToolResult.error(f"submit_answer: {parsed}")
+                    trace.tool_calls.append(
+                        ToolCallRecord(SUBMIT_TOOL_NAME, 0.0, result.is_error, False, dict(call.arguments))
+                    )
+                    _append_tool_result(trace, call, result, 0.0)
+                    continue
+                await _tool_call(model, by_name, call, trace, budget, tracker, remaining)
+            if trace.submission is not None:
+                return trace
+    except _LimitHit as hit:
+        trace.status, trace.limit_hit = "limit", hit.which
+        trace.errors.append(_limit_message(hit.which, limits))
+        return trace
+    finally:
+        trace.wall_time_s = clock() - started
+
+
+async def _model_turn(
+    model: Model,
+    system: str,
+    trace: AgentTrace,
+    specs: list[Any],
+    limits: SampleLimits,
+    remaining: Callable[[], float],
+) -> Turn | None:
+    """One model call; None when it failed (the trace then holds the error status)."""
+    began = time.perf_counter()
+    try:
+        async with asyncio.timeout(remaining()):
+            turn = await model.generate(
+                system, list(trace.messages), specs, max_output_tokens=limits.max_output_tokens
+            )
+    except TimeoutError:
+        trace.model_time_s += time.perf_counter() - began
+        raise _LimitHit("wall_time") from None
+    except ModelError as exc:
+        trace.model_time_s += time.perf_counter() - began
+        trace.retries += exc.retries
+        trace.status = "timeout" if exc.kind == "timeout" else "error"
+        trace.errors.append(f"model call failed ({exc.kind}): {exc}")
+        trace.events.append(
+            {"type": "model_error", "kind": exc.kind, "error": str(exc), "retries": exc.retries}
+        )
+        return None
+    except Exception as exc:  # a bug in a client must not lose the sample: record it and stop
+        trace.model_time_s += time.perf_counter() - began
+        trace.status = "error"
+        trace.errors.append(f"model call failed unexpectedly: {type(exc).__name__}: {exc}")
+        trace.events.append(
+            {"type": "model_error", "kind": "unexpected", "error": f"{type(exc).__name__}: {exc}"}
+        )
+        return None
+    trace.model_time_s += turn.latency_s
+    trace.turns += 1
+    trace.retries += turn.retries
+    trace.usage.append(turn.usage if turn.usage.role == "agent" else turn.usage.with_role("agent"))
+    trace.events.append({"type": "model_turn", "turn": trace.turns, "turn_data": turn})
+    return turn
+
+
+async def _tool_call(
+    model: Model,
+    by_name: dict[str, Tool],
+    call: ToolCall,
+    trace: AgentTrace,
+    budget: OutputBudget,
+    tracker: ReadTracker | None,
+    remaining: Callable[[], float],
+) -> None:
+    tool = by_name.get(call.name)
+    began = time.perf_counter()
+    if call.parse_error:  # the model's arguments were not a JSON object: let it correct itself
+        result = ToolResult.error(call.parse_error)
+    elif tool is None:
+        offered = ", ".join(sorted(by_name)) or "none"
+        result = ToolResult.error(f"there is no tool named {call.name!r}; the tools are: {offered}")
+    else:
+        try:
+            async with asyncio.timeout(remaining()):
+                result = await tool.call(dict(call.arguments))
+        except TimeoutError:
+            trace.tool_time_s += time.perf_counter() - began
+            trace.tool_calls.append(
+                ToolCallRecord(call.name, time.perf_counter() - began, True, False, dict(call.arguments))
+            )
+            raise _LimitHit("wall_time") from None
+        except Exception as exc:  # tools return errors as results; this is a bug, kept visible
+            trace.errors.append(f"tool {call.name} raised {type(exc).__name__}: {exc}")
+            result = ToolResult.error(f"{call.name} failed unexpectedly ({type(exc).__name__})")
+    duration = time.perf_counter() - began
+    trace.tool_time_s += duration
+    sidecar = Usage.from_tool_meta(result.meta)
+    if sidecar is not None:
+        trace.usage.append(sidecar)
+    if not model.supports_images:
+        result = _without_images(result)
+    shown = budget.apply(result)
+    if tracker is not None:
+        tracker.observe(call, shown)
+    trace.tool_calls.append(
+        ToolCallRecord(call.name, round(duration, 6), shown.is_error, shown.truncated, dict(call.arguments))
+    )
+    _append_tool_result(trace, call, shown, duration)
+
+
+def _append_tool_result(trace: AgentTrace, call: ToolCall, result: ToolResult, duration: float) -> None:
+    trace.messages.append(Message.tool(call.id, result))
+    trace.events.append(
+        {
+            "type": "tool_result",
+            "tool_call_id": call.id,
+            "name": call.name,
+            "duration_s": round(duration, 6),
+            "truncated": result.truncated,
+            "message": trace.messages[-1],
+            "meta": result.meta,
+        }
+    )
+
+
+def _limit_message(which: str, limits: SampleLimits) -> str:
+    if which == "turns":
+        return f"limit hit: {limits.max_turns} model turns without a final answer"
+    if which == "tokens":
+        return f"limit hit: the agent used {limits.max_tokens:,} tokens or more without a final answer"
+    return f"limit hit: wall time of {limits.max_wall_s:g} s for the sample"

@@ -1,0 +1,87 @@
+"""``docab export``: a run as one flat table (parquet, CSV or JSON lines) for pandas, R or a sheet."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from docab.cli.errors import CommandError
+
+HELP = """\
+Write a run as one flat table: --level records gives one row per record (arm, question, epoch),
+with tokens per role, tool calls per tool and evidence recall as columns; --level questions gives
+one row per arm and question, epochs averaged (the unit the report pairs). Several folders (shards)
+are merged as by docab report, with the same --reruns-as-epochs.
+
+The default output is RUN_DIR/<level>.<format>; parquet keeps list columns (pages read, evidence
+pages) as lists, CSV writes them as JSON text.
+
+examples:
+  docab export results/demo                              # results/demo/records.parquet
+  docab export results/demo --level questions --format csv -o questions.csv
+  python -c "import pandas as pd; print(pd.read_parquet('results/demo/records.parquet').groupby('arm').score.mean())"
+"""
+
+FORMATS = ("parquet", "csv", "jsonl")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "export",
+        help="write a run as a flat table (parquet, CSV, JSON lines) for pandas and friends",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="results/<run-id>/ folder(s)"
+    )
+    parser.add_argument(
+        "--level", choices=("records", "questions"), default="records", help="rows (default: records)"
+    )
+    parser.add_argument("--format", choices=FORMATS, default="parquet", help="file format (default: parquet)")
+    parser.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="where to write (default: in RUN_DIR)"
+    )
+    parser.add_argument(
+        "--reruns-as-epochs",
+        action="store_true",
+        help="with several folders: a question seen again in a later folder is a further epoch of it "
+        "(reruns of one config), not a duplicate (resumed shards); as docab report",
+    )
+    parser.set_defaults(func=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    import json
+
+    from docab.report.frames import questions_frame, records_frame
+    from docab.report.summary import ReportError, load_run, question_outcomes
+
+    try:
+        run = load_run(*args.run_dirs, reruns_as_epochs=args.reruns_as_epochs)
+    except ReportError as exc:
+        raise CommandError(str(exc)) from None
+    for warning in run.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.level == "records":
+        frame = records_frame(run.records)
+    else:
+        frame = questions_frame(question_outcomes(run.records))
+    target = args.output or args.run_dirs[0] / f"{args.level}.{args.format}"
+    try:
+        if args.format == "parquet":
+            frame.to_parquet(target, index=False)
+        elif args.format == "csv":
+            flat = frame.copy()
+            for column in flat.columns:
+                if flat[column].map(lambda v: isinstance(v, list | dict)).any():
+                    flat[column] = flat[column].map(json.dumps)
+            flat.to_csv(target, index=False)
+        else:
+            frame.to_json(target, orient="records", lines=True)
+    except OSError as exc:
+        raise CommandError(f"could not write {target}: {exc.strerror or exc}") from None
+    print(f"wrote {target} ({len(frame)} rows, {len(frame.columns)} columns)", file=sys.stderr)
+    return 0

@@ -1,0 +1,345 @@
+"""``docab report`` and ``docab compare``: the faces of ``docab.report.summary``.
+
+Heavy imports (numpy, scipy, rich, matplotlib) happen inside the handlers, so ``docab --help``
+stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from docab.cli.errors import CommandError
+
+if TYPE_CHECKING:
+    from docab.report.summary import Report
+
+FORMATS = ("table", "markdown", "json")
+
+REPORT_HELP = """\
+Summarise a run: per arm (accuracy and F1 with document-clustered 95 % intervals, errors, limits,
+tokens by role, cache reads, latency, tool calls, evidence recall), every arm against the reference
+arm (paired cluster bootstrap, McNemar, Wilcoxon, cost ratios, the minimum detectable effect), and
+breakdowns by evidence source, evidence pages, document type and answer format.
+
+Writes RUN_DIR/report.md, RUN_DIR/summary.json and PNG plots into RUN_DIR/plots/ (accuracy with
+intervals, accuracy against tokens, token and latency distributions, accuracy per breakdown);
+--no-plots skips the plots, --no-write writes nothing. Several folders (shards of one run) are merged.
+
+examples:
+  docab report results/demo
+  docab report results/mmlb-openai --format markdown
+  docab report results/shard-1 results/shard-2 --format json
+"""
+
+COMPARE_HELP = """\
+Compare arms question by question with paired statistics: two arms of one run, or two runs (for
+example a new version of a tool against a committed baseline run). With two runs and no --a/--b,
+every arm the runs share is compared with itself (base fs vs new fs, base fs+md-vision vs new
+fs+md-vision). Prints what changed: accuracy, F1, evidence recall, tokens and latency, each with
+its paired 95 % interval (cluster bootstrap by document).
+
+As a CI gate it exits 1 when a metric got worse by more than its threshold AND its interval
+excludes no change, so noise on a small run never fails it. Thresholds come from a TOML file
+(--gate) and/or flags, flags winning:
+
+  [gate]
+  accuracy_drop_points = 2.0        # also f1_drop_points, evidence_recall_drop_points
+  tokens_rise_percent = 10.0        # also latency_rise_percent
+
+Exit status: 0 no metric failed, 1 a metric failed, 2 bad input (folder, arm, gate file).
+
+examples:
+  docab compare results/demo                       # the run's first two arms
+  docab compare results/demo --a fs --b fs+md-vision
+  docab compare results/baselines/demo results/demo --gate results/baselines/gate.toml
+  docab compare results/base results/new --a fs+md-vision --fail-on-drop 2 --max-tokens-rise 10
+"""
+
+
+def register(subparsers: Any) -> None:
+    report = subparsers.add_parser(
+        "report",
+        help="summarise a run: per-arm metrics, paired A/B statistics, breakdowns, plots",
+        description=REPORT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    report.add_argument(
+        "run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="results/<run-id>/ folder(s)"
+    )
+    report.add_argument("--format", choices=FORMATS, default="table", help="what to print (default: table)")
+    report.add_argument("--no-plots", action="store_true", help="draw no PNG plots into RUN_DIR/plots/")
+    report.add_argument(
+        "--reference", metavar="ARM", help="the arm others are compared with (default: the first)"
+    )
+    report.add_argument(
+        "--no-write", action="store_true", help="print only; write no report.md or summary.json"
+    )
+    report.add_argument(
+        "--reruns-as-epochs",
+        action="store_true",
+        help="with several folders: a question seen again in a later folder is a further epoch of it "
+        "(reruns of one config), not a duplicate (resumed shards)",
+    )
+    statistics_options(report)
+    report.set_defaults(func=run_report)
+
+    compare = subparsers.add_parser(
+        "compare",
+        help="compare two arms (of one run or of two runs) with paired statistics; a CI gate",
+        description=COMPARE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    compare.add_argument("run_a", type=Path, metavar="RUN_A", help="the run holding arm A (the reference)")
+    compare.add_argument(
+        "run_b", type=Path, nargs="?", metavar="RUN_B", help="the run holding arm B (default: RUN_A)"
+    )
+    compare.add_argument(
+        "--a", dest="arm_a", metavar="ARM", help="arm A (default: the run's first or only arm)"
+    )
+    compare.add_argument(
+        "--b", dest="arm_b", metavar="ARM", help="arm B (default: the second arm, or arm A's name in RUN_B)"
+    )
+    compare.add_argument("--format", choices=FORMATS, default="table", help="what to print (default: table)")
+    gate = compare.add_argument_group("gate (exit 1 when a metric fails)")
+    gate.add_argument(
+        "--gate", type=Path, metavar="FILE.toml", help="thresholds from the [gate] table of a file"
+    )
+    gate.add_argument(
+        "--fail-on-drop",
+        type=_threshold,
+        metavar="POINTS",
+        help="shorthand: accuracy, F1 and evidence recall may each fall by at most POINTS",
+    )
+    for flag, unit, what in (
+        ("--max-accuracy-drop", "POINTS", "accuracy"),
+        ("--max-f1-drop", "POINTS", "F1"),
+        ("--max-recall-drop", "POINTS", "evidence recall"),
+        ("--max-tokens-rise", "PERCENT", "tokens per question (paired ratio)"),
+        ("--max-latency-rise", "PERCENT", "wall time per question (paired ratio)"),
+    ):
+        gate.add_argument(flag, type=_threshold, metavar=unit, help=f"{what}: the largest change allowed")
+    statistics_options(compare)
+    compare.set_defaults(func=run_compare)
+
+
+def statistics_options(parser: argparse.ArgumentParser, *, when: str = "") -> None:
+    """``--resamples`` and ``--seed``, as every command that computes a report takes them."""
+    parser.add_argument(
+        "--resamples", type=_resamples, default=10_000, help=f"bootstrap resamples{when} (default: 10000)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help=f"bootstrap seed{when} (default: 0)")
+
+
+def _resamples(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 100:
+        raise argparse.ArgumentTypeError("--resamples must be at least 100 (10000 is the default)")
+    return value
+
+
+def _emit(summary: dict[str, Any], fmt: str) -> None:
+    from docab.report.render import print_console, to_markdown
+
+    if fmt == "json":
+        print(json.dumps(summary, indent=2))
+    elif fmt == "markdown":
+        print(to_markdown(summary))
+    else:
+        print_console(summary)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from docab.report.summary import ReportError, build_report, load_run
+
+    try:
+        run = load_run(*args.run_dirs, reruns_as_epochs=args.reruns_as_epochs)
+        report = build_report(run, reference=args.reference, resamples=args.resamples, seed=args.seed)
+    except ReportError as exc:
+        raise CommandError(str(exc)) from None
+    _emit(report.summary, args.format)
+    target = args.run_dirs[0]
+    written: list[Path] = []
+    if not args.no_write:
+        written = write_report_files(report, target, plots=not args.no_plots)
+    if written:
+        print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+    return 0
+
+
+def write_report_files(report: Report, target: Path, *, plots: bool) -> list[Path]:
+    """Write ``report.md`` and ``summary.json`` (and with ``plots``, ``plots/*.png``) into ``target``;
+    returns the files written. Raises CommandError when the folder cannot be written."""
+    from docab.report.render import to_markdown
+
+    written = [target / "report.md", target / "summary.json"]
+    try:
+        written[0].write_text(to_markdown(report.summary), encoding="utf-8")
+        written[1].write_text(json.dumps(report.summary, indent=2), encoding="utf-8")
+        if plots:
+            from docab.report.plots import write_plots
+
+            written += write_plots(report, target / "plots")
+    except OSError as exc:
+        raise CommandError(f"could not write into {target}: {exc.strerror or exc}") from None
+    return written
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from docab.report.gate import GateConfigError, Thresholds, evaluate, failures, load_thresholds
+    from docab.report.summary import ReportError
+
+    try:
+        thresholds = load_thresholds(args.gate) if args.gate else Thresholds()
+    except GateConfigError as exc:
+        raise CommandError(str(exc)) from None
+    drop = args.fail_on_drop
+    thresholds = thresholds.merged(
+        accuracy_drop_points=args.max_accuracy_drop if args.max_accuracy_drop is not None else drop,
+        f1_drop_points=args.max_f1_drop if args.max_f1_drop is not None else drop,
+        evidence_recall_drop_points=args.max_recall_drop if args.max_recall_drop is not None else drop,
+        tokens_rise_percent=args.max_tokens_rise,
+        latency_rise_percent=args.max_latency_rise,
+    )
+    try:
+        reports = _comparison_reports(args)
+    except ReportError as exc:
+        raise CommandError(str(exc)) from None
+    pairs = []
+    failed: list[str] = []
+    for report in reports:
+        comparison = report.summary["comparisons"][0]
+        checks = evaluate(comparison, thresholds)
+        failed += failures(comparison, thresholds, checks)
+        pairs.append((report.summary, comparison, checks))
+    _emit_comparisons(pairs, failed, args.format)
+    for failure in failed:
+        print(f"docab compare: {failure}", file=sys.stderr)
+    if thresholds.any and not failed:
+        print("docab compare: gate passed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _comparison_reports(args: argparse.Namespace) -> list[Any]:
+    """One two-arm report per pair to compare: within one run, or arm by arm across two runs."""
+    from docab.report.summary import RunData, build_report, load_run, relabel
+
+    run_a = load_run(args.run_a)
+    if args.run_b is None or args.run_b.resolve() == args.run_a.resolve():
+        arms = run_a.arms
+        arm_a = args.arm_a or arms[0]
+        arm_b = args.arm_b or next((a for a in arms if a != arm_a), None)
+        if arm_b is None:
+            raise CommandError(f"{args.run_a} has only the arm {arm_a!r}; name a second run to compare with")
+        return [
+            build_report(
+                run_a, arms=[arm_a, arm_b], resamples=args.resamples, seed=args.seed, with_breakdowns=False
+            )
+        ]
+    run_b = load_run(args.run_b)
+    if args.arm_a or args.arm_b:
+        arm_a = args.arm_a or _only_arm(run_a, args.run_a, "--a")
+        arm_b = args.arm_b or (arm_a if arm_a in run_b.arms else _only_arm(run_b, args.run_b, "--b"))
+        pairs = [(arm_a, arm_b)]
+    else:
+        shared = [arm for arm in run_a.arms if arm in run_b.arms]
+        if shared:
+            pairs = [(arm, arm) for arm in shared]
+        elif len(run_a.arms) == 1 and len(run_b.arms) == 1:
+            pairs = [(run_a.arms[0], run_b.arms[0])]
+        else:
+            raise CommandError(
+                f"{args.run_a} (arms {', '.join(run_a.arms)}) and {args.run_b} (arms {', '.join(run_b.arms)}) "
+                "share no arm; choose the two with --a and --b"
+            )
+    # Runs are named by folder; two folders of the same name (a baseline and a fresh demo) are
+    # named by their paths as given, so the two arms never share a label.
+    name_a, name_b = args.run_a.name, args.run_b.name
+    if name_a == name_b:
+        name_a, name_b = str(args.run_a), str(args.run_b)
+    reports = []
+    for arm_a, arm_b in pairs:
+        for run, arm, folder in ((run_a, arm_a, args.run_a), (run_b, arm_b, args.run_b)):
+            if arm not in run.arms:
+                raise CommandError(f"{folder} has no arm {arm!r}; it has {', '.join(run.arms)}")
+        label_a, label_b = f"{arm_a} @ {name_a}", f"{arm_b} @ {name_b}"
+        merged = RunData(
+            sources=run_a.sources + run_b.sources,
+            manifest={"run_id": f"{name_a} vs {name_b}"},
+            records=tuple(relabel(run_a.records, arm_a, label_a) + relabel(run_b.records, arm_b, label_b)),
+            warnings=run_a.warnings + run_b.warnings,
+        )
+        reports.append(
+            build_report(
+                merged,
+                arms=[label_a, label_b],
+                resamples=args.resamples,
+                seed=args.seed,
+                with_breakdowns=False,
+            )
+        )
+    return reports
+
+
+def _emit_comparisons(
+    pairs: list[tuple[dict[str, Any], dict[str, Any], list[Any]]], failed: list[str], fmt: str
+) -> None:
+    from docab.report.render import METHOD_NOTE, compare_sections, print_sections, sections_markdown
+
+    if fmt == "json":
+        document = {
+            "comparisons": [
+                {
+                    "run_id": summary["run_id"],
+                    "comparison": comparison,
+                    "arms": summary["arms"],
+                    "checks": [c.to_dict() for c in checks],
+                }
+                for summary, comparison, checks in pairs
+            ],
+            "failures": failed,
+            "passed": not failed,
+        }
+        print(json.dumps(document, indent=2))
+        return
+    parts = [
+        section
+        for summary, comparison, checks in pairs
+        for section in compare_sections(comparison, summary, checks)
+    ]
+    warnings = sorted({w for summary, _, _ in pairs for w in summary.get("warnings", [])})
+    if fmt == "markdown":
+        lines = [f"# Comparison: {pairs[0][0]['run_id']}", "", *sections_markdown(parts)]
+        lines += [f"- warning: {w}" for w in warnings]
+        print("\n".join([*lines, "", METHOD_NOTE]))
+        return
+    from rich.console import Console
+
+    console = Console()
+    console.print(f"[bold]Comparison: {pairs[0][0]['run_id']}[/bold]")
+    print_sections(parts, console)
+    for warning in warnings:
+        console.print(f"warning: {warning}", style="yellow")
+
+
+def _threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of 0 or more, got {text!r}")
+    return value
+
+
+def _only_arm(run: Any, folder: Path, flag: str) -> str:
+    arms = run.arms
+    if len(arms) != 1:
+        raise CommandError(f"{folder} has the arms {', '.join(arms)}; choose one with {flag}")
+    return arms[0]

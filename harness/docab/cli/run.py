@@ -1,0 +1,102 @@
+"""``docab run CONFIG``: run an A/B configuration; re-running the same command resumes it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = """\
+Run every question of a config's dataset through every arm (the same model, different tools),
+writing results/<run-id>/: manifest.json, records.jsonl (one line per arm, question and epoch,
+flushed as each sample finishes) and transcripts/.
+
+Re-running the same command resumes: recorded samples are skipped, nothing is duplicated, and a
+killed run loses only the samples that were in flight.
+
+examples:
+  docab run harness/docab/configs/mmlongbench-openai.toml --limit 20
+  docab run my.toml --shard 1/4          # on machine 1 of 4; then: docab merge results/my.shard-*
+  docab run demo                          # a shipped config, by name
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run an A/B configuration (resumable)",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "config", help="a TOML run config, or the name of a shipped one (harness/docab/configs/)"
+    )
+    add_run_options(parser)
+    parser.set_defaults(func=main)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=int, metavar="N", help="run only the first N questions")
+    parser.add_argument(
+        "--concurrency", type=int, metavar="K", help="samples in flight (default: the config's)"
+    )
+    parser.add_argument(
+        "--epochs", type=int, metavar="E", help="runs per question and arm (default: the config's)"
+    )
+    parser.add_argument(
+        "--shard", metavar="i/N", help="run shard i of N (split by question); merge with docab merge"
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=Path("results"),
+        metavar="DIR",
+        help="results folder (default: results)",
+    )
+    parser.add_argument(
+        "--out", type=Path, metavar="RUN_DIR", help="the run folder (default: RESULTS/<run name>)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def request_from(args: argparse.Namespace, config) -> object:  # type: ignore[no-untyped-def]
+    from docab.cli.errors import CommandError
+    from docab.runner.launch import RunRequest
+    from docab.runner.schedule import parse_shard
+
+    shard = None
+    if args.shard:
+        try:
+            shard = parse_shard(args.shard)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+    for name in ("limit", "concurrency", "epochs"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise CommandError(f"--{name} must be at least 1, got {value}")
+    return RunRequest(
+        config=config,
+        results_dir=args.results,
+        run_dir=args.out,
+        limit=args.limit,
+        concurrency=args.concurrency,
+        epochs=args.epochs,
+        shard=shard,
+        quiet=args.quiet,
+    )
+
+
+def load(config_path: str):  # type: ignore[no-untyped-def]
+    from docab.cli.errors import CommandError
+    from docab.config import ConfigError, load_config
+
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def main(args: argparse.Namespace) -> int:
+    from docab.cli.summary import launch_and_report
+
+    config = load(args.config)
+    return launch_and_report(request_from(args, config))

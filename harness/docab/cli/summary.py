@@ -1,0 +1,44 @@
+"""How ``docab run`` and ``docab demo`` launch a run and what they print at the end.
+
+The same as ``docab report RUN_DIR`` (per-arm accuracy and F1 with intervals, tokens, latency,
+tool calls, paired differences), written into the run folder as ``report.md`` and
+``summary.json`` too.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from docab.cli.errors import CommandError
+
+
+def print_summary(run_dir: Path) -> None:
+    from docab.cli.report import write_report_files
+    from docab.report.render import print_console
+    from docab.report.summary import ReportError, build_report, load_run
+
+    try:
+        report = build_report(load_run(run_dir))
+    except ReportError as exc:
+        raise CommandError(str(exc)) from None
+    print_console(report.summary)
+    # No plots here: drawing them costs seconds at the end of every run; `docab report` draws them.
+    write_report_files(report, run_dir, plots=False)
+
+
+def launch_and_report(request: Any) -> int:
+    """Run ``request`` (a ``docab.runner.launch.RunRequest``), then print and write its report."""
+    from docab.runner.launch import launch
+
+    try:
+        outcome = launch(request)
+    except KeyboardInterrupt:
+        print("interrupted: finished samples are saved; re-run the same command to resume", file=sys.stderr)
+        raise
+    print_summary(outcome.run_dir)
+    print(
+        f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); plots: docab report {outcome.run_dir}; transcripts: docab view {outcome.run_dir}"
+    )
+    return 0

@@ -1,0 +1,312 @@
+"""A run's configuration: one TOML file, validated, with errors that name the key.
+
+Everything that can change a result is in the config (and hashed into the run's manifest): the
+dataset and its filters, the model, the answer protocol, the limits, the output budget, the
+prompts, the MCP servers and the arms. Run controls that only change how fast or how much is run
+(``concurrency``, ``epochs``, the CLI's ``--limit`` and ``--shard``) are left out of the hash, so
+re-running with more epochs or another concurrency resumes the same run.
+
+Shipped configs live in ``harness/docab/configs/`` and are documented there. Relative paths in a config
+resolve against the current directory (run ``docab`` from the project root).
+
+    name = "my-run"
+    [dataset]  source = "suite" | "mmlongbench", path, corpus, filters
+    [model]    name = "openai/gpt-4o" | "anthropic/..." | "baseline/keyword", base_url, ...
+               (validated by docab.models.config.ModelConfig; see harness/docab/models/README.md)
+    [answer]   protocol = "submit_tool" | "extraction", extractor (a [model]-like table)
+    [limits]   max_turns, max_tokens, max_wall_s, max_output_tokens
+    [output_budget]  limit, unit = "chars" | "tokens", image_cost
+    [prompt]   system, user  (templates; see DEFAULT_SYSTEM)
+    [mcp_servers.NAME]  command, args, env, scope, tools, timeouts
+    [[arms]]   name, tools = ["fs"], mcp_servers = [...], prompt
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from docab.agent.budget import OutputBudget
+from docab.agent.loop import SampleLimits
+from docab.agent.toolbox.mcp_session import MCPServerSpec
+
+if TYPE_CHECKING:
+    from docab.models.config import ModelConfig
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+DEFAULT_SYSTEM = """\
+You answer questions about one document, using the tools you are given.
+The document is in the folder `document/` of your workspace: `document/document.md` holds its text, \
+with one `## Page N` heading per page, and `document/pages/` holds an image of each page.
+Find the evidence with the tools before you answer.
+{answer_instructions}
+{arm_prompt}"""
+
+DEFAULT_USER = "Question: {question}"
+
+
+class ConfigError(Exception):
+    """A config that cannot be used; the message names the file and the key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetConfig(_Section):
+    source: Literal["suite", "mmlongbench"] = "suite"
+    path: str | None = None  # mmlongbench: a folder in the benchmark's GitHub layout (data/samples.json)
+    corpus: str | None = None  # the converted corpus (docab convert --out); default under results/corpus/
+    doc_ids: list[str] | None = None
+    doc_types: list[str] | None = None
+    evidence_sources: list[str] | None = None
+    answerable_only: bool = False
+    max_evidence_page: int | None = Field(default=None, ge=1)  # 120: the official 120-page view
+    sample: int | None = Field(default=None, ge=1)  # a seeded random subset of this many questions
+    sample_seed: int = 0
+
+    @model_validator(mode="after")
+    def _path_for_mmlongbench(self) -> DatasetConfig:
+        if self.source == "mmlongbench" and not self.path:
+            raise ValueError(
+                "source 'mmlongbench' needs path = the benchmark data folder (with samples.json)"
+            )
+        return self
+
+
+def _model_table(value: Any) -> dict[str, Any]:
+    """A ``[model]``-style table (or a bare ``provider/model`` name), validated by the model clients'
+    own schema (:class:`docab.models.config.ModelConfig`), kept as written."""
+    from docab.models.config import ModelConfig
+
+    spec = ModelConfig.from_mapping(value)  # raises ModelConfigError (a ValueError) naming the option
+    if spec.provider == "baseline":
+        from docab.models.baseline import POLICIES
+
+        if spec.model_id not in POLICIES:
+            raise ValueError(
+                f"unknown baseline policy {spec.model_id!r}; offline policies: {', '.join(POLICIES)}"
+            )
+    return {"name": value} if isinstance(value, str) else dict(value)
+
+
+class AnswerConfig(_Section):
+    protocol: Literal["submit_tool", "extraction"] = "submit_tool"
+    extractor: dict[str, Any] | str | None = (
+        None  # a [model]-like table, for "extraction"; default: the run's model
+    )
+
+    @field_validator("extractor", mode="before")
+    @classmethod
+    def _valid_extractor(cls, value: Any) -> Any:
+        return None if value is None else _model_table(value)
+
+
+class LimitsConfig(_Section):
+    max_turns: int = Field(default=30, ge=1)
+    max_tokens: int = Field(default=1_000_000, ge=1)
+    max_wall_s: float = Field(default=900.0, gt=0)
+    max_output_tokens: int = Field(default=4096, ge=1)
+
+    def to_limits(self) -> SampleLimits:
+        return SampleLimits(self.max_turns, self.max_tokens, self.max_wall_s, self.max_output_tokens)
+
+
+class BudgetConfig(_Section):
+    limit: int = Field(default=32_000, ge=1)
+    unit: Literal["chars", "tokens"] = "chars"
+    image_cost: int | None = Field(default=None, ge=0)
+
+    def to_budget(self) -> OutputBudget:
+        return OutputBudget(self.limit, self.unit, self.image_cost)
+
+
+class PromptConfig(_Section):
+    system: str = DEFAULT_SYSTEM
+    user: str = DEFAULT_USER
+
+    @field_validator("user")
+    @classmethod
+    def _has_question(cls, value: str) -> str:
+        if "{question}" not in value:
+            raise ValueError("the user prompt template must contain {question}")
+        return value
+
+
+class MCPServerConfig(_Section):
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    scope: Literal["sample", "worker"] = "sample"
+    tools: list[str] | None = None
+    startup_timeout_s: float = Field(default=60.0, gt=0)
+    call_timeout_s: float = Field(default=120.0, gt=0)
+    max_restarts: int = Field(default=3, ge=0)
+
+    def to_spec(self, name: str) -> MCPServerSpec:
+        return MCPServerSpec(
+            name=name,
+            command=self.command,
+            args=tuple(self.args),
+            env=dict(self.env),
+            scope=self.scope,
+            tools=tuple(self.tools) if self.tools is not None else None,
+            startup_timeout_s=self.startup_timeout_s,
+            call_timeout_s=self.call_timeout_s,
+            max_restarts=self.max_restarts,
+        )
+
+
+class ArmConfig(_Section):
+    name: str
+    tools: list[Literal["fs"]] = Field(default_factory=lambda: ["fs"])
+    mcp_servers: list[str] = Field(default_factory=list)
+    prompt: str = ""  # the arm's minimal prompt addition, stated here so it can be read
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if not NAME_PATTERN.match(value):
+            raise ValueError(f"{value!r}: use letters, digits and . _ + - only")
+        return value
+
+
+class RunConfig(_Section):
+    name: str
+    description: str = ""
+    seed: int = 0
+    epochs: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=4, ge=1, le=1024)
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    model: dict[str, Any]  # see harness/docab/models/README.md for every option
+    answer: AnswerConfig = Field(default_factory=AnswerConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    output_budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    prompt: PromptConfig = Field(default_factory=PromptConfig)
+    mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
+    arms: list[ArmConfig] = Field(min_length=1)
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if not NAME_PATTERN.match(value):
+            raise ValueError(f"{value!r}: the run name names a folder; use letters, digits and . _ + - only")
+        return value
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _valid_model(cls, value: Any) -> Any:
+        return _model_table(value)
+
+    @model_validator(mode="after")
+    def _arms_are_consistent(self) -> RunConfig:
+        names = [arm.name for arm in self.arms]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"arm names must be unique: {', '.join(duplicates)} appear twice")
+        for index, arm in enumerate(self.arms):
+            for server in arm.mcp_servers:
+                if server not in self.mcp_servers:
+                    defined = ", ".join(sorted(self.mcp_servers)) or "none"
+                    raise ValueError(
+                        f"arms[{index}] ({arm.name}) uses MCP server {server!r}, which is not defined "
+                        f"under [mcp_servers] (defined: {defined})"
+                    )
+            if not arm.tools and not arm.mcp_servers:
+                raise ValueError(f"arms[{index}] ({arm.name}) has no tools and no MCP servers")
+        return self
+
+    def model_spec(self) -> ModelConfig:
+        from docab.models.config import ModelConfig
+
+        return ModelConfig.from_mapping(self.model)
+
+    def extractor_spec(self) -> ModelConfig:
+        from docab.models.config import ModelConfig
+
+        return ModelConfig.from_mapping(self.answer.extractor or self.model)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.model_spec().provider == "baseline"
+
+    def identity(self) -> dict[str, Any]:
+        """What a record's meaning depends on: the config without run controls, the model tables
+        normalised (every option with its default), so equivalent spellings hash alike."""
+        data = self.model_dump(mode="json", exclude={"concurrency", "epochs", "description"})
+        data["model"] = self.model_spec().to_dict()
+        if self.answer.extractor is not None:
+            data["answer"]["extractor"] = self.extractor_spec().to_dict()
+        return data
+
+    def config_hash(self) -> str:
+        canonical = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def arm(self, name: str) -> ArmConfig:
+        return next(a for a in self.arms if a.name == name)
+
+    def system_prompt(self, arm: ArmConfig) -> str:
+        from docab.agent.answer import protocol_instructions
+
+        text = self.prompt.system.replace(
+            "{answer_instructions}", protocol_instructions(self.answer.protocol)
+        )
+        return text.replace("{arm_prompt}", arm.prompt.strip()).strip() + "\n"
+
+    def user_prompt(self, question: str) -> str:
+        return self.prompt.user.replace("{question}", question)
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _explain(error: dict[str, Any]) -> str:
+    where = _where(tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"{where}: unknown key (check its spelling; see harness/docab/configs/ for examples)"
+    if kind == "missing":
+        return f"{where}: required key is missing"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}"
+
+
+def parse_config(data: dict[str, Any], *, source: str = "config") -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "\n  ".join(_explain(e) for e in exc.errors())
+        raise ConfigError(f"{source} is not a valid run config:\n  {problems}") from None
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Read and validate a TOML config. A bare name (``demo``) means a shipped config."""
+    path = Path(path)
+    if not path.exists() and path.suffix == "" and (CONFIG_DIR / f"{path.name}.toml").exists():
+        path = CONFIG_DIR / f"{path.name}.toml"
+    if not path.is_file():
+        shipped = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.toml")))
+        raise ConfigError(f"config file {str(path)!r} not found (shipped configs: {shipped})")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text") from None
+    return parse_config(data, source=str(path))

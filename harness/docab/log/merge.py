@@ -1,0 +1,160 @@
+"""Join run folders of one config (the shards of a run, typically) into one run folder.
+
+Records are united by their key (arm, question, epoch): as in ``docab report``, the last copy of a
+key wins (a folder named later, or the output's own records before the parts); every other copy
+is counted as a duplicate and a warning names any that disagree. Lines that are not records are
+skipped with a warning, and a transcript path that leaves its run folder is not followed. Transcripts of the kept
+records and every image are copied; the merged manifest keeps the first part's config and lists
+the parts with their own manifests' sessions. Merging into a folder that already holds the same
+run adds to it, so merging again after a late shard finishes is safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from docab.log.records import RunRecord
+from docab.log.store import (
+    MANIFEST,
+    RECORDS,
+    RunStore,
+    StoreError,
+    inside_run,
+    read_records_reporting,
+    utc_now,
+)
+
+
+class MergeError(Exception):
+    """The parts cannot be merged; the message says why."""
+
+
+@dataclass
+class MergeResult:
+    records: int
+    duplicates: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def _manifest(folder: Path) -> dict:
+    try:
+        manifest = RunStore(folder).read_manifest()
+    except StoreError as exc:
+        raise MergeError(str(exc)) from None
+    if manifest is None:
+        raise MergeError(f"{folder} is not a run folder (no {MANIFEST})")
+    return manifest
+
+
+def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
+    if not parts:
+        raise MergeError("give at least one run folder to merge")
+    resolved_out = out.resolve()
+    if any(part.resolve() == resolved_out for part in parts):
+        raise MergeError(f"{out} is both a part and the output; choose another --out")
+    manifests = [_manifest(part) for part in parts]
+    hashes = {m.get("config_hash") for m in manifests}
+    if len(hashes) != 1:
+        listing = ", ".join(
+            f"{p} ({str(m.get('config_hash'))[:12]})" for p, m in zip(parts, manifests, strict=True)
+        )
+        raise MergeError(f"the parts were run with different configs: {listing}")
+    sources: list[Path] = list(parts)
+    existing = _manifest(out) if (out / MANIFEST).exists() else None
+    if existing is not None:
+        if existing.get("config_hash") not in hashes:
+            raise MergeError(f"{out} already holds a run with another config; choose another --out")
+        sources.insert(0, out)
+    elif out.exists() and any(out.iterdir()):
+        raise MergeError(f"{out} exists and is not an empty folder or a run of this config")
+
+    kept: dict[tuple[str, str, int], tuple[RunRecord, Path]] = {}
+    duplicates = 0
+    warnings: list[str] = []
+    for source in sources:
+        if not (source / RECORDS).exists():
+            warnings.append(f"{source} has no {RECORDS}; nothing taken from it")
+            continue
+        try:
+            found, problems = read_records_reporting(source / RECORDS)
+        except StoreError as exc:
+            raise MergeError(str(exc)) from None
+        warnings += [f"{source}: {problem}" for problem in problems]
+        for record in found:
+            if record.key in kept:
+                duplicates += 1
+                earlier = kept[record.key][0]
+                if (earlier.status, earlier.score) != (record.status, record.score):
+                    warnings.append(
+                        f"{record.arm} {record.qid} epoch {record.epoch}: {source} has status {record.status} "
+                        f"score {record.score}, replacing the earlier {earlier.status} score {earlier.score}"
+                    )
+            kept[record.key] = (record, source)
+    try:
+        return _write_merged(parts, manifests, sources, out, existing, kept, duplicates, warnings)
+    except OSError as exc:
+        raise MergeError(f"could not write the merged run into {out}: {exc.strerror or exc}") from None
+
+
+def _write_merged(
+    parts: Sequence[Path],
+    manifests: list[dict],
+    sources: list[Path],
+    out: Path,
+    existing: dict | None,
+    kept: dict[tuple[str, str, int], tuple[RunRecord, Path]],
+    duplicates: int,
+    warnings: list[str],
+) -> MergeResult:
+    run_id = out.name
+    out.mkdir(parents=True, exist_ok=True)
+    for source in sources:
+        if source == out:
+            continue
+        images = source / "images"
+        if images.is_dir():
+            (out / "images").mkdir(exist_ok=True)
+            for image in images.iterdir():
+                target = out / "images" / image.name
+                if not target.exists():
+                    shutil.copy2(image, target)
+    lines = []
+    for record, source in kept.values():
+        if record.transcript and source != out:
+            src, dst = inside_run(source, record.transcript), inside_run(out, record.transcript)
+            if src is None or dst is None:
+                warnings.append(
+                    f"{source}: transcript path {record.transcript!r} leaves the run folder; not copied"
+                )
+            elif src.exists():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dst)
+            else:
+                warnings.append(f"{source}: transcript {record.transcript} is missing")
+        lines.append(
+            json.dumps(dataclasses.replace(record, run_id=run_id).to_dict(), ensure_ascii=False) + "\n"
+        )
+    tmp = out / f".{RECORDS}.tmp"
+    tmp.write_text("".join(lines), encoding="utf-8")
+    tmp.replace(out / RECORDS)
+
+    base = existing or manifests[0]
+    merged_from = list(base.get("merged_from", [])) if existing else []
+    for part, manifest in zip(parts, manifests, strict=True):
+        merged_from.append(
+            {
+                "path": str(part),
+                "run_id": manifest.get("run_id"),
+                "shard": manifest.get("shard"),
+                "sessions": manifest.get("sessions", []),
+            }
+        )
+    merged = {**base, "run_id": run_id, "shard": None, "merged_from": merged_from, "updated_at": utc_now()}
+    merged.setdefault("sessions", [])
+    RunStore(out).write_manifest(merged)
+    return MergeResult(records=len(kept), duplicates=duplicates, warnings=warnings)

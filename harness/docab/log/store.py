@@ -1,0 +1,374 @@
+"""A run's folder: ``manifest.json``, append-only ``records.jsonl``, transcripts and images.
+
+``results/<run-id>/``
+    ``manifest.json``   the config and its hash, git commit, package versions, dataset version,
+                        model ids, dates; one entry per invocation under ``sessions``
+    ``records.jsonl``   one :class:`~docab.log.records.RunRecord` per line, appended and flushed as
+                        each sample finishes, so a killed run loses only what was in flight
+    ``transcripts/``    one JSON file per sample (see :mod:`docab.log.transcript`)
+    ``images/``         images from transcripts, stored once by hash
+    ``logs/``           MCP servers' stderr
+
+Resuming: the keys of the records already written are skipped. A last line torn by a kill (no
+newline, or not JSON) is cut off before appending, so the file stays one record per line.
+Transcripts and images are written to a temporary name and renamed, so they are whole or absent.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import platform
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from docab.agent.messages import Image
+from docab.log.records import RECORD_VERSION, RunRecord
+from docab.log.transcript import image_path, transcript_document
+
+MANIFEST = "manifest.json"
+RECORDS = "records.jsonl"
+MANIFEST_VERSION = 1
+PACKAGES = (
+    "docab",
+    "md-vision",
+    "markfetch",
+    "vision-bridge",
+    "docab-mcpguard",
+    "mcp",
+    "openai",
+    "anthropic",
+    "pydantic",
+    "pypdfium2",
+    "rich",
+)
+
+
+class StoreError(Exception):
+    """The run folder cannot be used as asked; the message says what to do."""
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def git_commit(path: Path | None = None) -> dict[str, Any]:
+    """The commit of the source tree the harness runs from, and whether it has local changes.
+
+    Asked once per process and folder (two git processes): the manifest and the session both
+    record it.
+    """
+    return dict(_git_commit(path or Path(__file__).resolve().parent))
+
+
+@functools.lru_cache(maxsize=8)
+def _git_commit(where: Path) -> dict[str, Any]:
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": bool(dirty)}
+
+
+def package_versions() -> dict[str, str | None]:
+    return dict(_package_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _package_versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+# What RunRecord.from_dict raises on a JSON value that is not a record (a list, a number, a field
+# of the wrong type).
+_NOT_A_RECORD = (ValueError, TypeError, KeyError, AttributeError)
+
+
+def read_records(path: Path) -> Iterator[RunRecord]:
+    """Every complete record of a ``records.jsonl``, for resuming; a torn last line is ignored."""
+    if not path.exists():
+        return
+    with path.open("rb") as handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                return  # torn by a kill: the sample will be run again
+            try:
+                yield RunRecord.from_dict(json.loads(raw))
+            except _NOT_A_RECORD:
+                continue  # a line from a crashed writer; resume redoes the sample
+
+
+def read_records_reporting(path: Path) -> tuple[list[RunRecord], list[str]]:
+    """Records from one ``records.jsonl`` and a warning for each line skipped as unreadable.
+
+    For reading a finished run (reports, merges): nothing is skipped silently. Raises
+    :class:`StoreError` when the file itself cannot be read.
+    """
+    records: list[RunRecord] = []
+    warnings: list[str] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise StoreError(f"{path} is not UTF-8 text; is it a records.jsonl file?") from None
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            if number - 1 == last:
+                warnings.append(
+                    f"{path.name}: the last line is incomplete (a run stopped mid-write); skipped"
+                )
+            else:
+                warnings.append(f"{path.name}: line {number} is not JSON; skipped")
+            continue
+        try:
+            records.append(RunRecord.from_dict(data))
+        except _NOT_A_RECORD as exc:
+            warnings.append(f"{path.name}: line {number} is not a run record ({exc}); skipped")
+    return records, warnings
+
+
+def inside_run(run_dir: Path, rel: str) -> Path | None:
+    """The file a record names (a transcript), if the relative path stays inside the run folder."""
+    if Path(rel).is_absolute():
+        return None
+    root = run_dir.resolve()
+    path = (run_dir / rel).resolve()
+    return path if path.is_relative_to(root) else None
+
+
+class RunStore:
+    def __init__(self, run_dir: Path) -> None:
+        self.dir = run_dir
+        self.records_path = run_dir / RECORDS
+        self._handle: IO[bytes] | None = None
+        self._made: set[Path] = set()  # folders known to exist (mkdir is slow on some disks)
+
+    def _folder(self, path: Path) -> None:
+        if path not in self._made:
+            path.mkdir(parents=True, exist_ok=True)
+            self._made.add(path)
+
+    # -- manifest -------------------------------------------------------------------------
+    def read_manifest(self) -> dict[str, Any] | None:
+        path = self.dir / MANIFEST
+        if not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            raise StoreError(
+                f"{path} is not valid JSON; move the run folder away or repair the file"
+            ) from None
+
+    def begin(self, manifest: dict[str, Any], *, session: dict[str, Any]) -> dict[str, Any]:
+        """Create or resume the run; refuses a folder holding a run with another config."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        existing = self.read_manifest()
+        if existing is not None:
+            if existing.get("config_hash") != manifest["config_hash"]:
+                raise StoreError(
+                    f"{self.dir} holds a run with a different config (hash {str(existing.get('config_hash'))[:12]}, "
+                    f"this config {manifest['config_hash'][:12]}); give the run another name, "
+                    "or move the old folder away"
+                )
+            merged = {**existing, "sessions": [*existing.get("sessions", []), session]}
+        else:
+            merged = {**manifest, "sessions": [session]}
+        self.write_manifest(merged)
+        return merged
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        _atomic_write(self.dir / MANIFEST, json.dumps(manifest, indent=2, sort_keys=False).encode())
+
+    # -- records --------------------------------------------------------------------------
+    def records(self) -> list[RunRecord]:
+        return list(read_records(self.records_path))
+
+    def open(self) -> None:
+        """Open ``records.jsonl`` for appending, first cutting off a torn last line."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        _cut_torn_tail(self.records_path)
+        self._handle = self.records_path.open("ab")
+
+    def append(self, record: RunRecord) -> None:
+        if self._handle is None:
+            self.open()
+        assert self._handle is not None
+        line = json.dumps(record.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
+        self._handle.write(line.encode("utf-8"))
+        self._handle.flush()  # a SIGKILL keeps what reached the OS; power loss is out of scope
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    # -- transcripts and images -----------------------------------------------------------
+    def store_image(self, image: Image) -> str:
+        rel = image_path(image)
+        path = self.dir / rel
+        if not path.exists():
+            self._folder(path.parent)
+            _atomic_write(path, image.data)
+        return rel
+
+    def write_transcript(self, rel: str, document: dict[str, Any]) -> None:
+        path = self.dir / rel
+        self._folder(path.parent)
+        _atomic_write(path, json.dumps(document, ensure_ascii=False).encode("utf-8"))
+
+    def commit(self, record: RunRecord, transcript: dict[str, Any]) -> None:
+        """Write a finished sample: its transcript (and images) first, then its record line.
+
+        ``transcript`` holds :func:`docab.log.transcript.transcript_document`'s arguments and ``rel``,
+        the transcript's path. A kill between the two leaves a transcript without a record: the
+        sample is run again on resume and its transcript rewritten.
+        """
+        args = dict(transcript)
+        rel = args.pop("rel")
+        self.write_transcript(rel, transcript_document(**args, store_image=self.store_image))
+        self.append(record)
+
+    def log_file(self, name: str) -> IO[str]:
+        (self.dir / "logs").mkdir(parents=True, exist_ok=True)
+        return (self.dir / "logs" / name).open("a", encoding="utf-8")
+
+
+class BackgroundWriter:
+    """Commits finished samples to a :class:`RunStore` from one thread, in the order submitted.
+
+    File creation is slow on some disks; writing from a thread keeps the event loop (and every
+    sample in flight) from waiting on it. A sample that was submitted but not yet written when the
+    process is killed counts as in flight: it is run again on resume. A write error stops the
+    writer; the next :meth:`submit` and :meth:`close` raise it.
+    """
+
+    _STOP = object()
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name="docab-writer", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is self._STOP:
+                return
+            if self._error is None:
+                try:
+                    self.store.commit(*item)
+                except BaseException as exc:  # surfaced to the run by submit() and close()
+                    self._error = exc
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise StoreError(f"could not write to {self.store.dir}: {self._error}") from self._error
+
+    def submit(self, record: RunRecord, transcript: dict[str, Any]) -> None:
+        self._raise()
+        self._queue.put((record, transcript))
+
+    def close(self) -> None:
+        """Wait for everything submitted to be written."""
+        self._queue.put(self._STOP)
+        self._thread.join()
+        self._raise()
+
+
+def _cut_torn_tail(path: Path) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(0, size - 1))
+        if handle.read(1) == b"\n":
+            return
+        # Find the last newline; everything after it is a partial line from a killed writer.
+        block = 1 << 16
+        end = size
+        while end > 0:
+            start = max(0, end - block)
+            handle.seek(start)
+            chunk = handle.read(end - start)
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                handle.truncate(start + newline + 1)
+                return
+            end = start
+        handle.truncate(0)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def session_info(argv: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "started_at": utc_now(),
+        "argv": list(sys.argv if argv is None else argv),
+        "git": git_commit(),
+        "packages": package_versions(),
+        "host": platform.node(),
+        "record_version": RECORD_VERSION,
+    }
+
+
+def manifest_for(
+    *,
+    run_id: str,
+    config: dict[str, Any],
+    config_hash: str,
+    dataset: dict[str, Any],
+    models: dict[str, Any],
+    shard: tuple[int, int] | None,
+) -> dict[str, Any]:
+    return {
+        "version": MANIFEST_VERSION,
+        "run_id": run_id,
+        "created_at": utc_now(),
+        "config_hash": config_hash,
+        "config": config,
+        "dataset": dataset,
+        "models": models,
+        "shard": {"index": shard[0], "count": shard[1]} if shard else None,
+        "git": git_commit(),
+        "packages": package_versions(),
+        "record_version": RECORD_VERSION,
+    }

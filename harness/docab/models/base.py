@@ -1,0 +1,66 @@
+"""The contract every model client meets; the agent loop knows nothing else about models."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from docab.agent.messages import Message, Reasoning, ToolCall, ToolSpec
+from docab.log.usage import Usage
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model call's outcome.
+
+    ``latency_s`` covers the whole call including retries and their back-off (not the time spent
+    queued for a provider concurrency slot); ``retries`` counts the attempts after the first;
+    ``stop_reason`` is the provider's own value (``stop``/``length``/``tool_calls``,
+    ``end_turn``/``max_tokens``/``tool_use``); ``reasoning`` is what the model showed of its thinking;
+    ``raw`` is the provider's response as plain JSON data.
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    latency_s: float
+    retries: int = 0
+    stop_reason: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    reasoning: tuple[Reasoning, ...] = ()
+
+    def message(self) -> Message:
+        """The assistant message to append to the conversation (keeps reasoning providers need back)."""
+        return Message.assistant(self.text, self.tool_calls, self.reasoning)
+
+
+class ModelError(Exception):
+    """A model call that failed for good (after retries).
+
+    ``kind``: ``timeout``, ``rate_limit``, ``connection``, ``server`` (5xx), ``auth`` (401/403),
+    ``api`` (any other refusal, e.g. 400), ``malformed`` (a reply that cannot be read), ``config``.
+    The message is safe to show and to record; it never holds a traceback or a key.
+    """
+
+    def __init__(self, kind: str, message: str, *, retries: int = 0, status: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.retries = retries
+        self.status = status
+
+
+@runtime_checkable
+class Model(Protocol):
+    name: str  # as configured, e.g. "openai/gpt-4o" or "baseline/keyword"
+    supports_images: bool
+    is_baseline: bool  # True only for offline policies: reports label them a floor, never a model result
+
+    async def generate(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        max_output_tokens: int,
+    ) -> Turn: ...

@@ -1,0 +1,215 @@
+"""What the SDK-backed models share: text-only stripping, retries, concurrency slots, timing, usage.
+
+A provider module supplies four pure-ish pieces: build the request body from neutral messages, send
+it with its SDK, parse the reply body, and read its usage. Everything else lives here once.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from docab.agent.messages import Message, Reasoning, ToolCall, ToolSpec
+from docab.log.usage import Usage
+from docab.models.base import Turn
+from docab.models.config import ModelConfig, ModelConfigError
+from docab.models.limits import ConcurrencyLimits
+from docab.models.retry import (
+    Clock,
+    Failure,
+    MalformedReply,
+    RetryPolicy,
+    RetryTrace,
+    call_with_retries,
+    classify_sdk_error,
+)
+from docab.models.text_only import strip_images
+
+
+@dataclass(frozen=True)
+class ParsedReply:
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    reasoning: tuple[Reasoning, ...]
+    stop_reason: str
+
+
+class ProviderModel:
+    """Base of ``openai/...`` and ``anthropic/...`` models; meets the ``Model`` protocol."""
+
+    provider_label = "provider"  # for messages: "OpenAI-compatible server", "Anthropic"
+    is_baseline = False
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        *,
+        sdk: ModuleType,
+        client: Any,
+        limits: ConcurrencyLimits,
+        clock: Clock,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._sdk = sdk
+        self._client = client
+        self._limits = limits
+        self._clock = clock
+        self._rng = rng or random.Random()
+        limits.register(config.endpoint, config.concurrency)
+        self._apply(config)
+
+    def _apply(self, config: ModelConfig) -> None:
+        self.config = config
+        self.name = config.name
+        self.supports_images = not config.text_only
+        self._policy = RetryPolicy(
+            max_retries=config.max_retries,
+            base_delay_s=config.retry_base_delay,
+            max_delay_s=config.retry_max_delay,
+            retry_after_cap_s=config.retry_after_cap,
+        )
+
+    # -- provider pieces -------------------------------------------------------------------------
+
+    def build_request(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], max_tokens: int
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def send(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse(self, raw: Mapping[str, Any]) -> ParsedReply:
+        raise NotImplementedError
+
+    def usage(self, raw: Mapping[str, Any]) -> Usage:
+        raise NotImplementedError
+
+    # -- shared machinery ------------------------------------------------------------------------
+
+    def with_options(self, **changes: Any) -> ProviderModel:
+        """The same model (same client, same concurrency pool) with some options changed.
+
+        Options that choose the endpoint (name, base_url, api_key_env, concurrency) cannot change:
+        build another model for another endpoint.
+        """
+        fixed = {"name", "base_url", "api_key_env", "concurrency"} & set(changes)
+        if fixed:
+            raise ValueError(f"with_options cannot change {', '.join(sorted(fixed))}; build a new model")
+        clone = copy.copy(self)
+        clone._apply(self.config.replace(**changes))
+        return clone
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections. Call it in the event loop that made the calls (the runner
+        does so at the end of a run); models made by ``with_options`` share the client."""
+        await self._client.close()
+
+    async def __aenter__(self) -> ProviderModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _classify(self, exc: BaseException) -> Failure:
+        return classify_sdk_error(exc, self._sdk, provider=self.provider_label, now=self._clock.now())
+
+    async def generate(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        max_output_tokens: int,
+    ) -> Turn:
+        if self.config.text_only:
+            messages = strip_images(messages)
+        max_tokens = max_output_tokens
+        if self.config.max_output_tokens is not None:
+            max_tokens = min(max_tokens, self.config.max_output_tokens)
+        request = self.build_request(system, messages, tools, max_tokens)
+        trace = RetryTrace()
+        wasted: list[Usage] = []  # tokens billed for replies we could not use
+
+        async def attempt() -> tuple[dict[str, Any], ParsedReply]:
+            queued_at = self._clock.monotonic()
+            async with self._limits.slot(self.config.endpoint):
+                trace.queued_s += self._clock.monotonic() - queued_at
+                raw = await self.send(request)
+            try:
+                return raw, self.parse(raw)
+            except MalformedReply:
+                wasted.append(self.usage(raw))
+                raise
+
+        started = self._clock.monotonic()
+        raw, parsed = await call_with_retries(
+            attempt,
+            classify=self._classify,
+            policy=self._policy,
+            clock=self._clock,
+            rng=self._rng,
+            trace=trace,
+        )
+        latency = max(0.0, self._clock.monotonic() - started - trace.queued_s)
+        return Turn(
+            text=parsed.text,
+            tool_calls=parsed.tool_calls,
+            usage=_sum_usage([*wasted, self.usage(raw)]),
+            latency_s=latency,
+            retries=trace.retries,
+            stop_reason=parsed.stop_reason,
+            raw=raw,
+            reasoning=parsed.reasoning,
+        )
+
+
+def _sum_usage(records: Sequence[Usage]) -> Usage:
+    last = records[-1]
+    if len(records) == 1:
+        return last
+    return Usage(
+        input_uncached=sum(u.input_uncached for u in records),
+        cache_read=sum(u.cache_read for u in records),
+        cache_write=sum(u.cache_write for u in records),
+        output=sum(u.output for u in records),
+        reasoning=sum(u.reasoning for u in records),
+        role=last.role,
+        model=last.model,
+        raw=last.raw,
+    )
+
+
+def as_plain_json(response: Any) -> dict[str, Any]:
+    """An SDK response as plain JSON data; a body the SDK could not read as JSON is malformed."""
+    if hasattr(response, "model_dump"):
+        # warnings=False: a reply that breaks the SDK's types is still dumped as sent, and parse() judges it
+        data = response.model_dump(mode="json", exclude_unset=True, warnings=False)
+        if isinstance(data, dict):
+            return data
+    if isinstance(response, dict):
+        return response
+    raise MalformedReply(f"the reply body is not a JSON object ({type(response).__name__})")
+
+
+def sdk_http_client(sdk: Any, config: Any) -> Any | None:
+    """The HTTP client to hand an official SDK, or None for the SDK's default (httpx2).
+
+    Both SDKs ship ``DefaultAioHttpClient`` (their extra ``aiohttp``), which they recommend for
+    high concurrency; with it installed and ``http_backend`` "auto" or "aiohttp", it is used.
+    """
+    if config.http_backend == "httpx":
+        return None
+    try:
+        return sdk.DefaultAioHttpClient()
+    except RuntimeError as exc:  # the SDK says: aiohttp extra not installed
+        if config.http_backend == "aiohttp":
+            raise ModelConfigError(
+                f'{config.name}: http_backend = "aiohttp" needs the SDK\'s aiohttp extra '
+                f"(pip install '{sdk.__name__}[aiohttp]')"
+            ) from exc
+        return None

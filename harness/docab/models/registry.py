@@ -1,0 +1,97 @@
+"""Build a model from its configuration: the one entry point the runner uses.
+
+    model = build_model("openai/gpt-4o")
+    model = build_model({"name": "openai/qwen2.5-vl", "base_url": "http://localhost:8000/v1"})
+    model = build_model(ModelConfig(name="anthropic/claude-sonnet-4-5", prompt_cache=True))
+
+Providers are resolved by the prefix of the name. ``baseline/<policy>`` is the offline policy that
+lives in ``docab.models.baseline`` (imported only when asked for); that module provides
+``build(config: ModelConfig) -> Model``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from docab.models.base import Model
+from docab.models.config import DEFAULT_KEY_ENV, ModelConfig, ModelConfigError
+from docab.models.limits import SHARED_LIMITS, ConcurrencyLimits
+from docab.models.retry import SYSTEM_CLOCK, Clock
+
+BASELINE_MODULE = "docab.models.baseline"
+LOCAL_SERVER_KEY = "not-needed"  # OpenAI-compatible local servers (Ollama, llama.cpp) want some key
+
+
+def build_model(
+    spec: str | Mapping[str, Any] | ModelConfig,
+    *,
+    env: Mapping[str, str] | None = None,
+    limits: ConcurrencyLimits | None = None,
+    clock: Clock | None = None,
+    rng: random.Random | None = None,
+) -> Model:
+    """A ready model for ``spec``; raises ModelConfigError with an actionable message when it cannot.
+
+    ``env`` (default ``os.environ``) supplies API keys; ``limits`` the shared concurrency pools;
+    ``clock`` and ``rng`` the time and jitter of retries (tests inject both).
+    """
+    config = spec if isinstance(spec, ModelConfig) else ModelConfig.from_mapping(spec)
+    if config.provider == "baseline":
+        return _build_baseline(config)
+    api_key = resolve_api_key(config, os.environ if env is None else env)
+    runtime: dict[str, Any] = {
+        "limits": limits or SHARED_LIMITS,
+        "clock": clock or SYSTEM_CLOCK,
+        "rng": rng,
+    }
+    try:
+        if config.provider == "openai":
+            from docab.models.openai_chat import build_openai_model
+
+            return build_openai_model(config, api_key=api_key, **runtime)
+        from docab.models.anthropic_messages import build_anthropic_model
+
+        return build_anthropic_model(config, api_key=api_key, **runtime)
+    except ValueError as exc:  # e.g. two configs asking for different limits on one endpoint
+        raise ModelConfigError(str(exc)) from None
+
+
+def resolve_api_key(config: ModelConfig, env: Mapping[str, str]) -> str:
+    """The key from the environment variable the config names (or the provider's usual one).
+
+    A server at a custom ``base_url`` may need no key (Ollama, llama.cpp, a local vLLM): then, unless
+    the config names a variable explicitly, a placeholder is sent.
+    """
+    variable = config.api_key_env or DEFAULT_KEY_ENV[config.provider]
+    key = env.get(variable, "").strip()
+    if key:
+        return key
+    if config.base_url and not config.api_key_env:
+        return LOCAL_SERVER_KEY
+    where = f" for {config.base_url}" if config.base_url else ""
+    raise ModelConfigError(
+        f"{config.name} needs an API key{where}: the environment variable {variable} is not set. "
+        f"Export it (export {variable}=...) or name another variable with api_key_env in the model config."
+    )
+
+
+def _build_baseline(config: ModelConfig) -> Model:
+    try:
+        module = importlib.import_module(BASELINE_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != BASELINE_MODULE:
+            raise
+        raise ModelConfigError(
+            f"{config.name} is an offline baseline policy provided by {BASELINE_MODULE}, "
+            "which is not part of this installation"
+        ) from None
+    build = getattr(module, "build", None)
+    if not callable(build):
+        raise ModelConfigError(
+            f"{BASELINE_MODULE} does not provide build(config) -> Model, so {config.name} cannot be built"
+        )
+    return build(config)

@@ -1,0 +1,209 @@
+"""Retries for model calls: which failures are worth another attempt, and how long to wait.
+
+One loop serves both providers. The SDKs' own retries are switched off (``max_retries=0``) where
+the clients are built, so every attempt passes through here: it is counted in ``Turn.retries``,
+re-queues for the provider's concurrency slot, and honours our cap on ``Retry-After``.
+
+Time reaches this module only through :class:`Clock`, so tests run retry schedules without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Protocol, TypeVar
+
+from docab.models.base import ModelError
+
+T = TypeVar("T")
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429})  # and every 5xx
+
+
+class Clock(Protocol):
+    def monotonic(self) -> float: ...
+
+    def now(self) -> float:
+        """Wall-clock time in epoch seconds (for ``Retry-After`` given as an HTTP date)."""
+        ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def now(self) -> float:
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+SYSTEM_CLOCK = SystemClock()
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``max_retries`` attempts after the first; exponential back-off with jitter between them.
+
+    The n-th back-off (n = 0, 1, ...) is ``min(max_delay_s, base_delay_s * 2**n)`` scaled by a random
+    factor in [0.5, 1] (so synchronised clients spread out). A server's ``Retry-After`` replaces the
+    computed delay, capped at ``retry_after_cap_s`` so a hostile or confused server cannot park a run.
+    """
+
+    max_retries: int = 4
+    base_delay_s: float = 1.0
+    max_delay_s: float = 30.0
+    retry_after_cap_s: float = 60.0
+
+    def backoff(self, attempt: int, rng: random.Random) -> float:
+        ceiling = min(self.max_delay_s, self.base_delay_s * (2**attempt))
+        return ceiling * (0.5 + 0.5 * rng.random())
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A classified failed attempt."""
+
+    kind: str  # as ModelError.kind
+    message: str
+    retryable: bool
+    status: int | None = None
+    retry_after_s: float | None = None
+
+
+class MalformedReply(Exception):
+    """A provider answered 200 with something we cannot read (no choices, no content, not JSON)."""
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, now: float) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` (OpenAI), ``retry-after`` in seconds, or an HTTP date."""
+    if not headers:
+        return None
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def _refused(exc: BaseException) -> bool:
+    """A "timeout" that was really a failed connect: the SDKs' aiohttp transport reports a refused
+    or unresolvable connection as ConnectTimeout; the OS error further down the chain tells."""
+    seen = 0
+    cause: BaseException | None = exc
+    while cause is not None and seen < 8:
+        os_error = getattr(cause, "os_error", None)  # aiohttp's ClientConnectorError
+        if isinstance(os_error, OSError) and not isinstance(os_error, TimeoutError):
+            return True
+        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+        seen += 1
+    return False
+
+
+def classify_sdk_error(exc: BaseException, sdk: ModuleType, *, provider: str, now: float) -> Failure:
+    """Map an ``openai`` or ``anthropic`` SDK exception (same class names in both) to a Failure."""
+    if isinstance(exc, MalformedReply):
+        return Failure("malformed", f"{provider} sent a reply that cannot be read: {exc}", retryable=True)
+    if isinstance(exc, sdk.APITimeoutError) and not _refused(exc):
+        return Failure("timeout", f"{provider} did not answer within the time limit", retryable=True)
+    if isinstance(exc, sdk.APIConnectionError):
+        return Failure("connection", f"could not reach {provider}: {_short(exc)}", retryable=True)
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return Failure("malformed", f"{provider} sent a reply that cannot be read", retryable=True)
+    if isinstance(exc, sdk.APIStatusError):
+        status = int(exc.status_code)
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        retry_after = parse_retry_after(headers, now)
+        detail = _short(exc)
+        if status == 429:
+            return Failure("rate_limit", f"{provider} rate limit (429): {detail}", True, status, retry_after)
+        if status >= 500 or status in RETRYABLE_STATUSES:
+            return Failure(
+                "server", f"{provider} server error ({status}): {detail}", True, status, retry_after
+            )
+        if status in (401, 403):
+            return Failure(
+                "auth",
+                f"{provider} refused the credentials ({status}): {detail}; check the API key variable "
+                "named by api_key_env in the model config",
+                retryable=False,
+                status=status,
+            )
+        return Failure("api", f"{provider} rejected the request ({status}): {detail}", False, status)
+    if isinstance(exc, sdk.APIError):
+        return Failure("api", f"{provider} API error: {_short(exc)}", retryable=False)
+    raise exc  # a bug in our code, not a provider failure: let it surface
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class RetryTrace:
+    """What happened across the attempts of one call."""
+
+    retries: int = 0
+    waited_s: float = 0.0
+    queued_s: float = 0.0  # time spent waiting for a concurrency slot, excluded from latency
+    failures: tuple[Failure, ...] = ()
+
+
+async def call_with_retries(
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    classify: Callable[[BaseException], Failure],
+    policy: RetryPolicy,
+    clock: Clock,
+    rng: random.Random,
+    trace: RetryTrace,
+) -> T:
+    """Run ``attempt`` until it succeeds, a failure is not retryable, or retries run out.
+
+    Raises ModelError carrying the last failure's kind and the number of retries made.
+    """
+    while True:
+        try:
+            return await attempt()
+        except Exception as exc:  # CancelledError is a BaseException: a cancelled sample stops at once
+            failure = classify(exc)
+            trace.failures = (*trace.failures, failure)
+            if not failure.retryable or trace.retries >= policy.max_retries:
+                suffix = f" (after {trace.retries} retries)" if trace.retries else ""
+                raise ModelError(
+                    failure.kind, failure.message + suffix, retries=trace.retries, status=failure.status
+                ) from None
+            if failure.retry_after_s is not None:
+                delay = min(failure.retry_after_s, policy.retry_after_cap_s)
+            else:
+                delay = policy.backoff(trace.retries, rng)
+            trace.retries += 1
+            trace.waited_s += delay
+            await clock.sleep(delay)

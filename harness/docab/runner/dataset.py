@@ -1,0 +1,108 @@
+"""The questions a run asks, each paired with the converted document folder it is about.
+
+Two sources, both read by the benchmark's own loader (``docab_benchmark.mmlongbench.questions``) with its
+filters (``QuestionFilter``): the built-in suite (``docab_benchmark.suite``, generated and converted on
+first use into the docab cache, ``$DOCAB_CACHE`` or ``~/.cache/docab``) and MMLongBench-Doc (a
+folder in the benchmark's GitHub layout, a ``samples.json``, a parquet file or ``hf:...``), whose
+PDFs are converted beforehand with ``docab convert``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from docab.config import DatasetConfig
+from docab.errors import RunError
+from docab_benchmark.mmlongbench.questions import Question
+
+
+@dataclass(frozen=True)
+class Sample(Question):
+    """One question and the folder of its converted document (``document.md``, ``pages/``)."""
+
+    document_dir: Path
+
+    @classmethod
+    def from_question(cls, question: Question, document_dir: Path) -> Sample:
+        return cls(**{f.name: getattr(question, f.name) for f in fields(Question)}, document_dir=document_dir)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    version: str
+    samples: tuple[Sample, ...]
+    extraction_prompt: Path | None = None  # the benchmark's own prompt file, when the source has one
+    corpus: Path | None = None
+
+
+def document_folder(corpus: Path, doc_id: str) -> Path:
+    """The converter writes one folder per PDF, named after the PDF's stem."""
+    return corpus / Path(doc_id).stem
+
+
+def from_questions(name: str, version: str, questions: Iterable[Any], corpus: Path, **extra: Any) -> Dataset:
+    samples = tuple(Sample.from_question(q, document_folder(corpus, q.doc_id)) for q in questions)
+    return Dataset(name, version, samples, corpus=corpus, **extra)
+
+
+def question_filter(config: DatasetConfig) -> Any:
+    from docab_benchmark.mmlongbench.questions import QuestionFilter
+
+    def optional(values: list[str] | None) -> frozenset[str] | None:
+        return frozenset(values) if values is not None else None
+
+    return QuestionFilter(
+        doc_ids=optional(config.doc_ids),
+        doc_types=optional(config.doc_types),
+        evidence_sources=optional(config.evidence_sources),
+        answerable_only=config.answerable_only,
+        max_evidence_page=config.max_evidence_page,
+        sample=config.sample,
+        seed=config.sample_seed,
+    )
+
+
+def load_dataset(config: DatasetConfig, *, results_dir: Path) -> Dataset:
+    """Load the configured questions and locate their converted documents.
+
+    Questions whose document is missing from the corpus are kept (they become error records, for
+    every arm alike); the launcher lists them before the run.
+    """
+    from docab_benchmark.mmlongbench.corpus import ConversionError
+    from docab_benchmark.mmlongbench.errors import DataError
+    from docab_benchmark.mmlongbench.questions import load_questions
+
+    try:
+        if config.source == "suite":
+            from docab_benchmark.suite import ensure_suite, ensure_suite_corpus
+
+            corpus = ensure_suite_corpus()
+            qset = load_questions(ensure_suite(), criteria=question_filter(config))
+            return from_questions(
+                "suite", qset.version, qset.questions, corpus, extraction_prompt=qset.extraction_prompt
+            )
+        remote = str(config.path).startswith("hf:")
+        if remote and not config.corpus:
+            raise RunError(
+                f"dataset.path {config.path!r} needs dataset.corpus: the folder of the converted PDFs"
+            )
+        path = Path(config.path or "").expanduser()
+        qset = load_questions(str(config.path) if remote else path, criteria=question_filter(config))
+    except (DataError, ConversionError) as exc:
+        raise RunError(str(exc)) from None
+    except OSError as exc:
+        raise RunError(f"could not prepare the dataset: {exc.strerror or exc}") from None
+    corpus = Path(config.corpus).expanduser() if config.corpus else results_dir / "corpus" / path.name
+    if not corpus.is_dir():
+        documents = qset.documents_dir or path
+        raise RunError(
+            f"the converted corpus {str(corpus)!r} does not exist; convert the PDFs first:\n"
+            f"  docab convert {documents} --out {corpus}"
+        )
+    return from_questions(
+        "mmlongbench", qset.version, qset.questions, corpus, extraction_prompt=qset.extraction_prompt
+    )

@@ -1,5 +1,0 @@
-"""Tools the agent can call: built-in filesystem tools and MCP tools, all behind one protocol."""
-
-from harness.tools.base import Tool
-
-__all__ = ["Tool"]

@@ -1,0 +1,255 @@
+"""The one pipeline behind both faces: fetch (guarded, cached), decode, extract, cap, save.
+
+:class:`Markfetch` owns a :class:`docab_mcpguard.GuardedClient`, so every hop of every fetch is checked
+against the host policy (no loopback, private, link-local or metadata address unless the host is
+listed in MARKFETCH_ALLOW_HOSTS), the body is capped on the stream and one deadline covers the
+whole fetch. Every failure leaves here as a :class:`MarkfetchError` with one of the eight codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from docab_mcpguard import (
+    FetchError,
+    FetchErrorKind,
+    FetchLimits,
+    GuardedClient,
+    HostPolicy,
+    PathDenied,
+    PathPolicy,
+)
+from docab_mcpguard.http import Resolver, SystemResolver
+from markfetch.cache import ResponseCache, cache_key
+from markfetch.config import Settings
+from markfetch.errors import ErrorCode, MarkfetchError
+from markfetch.headers import decodable_encodings
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+MAX_REDIRECTS = 10
+
+_KIND_TO_CODE = {
+    FetchErrorKind.BAD_URL: ErrorCode.NETWORK_ERROR,
+    FetchErrorKind.BLOCKED: ErrorCode.NETWORK_ERROR,
+    FetchErrorKind.NETWORK: ErrorCode.NETWORK_ERROR,
+    FetchErrorKind.TIMEOUT: ErrorCode.TIMEOUT,
+    FetchErrorKind.TOO_LARGE: ErrorCode.TOO_LARGE,
+    FetchErrorKind.HTTP_STATUS: ErrorCode.HTTP_ERROR,
+    FetchErrorKind.TOO_MANY_REDIRECTS: ErrorCode.HTTP_ERROR,
+    FetchErrorKind.REJECTED: ErrorCode.UNSUPPORTED_CONTENT_TYPE,
+}
+
+
+@dataclass(frozen=True)
+class Response:
+    url: str  # final URL, after redirects
+    content_type: str  # the Content-Type header value, as sent
+    body: bytes
+
+    @property
+    def mime_type(self) -> str:
+        return self.content_type.split(";", 1)[0].strip().lower()
+
+    @property
+    def charset(self) -> str | None:
+        for part in self.content_type.split(";")[1:]:
+            key, _, value = part.partition("=")
+            if key.strip().lower() == "charset" and value.strip():
+                return value.strip().strip("\"'")
+        return None
+
+
+def _check_html_type(url: str, _status: int, headers: httpx.Headers) -> None:
+    """Refuse non-HTML before downloading its body (a missing type is sniffed after download)."""
+    mime = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if mime and mime not in HTML_TYPES:
+        raise FetchError(FetchErrorKind.REJECTED, _unsupported_message(url, mime), url=url)
+
+
+def _unsupported_message(url: str, mime: str) -> str:
+    return f"{url} is {mime or 'of no declared type'}, not HTML; pass raw=true (CLI: --raw) to get the body as text"
+
+
+def _looks_like_html(body: bytes) -> bool:
+    head = body[:2048].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    return head.startswith((b"<!doctype html", b"<html")) or b"<body" in head or b"<head" in head
+
+
+class Markfetch:
+    """Fetch URLs as markdown (or raw text) under one set of :class:`Settings`.
+
+    Use as an async context manager, or call :meth:`aclose`. ``resolver`` is injectable so tests
+    can point host names anywhere; ``cache`` defaults to the settings' on-disk cache, if any.
+    """
+
+    def __init__(
+        self, settings: Settings, *, resolver: Resolver | None = None, cache: ResponseCache | None = None
+    ) -> None:
+        self.settings = settings
+        self.policy = HostPolicy.build(allow_any=True, internal_hosts=settings.allow_hosts)
+        headers = settings.chrome.headers(
+            accept_language=settings.accept_language, encodings=decodable_encodings()
+        )
+        self.client = GuardedClient(
+            self.policy,
+            limits=FetchLimits(
+                timeout_s=settings.timeout_ms / 1000,
+                max_bytes=settings.max_bytes,
+                max_redirects=MAX_REDIRECTS,
+            ),
+            headers=headers,
+            resolver=resolver or SystemResolver(),
+            proxy=settings.proxy,
+            http2=False,
+        )
+        if cache is None and settings.cache_dir is not None and settings.cache_ttl_s > 0:
+            cache = ResponseCache(settings.cache_dir, settings.cache_ttl_s)
+        self.cache = cache
+
+    async def __aenter__(self) -> Markfetch:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    # -- fetching ------------------------------------------------------------------------------
+    async def fetch(self, url: str, *, raw: bool = False) -> Response:
+        """The response for ``url``, from the cache when fresh; raises MarkfetchError."""
+        key = None
+        if self.cache is not None:
+            self._check_url(url)
+            key = cache_key(
+                url,
+                user_agent=self.settings.user_agent,
+                accept_language=self.settings.accept_language,
+                allow_hosts=self.settings.allow_hosts,
+            )
+            hit = self.cache.get(key)
+            if hit is not None:
+                return Response(url=hit.url, content_type=hit.content_type, body=hit.body)
+        try:
+            fetched = await self.client.fetch(url, check_headers=None if raw else _check_html_type)
+        except FetchError as exc:
+            raise MarkfetchError(_KIND_TO_CODE.get(exc.kind, ErrorCode.NETWORK_ERROR), str(exc)) from None
+        response = Response(
+            url=fetched.url, content_type=fetched.headers.get("content-type", ""), body=fetched.content
+        )
+        if self.cache is not None and key is not None:
+            self.cache.put(key, url=response.url, content_type=response.content_type, body=response.body)
+        return response
+
+    def _check_url(self, url: str) -> None:
+        from docab_mcpguard import HostDenied
+
+        try:
+            self.policy.check_url(url)
+        except HostDenied as exc:
+            raise MarkfetchError(ErrorCode.NETWORK_ERROR, str(exc)) from None
+
+    # -- the pipeline --------------------------------------------------------------------------
+    async def document(self, url: str, *, raw: bool = False) -> str:
+        """Markdown of ``url`` (or its body as text with ``raw``); never more than MARKFETCH_MAX_BYTES."""
+        response = await self.fetch(url, raw=raw)
+        if raw:
+            from markfetch.charset import decode_text
+
+            text = decode_text(response.body, response.charset)
+        else:
+            if response.mime_type not in HTML_TYPES and not (
+                not response.mime_type and _looks_like_html(response.body)
+            ):
+                raise MarkfetchError(
+                    ErrorCode.UNSUPPORTED_CONTENT_TYPE, _unsupported_message(response.url, response.mime_type)
+                )
+            # Extraction is CPU work: keep the event loop (and the MCP session) responsive.
+            text = await asyncio.to_thread(html_to_document, response.body, response.charset, response.url)
+        size = len(text.encode("utf-8"))
+        if size > self.settings.max_bytes:
+            raise MarkfetchError(
+                ErrorCode.TOO_LARGE,
+                f"the document is {size:,} bytes, over MARKFETCH_MAX_BYTES ({self.settings.max_bytes:,}); "
+                "raise the limit to get it whole",
+            )
+        return text
+
+
+def html_to_document(body: bytes, header_charset: str | None, url: str) -> str:
+    """Decode and extract a fetched HTML body into the markdown document markfetch returns."""
+    from markfetch.charset import decode_html
+    from markfetch.extract import ExtractionFailed, extract_article
+
+    decoded = decode_html(body, header_charset)
+    try:
+        return extract_article(decoded.text, url).markdown
+    except ExtractionFailed as exc:
+        raise MarkfetchError(ErrorCode.EXTRACTION_FAILED, f"{url}: {exc}") from None
+
+
+# -- saving --------------------------------------------------------------------------------------
+
+
+def sandboxed_save_path(raw: str, policy: PathPolicy) -> Path:
+    """The real path ``raw`` would write to, if it lies inside the allowed write roots.
+
+    The path must be absolute; symlinks anywhere in it (``link/..`` included) are resolved before
+    the containment test, so a link inside a root cannot lead outside it.
+    """
+    if not raw.strip():
+        raise MarkfetchError(ErrorCode.SAVE_FORBIDDEN, "savePath is empty; give an absolute file path")
+    if not os.path.isabs(raw):
+        raise MarkfetchError(
+            ErrorCode.SAVE_FORBIDDEN,
+            f"savePath must be an absolute path, not {raw[:200]!r} (allowed roots: {policy.describe()})",
+        )
+    try:
+        return policy.resolve(raw)
+    except PathDenied as exc:
+        raise MarkfetchError(
+            ErrorCode.SAVE_FORBIDDEN, f"{exc}; set MARKFETCH_ALLOWED_WRITE_ROOTS to allow more"
+        ) from None
+
+
+_SAVE_ERRORS = {
+    errno.ENOENT: "its folder does not exist",
+    errno.ENOTDIR: "a part of the path is not a folder",
+    errno.EISDIR: "it is a folder",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EROFS: "the file system is read-only",
+    errno.ENOSPC: "the disk is full",
+    errno.ENAMETOOLONG: "the name is too long",
+}
+
+
+def save_document(text: str, path: Path) -> int:
+    """Write ``text`` to ``path`` atomically (temp file, then rename); return the bytes written."""
+    data = text.encode("utf-8")
+    if path.is_dir():
+        raise MarkfetchError(ErrorCode.SAVE_FAILED, f"cannot write {path}: it is a folder")
+    temp: str | None = None
+    try:
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".part")
+        # mkstemp makes the file owner-only (0600): a fetched page stays private to its user.
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, path)
+        temp = None
+    except OSError as exc:
+        reason = _SAVE_ERRORS.get(exc.errno or 0, f"error {errno.errorcode.get(exc.errno or 0, 'unknown')}")
+        raise MarkfetchError(ErrorCode.SAVE_FAILED, f"cannot write {path}: {reason}") from None
+    finally:
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+    return len(data)
