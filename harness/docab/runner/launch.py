@@ -153,9 +153,7 @@ def launch(
         try:
             mcp_tools = asyncio.run(preflight(list(specs.values())))
         except MCPStartError as exc:
-            raise RunError(
-                f"{exc}\n(no sample was run; fix the [mcp_servers] config and re-run)"
-            ) from None
+            raise RunError(f"{exc}\n(no sample was run; fix the [mcp_servers] config and re-run)") from None
         manifest["mcp_servers"] = {name: [t.name for t in tools] for name, tools in mcp_tools.items()}
     manifest["arms"] = arms_manifest(config, mcp_tools)
     store.write_manifest(manifest)
