@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
+from md_vision.__main__ import parse_settings
 from md_vision.server import META_KEY, build_server
+from md_vision.settings import LIMIT_FLAGS, Limits
 from tests.md_vision.conftest import run, settings_for
 from tests.support.http_server import LocalServer, Reply
 
@@ -166,3 +169,18 @@ def test_help_teaches_and_does_not_import_the_mcp_sdk() -> None:
     ):
         assert expected in completed.stdout
     assert _start("--version").stdout.startswith("md-vision ")
+
+
+def test_every_limit_flag_sets_a_limits_field_of_its_own_kind(tmp_path: Path) -> None:
+    # parse_settings sets limits by field name, which the type checker cannot follow.
+    fields = {field.name: field.type for field in dataclasses.fields(Limits)}
+    for item in LIMIT_FLAGS:
+        assert fields.get(item.attribute) == item.kind.__name__, item.flag
+    argv = ["--allow-path", str(tmp_path), "--allow-domain", "none"]
+    wanted = {item.attribute: int(item.minimum) + 1 for item in LIMIT_FLAGS}  # each flag's own range
+    for item in LIMIT_FLAGS:
+        argv += [item.flag, str(wanted[item.attribute])]
+    limits = parse_settings(argv).limits
+    for item in LIMIT_FLAGS:
+        value = getattr(limits, item.attribute)
+        assert value == wanted[item.attribute] and type(value) is item.kind, item.flag

@@ -92,9 +92,9 @@ def _strict(body: bytes, codec: str | None) -> str | None:
 
 def decode_html(body: bytes, header_charset: str | None = None) -> Decoded:
     """Decode ``body``, trusting the strongest evidence that actually decodes it."""
-    for bom, codec in _BOMS:
+    for bom, bom_codec in _BOMS:
         if body.startswith(bom):
-            return Decoded(body[len(bom) :].decode(codec, "replace"), codec, "bom")
+            return Decoded(body[len(bom) :].decode(bom_codec, "replace"), bom_codec, "bom")
     as_utf8 = _strict(body, "utf-8")
     for source, label in (("header", header_charset), ("meta", meta_charset(body))):
         codec = codec_for(label)

@@ -33,7 +33,7 @@ from copy import deepcopy
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lxml import etree
+    from lxml import etree, html
 
 SHINGLE_WORDS = 4
 # A block is shared when at least this share of its shingles is in the second opinion.
@@ -51,7 +51,7 @@ def shingles(text: str) -> Counter[tuple[str, ...]]:
     return Counter(tuple(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1))
 
 
-def second_opinion_text(tree: etree._Element) -> str:
+def second_opinion_text(tree: html.HtmlElement) -> str:
     """The article text the Readability algorithm finds in ``tree`` (left unchanged); "" on failure."""
     from lxml import html
     from trafilatura.readability_lxml import Document
@@ -103,7 +103,9 @@ def trim_unshared_tail(
     if any(_readability_blind_spot(block) for block in tail):
         return []
     for block in tail:
-        block.getparent().remove(block)
+        parent = block.getparent()
+        if parent is not None:  # a block is always inside the container
+            parent.remove(block)
     return tail
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lxml import etree
+    from lxml import etree, html
 
 # The reader view is trusted when it keeps at least READER_MIN_CHARS characters (trafilatura's
 # own minimum for an extraction) and at least READER_MIN_SHARE of the page's visible text;
@@ -127,8 +127,9 @@ def extract_article(
 # -- reader view -----------------------------------------------------------------------------
 
 
-def _reader_view(tree: etree._Element, base_url: str | None, languages: dict[str, str]) -> str:
+def _reader_view(tree: html.HtmlElement, base_url: str | None, languages: dict[str, str]) -> str:
     import trafilatura
+    from trafilatura.settings import Document
 
     from markfetch import consensus
     from markfetch.markdown import html_to_markdown
@@ -145,7 +146,7 @@ def _reader_view(tree: etree._Element, base_url: str | None, languages: dict[str
         include_images=False,
         with_metadata=False,
     )
-    if document is None or getattr(document, "body", None) is None:
+    if not isinstance(document, Document) or document.body is None:  # a dict only with as_dict
         return ""
     body = prune_trailing_link_clusters(cut_final_coda(to_html(document.body)))
     # trafilatura works on a copy of the tree, so the second opinion reads the same prepared page.
@@ -286,7 +287,7 @@ def to_html(body: etree._Element) -> etree._Element:
 # -- whole-body fallback -----------------------------------------------------------------------
 
 
-def _whole_body(tree: etree._Element, base_url: str | None, languages: dict[str, str]) -> str:
+def _whole_body(tree: html.HtmlElement, base_url: str | None, languages: dict[str, str]) -> str:
     from copy import deepcopy
 
     from markfetch import htmlprep
@@ -302,10 +303,10 @@ def _whole_body(tree: etree._Element, base_url: str | None, languages: dict[str,
     return html_to_markdown(region, base_url=base_url, code_languages=languages, images=False)
 
 
-def main_region(tree: etree._Element) -> etree._Element:
+def main_region(tree: html.HtmlElement) -> html.HtmlElement:
     """The page's declared main region when there is exactly one with text, else its body."""
     for xpath in MAIN_REGION_XPATHS:
-        found = [el for el in tree.xpath(xpath) if el.text_content().strip()]
+        found: list[html.HtmlElement] = [el for el in tree.xpath(xpath) if el.text_content().strip()]
         if len(found) == 1:
             return found[0]
     body = tree.find(".//body")
@@ -317,7 +318,7 @@ def main_region(tree: etree._Element) -> etree._Element:
 _TITLE_SEPARATORS = re.compile(r"\s+[|\-–—:·»]\s+")
 
 
-def page_title(tree: etree._Element) -> str:
+def page_title(tree: html.HtmlElement) -> str:
     """The page's title: its single ``<h1>`` when the document title contains it, else og:title or <title>."""
 
     def clean(text: str | None) -> str:
@@ -344,14 +345,18 @@ def page_title(tree: etree._Element) -> str:
 _HEADING_LINE = re.compile(r"^(#{1,6}) (.*)$")
 
 
+_FENCE = re.compile(r"^(`{3,}|~{3,})")
+
+
 def _outside_code_lines(markdown: str) -> list[tuple[int, str, bool]]:
     """(index, line, inside_fence) for each line, tracking fenced code blocks."""
     out = []
     fence: str | None = None
     for index, line in enumerate(markdown.split("\n")):
         stripped = line.lstrip()
-        if fence is None and re.match(r"^(`{3,}|~{3,})", stripped):
-            fence = re.match(r"^(`{3,}|~{3,})", stripped).group(1)
+        opening = _FENCE.match(stripped) if fence is None else None
+        if opening is not None:
+            fence = opening.group(1)
             out.append((index, line, True))
         elif fence is not None:
             if stripped.startswith(fence) and not stripped[len(fence) :].strip():
@@ -445,8 +450,9 @@ def _base_url(tree: etree._Element, url: str | None) -> str | None:
 
     bases = tree.xpath("//base/@href")
     if bases and url:
+        href: str = bases[0]  # an attribute value: lxml gives str for `@href`
         try:
-            return urljoin(url, bases[0].strip())
+            return urljoin(url, href.strip())
         except ValueError:
             return url
     return url

@@ -125,7 +125,7 @@ def remove_hidden(tree: etree._Element) -> int:
 _HIDDEN_CANDIDATES = etree.XPath("//*[@hidden or @aria-hidden or @style] | //noscript | //template")
 
 
-def clean_heading_anchors(tree: etree._Element) -> None:
+def clean_heading_anchors(tree: html.HtmlElement) -> None:
     """Drop permalink anchors (¶, #, 🔗 ...) and unwrap headings' links to themselves."""
     for anchor in list(tree.iter("a")):
         text = anchor.text_content().strip().lower()
@@ -381,7 +381,7 @@ _SCRIPTS = etree.XPath(
 )
 
 
-def prepare(tree: etree._Element) -> PreparedPage:
+def prepare(tree: html.HtmlElement) -> PreparedPage:
     drop_scripts(tree)
     remove_hidden(tree)
     drop_headers(tree)

@@ -334,9 +334,9 @@ class MarkdownRenderer:
             return [block for row in rows for cell in row for block in self._blocks(cell)]
         width = max(sum(_colspan(cell) for cell in row) for row in rows)
         grid: list[list[str]] = []
-        for row in rows:
+        for cells in rows:
             texts: list[str] = []
-            for cell in row:
+            for cell in cells:
                 texts.extend([self._cell_text(cell)] + [""] * (_colspan(cell) - 1))
             grid.append(texts + [""] * (width - len(texts)))
         if header_rows > 1:  # GFM has a single header row: fold the others into it
@@ -482,14 +482,17 @@ def merge_split_emphasis(root: etree._Element) -> etree._Element:
     """
     for element in list(root.iter(*_EMPHASIS_TAGS)):
         following = element.getnext()
-        while following is not None and following.tag == element.tag and not element.tail:
+        parent = element.getparent()  # never None when there is a `following` sibling
+        while (
+            following is not None and parent is not None and following.tag == element.tag and not element.tail
+        ):
             if len(element):
                 element[-1].tail = (element[-1].tail or "") + (following.text or "")
             else:
                 element.text = (element.text or "") + (following.text or "")
             element.extend(list(following))
             element.tail = following.tail
-            element.getparent().remove(following)
+            parent.remove(following)
             following = element.getnext()
     return root
 

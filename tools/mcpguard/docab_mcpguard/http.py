@@ -63,15 +63,20 @@ class Fetched:
 
     @property
     def content_type(self) -> str:
-        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        return self._content_type_header.split(";", 1)[0].strip().lower()
 
     @property
     def charset(self) -> str | None:
-        for part in self.headers.get("content-type", "").split(";")[1:]:
+        for part in self._content_type_header.split(";")[1:]:
             key, _, value = part.partition("=")
             if key.strip().lower() == "charset" and value.strip():
                 return value.strip().strip("\"'")
         return None
+
+    @property
+    def _content_type_header(self) -> str:
+        header: str = self.headers.get("content-type", "")  # httpx types header values as Any
+        return header
 
 
 HeaderCheck = Callable[[str, int, httpx.Headers], None]
@@ -121,7 +126,12 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         assert last is not None
         raise last
 
-    async def connect_unix_socket(self, *args, **kwargs):  # pragma: no cover - never used
+    async def connect_unix_socket(  # pragma: no cover - never used
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
         raise httpcore.ConnectError("unix sockets are not allowed")
 
     async def sleep(self, seconds: float) -> None:

@@ -53,7 +53,7 @@ from html import unescape
 from html.parser import HTMLParser
 from itertools import accumulate, count
 from operator import add
-from typing import Literal
+from typing import Literal, overload
 
 from md_vision.parser import markdown_to_xml
 
@@ -295,8 +295,8 @@ class _Reader:
         blocks: dict[int, _Block] = {}
         quotes_seen, quote_depth = 0, 0  # <block_quote> nesting, counted up to `quotes_seen`
         for position in _tags(xml, b"<heading "):
-            node = _HEADING.match(xml, position)
-            block = _block(node.group(1, 2, 3, 4))
+            node = _node_at(_HEADING, xml, position)
+            block = _block(node)
             nested = position - xml.rfind(b"\n", 0, position) - 1 > 2  # not a child of <document>
             if block.last > block.first:  # setext: its text lines may carry block-quote markers
                 for tag in _QUOTE_TAG.finditer(xml, quotes_seen, position):
@@ -307,8 +307,8 @@ class _Reader:
         return blocks
 
     def _read_images(self, xml: bytes, headings: dict[int, _Block]) -> None:
-        nodes = [_IMAGE_NODE.match(xml, position) for position in _tags(xml, b"<image ")]
-        raw_html = [_HTML_NODE.match(xml, position) for position in _tags(xml, b"<html_")]
+        nodes = [_node_at(_IMAGE_NODE, xml, position) for position in _tags(xml, b"<image ")]
+        raw_html = [_node_at(_HTML_NODE, xml, position) for position in _tags(xml, b"<html_")]
         if raw_html:
             nodes = sorted(nodes + raw_html, key=_start)
         if not nodes:
@@ -351,7 +351,7 @@ class _Reader:
                     self._place(block, found)
                     found = []
                 leaf = start
-                block = headings.get(start) or _block(_LEAF.match(xml, start).group(1, 2, 3, 4))
+                block = headings.get(start) or _block(_node_at(_LEAF, xml, start))
             found.append(image)
         if found:
             self._place(block, found)
@@ -391,7 +391,8 @@ class _Reader:
         is a full (not lazy) line of ``=`` or ``-``.
         """
         last = block.last
-        for number in (last - 1, last, *range(block.first + 1, last - 1)):
+        candidates: tuple[int, ...] = (last - 1, last, *range(block.first + 1, last - 1))
+        for number in candidates:
             if number <= block.first:
                 continue
             rest = self._strip_quote_markers(self.line(number), quote_depth, lazy=False)
@@ -401,8 +402,16 @@ class _Reader:
                     return number
         return last
 
+    @overload
     @staticmethod
-    def _strip_quote_markers(line: str, depth: int, *, lazy: bool):
+    def _strip_quote_markers(line: str, depth: int, *, lazy: Literal[True]) -> str: ...
+
+    @overload
+    @staticmethod
+    def _strip_quote_markers(line: str, depth: int, *, lazy: Literal[False]) -> str | None: ...
+
+    @staticmethod
+    def _strip_quote_markers(line: str, depth: int, *, lazy: bool) -> str | None:
         """``line`` without its ``depth`` block-quote markers; a lazy line may have fewer
         (without ``lazy``, such a line gives None)."""
         for _ in range(depth):
@@ -426,8 +435,8 @@ class _Reader:
             return line[start:end], offset + start
         data = line.encode("utf-8", "surrogatepass")
         start = len(data[: block.column - 1].decode("utf-8", "replace"))
-        end = data[: block.end_column].decode("utf-8", "replace") if block.end_column else line
-        return line[start : len(end)], offset + start
+        through_end = data[: block.end_column].decode("utf-8", "replace") if block.end_column else line
+        return line[start : len(through_end)], offset + start
 
     def _place(self, block: _Block | None, found: list[_Found]) -> None:
         if block is None:  # cannot happen with cmark's output; keep the images anyway
@@ -440,7 +449,8 @@ class _Reader:
         )
         exact = matched  # until an image's end cannot be pinned down
         for number, image in enumerate(found):
-            line, syntax, markup = block.last, "markdown", ""
+            line, markup = block.last, ""
+            syntax: ImageSyntax = "markdown"
             if image.html_tag is not None:
                 syntax, markup = "html", image.html_tag
             if matched:
@@ -462,7 +472,7 @@ class _Reader:
             self.images.append(ImageRef(image.target, line, image.alt, syntax, markup))
 
 
-def _start(match: re.Match) -> int:
+def _start(match: re.Match[bytes]) -> int:
     return match.start()
 
 
@@ -493,13 +503,24 @@ def _closing_image_tag(xml: bytes, position: int) -> int:
             position = opening + 7
 
 
-def _block(position: tuple[bytes, bytes, bytes, bytes]) -> _Block:
-    """A block from its ``sourcepos`` numbers."""
-    first, column, last, end_column = position
-    first, last, end = int(first), int(last), int(end_column)
-    if end == 0 and last > first:  # cmark's way of saying "to the end of the line before"
-        return _Block(first, last - 1, int(column), None)
-    return _Block(first, last, int(column), end)
+def _node_at(pattern: re.Pattern[bytes], xml: bytes, position: int) -> re.Match[bytes]:
+    """The node that starts at ``position``, read with ``pattern``.
+
+    Only called where the node's opening was found, and cmark writes every node the same way, so a
+    miss means the parser's XML changed: say so instead of failing somewhere later.
+    """
+    node = pattern.match(xml, position)
+    if node is None:
+        raise ValueError(f"unexpected cmark XML at byte {position}: {xml[position : position + 80]!r}")
+    return node
+
+
+def _block(node: re.Match[bytes]) -> _Block:
+    """A block from the ``sourcepos`` numbers in groups 1-4 of ``node``."""
+    first, column, last, end_column = int(node[1]), int(node[2]), int(node[3]), int(node[4])
+    if end_column == 0 and last > first:  # cmark's way of saying "to the end of the line before"
+        return _Block(first, last - 1, column, None)
+    return _Block(first, last, column, end_column)
 
 
 def _is_reference_definition(line: str) -> bool:

@@ -46,7 +46,7 @@ class FoundFile:
     problem: str | None = None  # why it cannot be indexed (then size and mtime_ns are -1)
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str, int, int]:
         """What a cached index of this file is stored under: it changes when the file does."""
         return ("file", str(self.path), self.size, self.mtime_ns)
 
@@ -81,7 +81,7 @@ def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], path: str, is_dir:
     return False
 
 
-def scan_folder(root: Path, contains, max_files: int) -> FolderScan:
+def scan_folder(root: Path, contains: Callable[[str], bool], max_files: int) -> FolderScan:
     """Walk ``root`` (a real path); ``contains(real_path)`` says whether a path is allowed."""
     scan = FolderScan()
     found: list[tuple[str, FoundFile]] = []

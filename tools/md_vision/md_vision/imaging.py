@@ -23,8 +23,12 @@ import re
 import warnings
 import zlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PIL import Image, ImageOps, UnidentifiedImageError
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 RASTER_FORMATS = ("PNG", "JPEG", "GIF", "WEBP", "BMP", "TIFF")
 _PASS_THROUGH = {"PNG": "image/png", "JPEG": "image/jpeg"}
@@ -323,7 +327,7 @@ def _length(value: str | None) -> float | None:
     return number if number > 0 else None
 
 
-def _natural_size(root) -> tuple[float, float] | None:
+def _natural_size(root: ET.Element) -> tuple[float, float] | None:
     width, height = _length(root.get("width")), _length(root.get("height"))
     box = (root.get("viewBox") or "").replace(",", " ").split()
     view = None
@@ -357,7 +361,7 @@ def _safe_data_image(href: str, max_pixels: int) -> bool:
     return True
 
 
-def _sanitise_svg(text: str, max_pixels: int):
+def _sanitise_svg(text: str, max_pixels: int) -> ET.Element:
     import xml.etree.ElementTree as ET
 
     if "<!ENTITY" in text:

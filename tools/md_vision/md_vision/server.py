@@ -12,7 +12,7 @@ import threading
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
 from md_vision import __version__
@@ -65,7 +65,7 @@ def _error(message: str) -> CallToolResult:
 
 
 def read_result_to_mcp(result: ReadResult) -> CallToolResult:
-    content: list[TextContent | ImageContent] = []
+    content: list[ContentBlock] = []
     for block in result.blocks:
         if isinstance(block, ImageBlock):
             content.append(ImageContent(type="image", data=block.base64, mime_type=block.mime_type))

@@ -13,10 +13,11 @@ import base64
 import hashlib
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar, TypeVarTuple
 
 from docab_mcpguard import FetchLimits, GuardedClient, Resolver, SystemResolver
 from md_vision.cache import SizedLRU
@@ -30,6 +31,7 @@ from md_vision.sources import (
     MAX_SHOWN_REFERENCE,
     DataImage,
     ImageRefused,
+    ImageTarget,
     LoadedMarkdown,
     LocalFile,
     LocalImage,
@@ -47,6 +49,9 @@ from md_vision.sources import (
     stat_file,
     stat_image,
 )
+
+_T = TypeVar("_T")
+_Args = TypeVarTuple("_Args")
 
 TextRole = Literal["source", "label", "placeholder", "note"]
 _BLOCK_OVERHEAD = 120  # JSON framing per content block, counted against the response budget
@@ -186,7 +191,7 @@ class MdVision:
 
     # --- loading ----------------------------------------------------------------------------
 
-    async def _run(self, function, *args):
+    async def _run(self, function: Callable[[*_Args], _T], *args: *_Args) -> _T:
         return await asyncio.get_running_loop().run_in_executor(self._threads, function, *args)
 
     async def _load(self, uri: str) -> tuple[LoadedMarkdown, Document]:
@@ -340,11 +345,18 @@ class MdVision:
         outcome.append(ImageBlock(prepared.data, prepared.mime_type, shown, description))
         slot.outcome = outcome
 
-    async def _prepare(self, target, budget: int, name: str) -> tuple[PreparedImage, str]:
+    async def _prepare(self, target: ImageTarget, budget: int, name: str) -> tuple[PreparedImage, str]:
         limits = self.settings.limits
         if isinstance(target, LocalImage):
             info = stat_image(target, limits.max_image_bytes)
-            key = ("file", str(target.path), info.st_size, info.st_mtime_ns, budget, limits.max_image_side)
+            key: tuple[str | int, ...] = (
+                "file",
+                str(target.path),
+                info.st_size,
+                info.st_mtime_ns,
+                budget,
+                limits.max_image_side,
+            )
             cached = self._images.get(key)
             if cached is not None:
                 return cached, target.shown

@@ -14,6 +14,7 @@ import binascii
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
@@ -42,7 +43,7 @@ class LocalFile:
     mtime_ns: int
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str, int, int]:
         return ("file", str(self.path), self.size, self.mtime_ns)
 
     @property
@@ -124,7 +125,7 @@ def looks_like_html_page(data: bytes, content_type: str) -> bool:
     if _HTML_START.match(head):
         return True
     if content_type in ("text/html", "application/xhtml+xml"):
-        rest = head[_LEADING_COMMENTS.match(head).end() :]
+        rest = _LEADING_COMMENTS.sub(b"", head, count=1)
         return rest.startswith(b"<")
     return False
 
@@ -194,7 +195,7 @@ async def fetch_markdown(client: GuardedClient, settings: Settings, url: str) ->
             "server with --allow-domain HOST"
         )
 
-    def refuse_binary(final_url: str, status: int, headers) -> None:
+    def refuse_binary(final_url: str, status: int, headers: Mapping[str, str]) -> None:
         kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if kind.startswith(_NOT_MARKDOWN_TYPES):
             raise FetchError(
@@ -354,7 +355,7 @@ def read_image_file(image: LocalImage, max_bytes: int) -> bytes:
 async def fetch_image(client: GuardedClient, settings: Settings, image: RemoteImage) -> tuple[str, bytes]:
     limits = settings.limits
 
-    def refuse_pages(final_url: str, status: int, headers) -> None:
+    def refuse_pages(final_url: str, status: int, headers: Mapping[str, str]) -> None:
         kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if kind.startswith("text/html") or kind.startswith(("audio/", "video/", "application/json")):
             raise FetchError(FetchErrorKind.REJECTED, f"the server sent {kind}, not an image", url=final_url)

@@ -103,7 +103,9 @@ class _Problems:
     def add(self, message: str) -> None:
         self.items.append(message)
 
-    def number(self, env: Mapping[str, str], name: str, default: float, *, kind: type, low: float) -> float:
+    def number(
+        self, env: Mapping[str, str], name: str, default: float, *, kind: type[int] | type[float], low: float
+    ) -> float:
         raw = env.get(name, "").strip()
         if not raw:
             return default

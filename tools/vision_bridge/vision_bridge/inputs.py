@@ -254,14 +254,14 @@ class ImageLoader:
 
     async def download(self, urls: Iterable[str], *, timeout_s: float) -> dict[str, ImageBytes]:
         """Fetch each URL under the host policy, in parallel; URL -> image bytes."""
-        from docab_mcpguard import FetchError, FetchLimits, GuardedClient, HostPolicy
+        from docab_mcpguard import FetchError, FetchLimits, GuardedClient, HostPolicy, SystemResolver
 
         unique = list(dict.fromkeys(urls))
         policy = HostPolicy.build(allow_any=True, internal_hosts=self.allow_hosts)
         limits = FetchLimits(timeout_s=max(timeout_s, 0.001), max_bytes=self.max_bytes, max_redirects=5)
-        extra = {"resolver": self.resolver} if self.resolver is not None else {}
         headers = {"User-Agent": "vision-bridge (+https://github.com/docab/docab)", "Accept": "image/*"}
-        async with GuardedClient(policy, limits=limits, headers=headers, **extra) as client:
+        resolver = self.resolver if self.resolver is not None else SystemResolver()
+        async with GuardedClient(policy, limits=limits, headers=headers, resolver=resolver) as client:
 
             async def one(url: str) -> ImageBytes:
                 try:

@@ -140,10 +140,10 @@ class VisionService:
             "ocr",
             "ocr_image",
             (image,),
-            ocr_prompt(fmt, langs),  # type: ignore[arg-type]
+            ocr_prompt(fmt, langs),
             "high",
             {"format": fmt, "languages": list(langs)},
-            ocr_format=fmt,  # type: ignore[arg-type]
+            ocr_format=fmt,
             languages=langs,
         )
         return await self._run(job)
@@ -183,8 +183,8 @@ class VisionService:
                 f"no answer within VISION_TIMEOUT ({self.timeout_s:g} s) while {call.phase}",
             )
             return self._failure(call, error, self.clock() - started, meter)
-        except VisionError as error:
-            return self._failure(call, error, self.clock() - started, meter)
+        except VisionError as failure:
+            return self._failure(call, failure, self.clock() - started, meter)
         except ResponseTooLarge as exc:
             return self._failure(call, VisionError(ErrorCause.API, str(exc)), self.clock() - started, meter)
         except Exception as exc:  # a bug here must not kill the server or leak a traceback to the model

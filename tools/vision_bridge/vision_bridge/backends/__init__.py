@@ -24,18 +24,24 @@ def create_backend(settings: Settings) -> VisionBackend:
         backend = TesseractBackend(command=settings.tesseract_cmd)
         backend.check()
         return backend
-    common = {
-        "base_url": settings.base_url,
-        "api_key": settings.api_key,
-        "model": settings.model,
-        "max_tokens": settings.max_tokens,
-        "timeout_s": settings.timeout_s,
-        "max_retries": settings.max_retries,
-    }
     if settings.backend == "anthropic":
         from vision_bridge.backends.anthropic_messages import AnthropicMessagesBackend
 
-        return AnthropicMessagesBackend(**common)
+        return AnthropicMessagesBackend(
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            model=settings.model,
+            max_tokens=settings.max_tokens,
+            timeout_s=settings.timeout_s,
+            max_retries=settings.max_retries,
+        )
     from vision_bridge.backends.openai_chat import OpenAIChatBackend
 
-    return OpenAIChatBackend(**common)
+    return OpenAIChatBackend(
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        model=settings.model,
+        max_tokens=settings.max_tokens,
+        timeout_s=settings.timeout_s,
+        max_retries=settings.max_retries,
+    )

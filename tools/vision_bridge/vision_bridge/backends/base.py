@@ -132,12 +132,12 @@ def provider_message(body: object) -> str:
     """The human part of a provider's error body, in either provider's JSON shape or as raw text."""
     if isinstance(body, Mapping):
         error = body.get("error", body)
-        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
-            return error["message"]
-        if isinstance(error, str):
-            return error
-        if isinstance(body.get("message"), str):
-            return body["message"]
+        message = error.get("message") if isinstance(error, Mapping) else error
+        if isinstance(message, str):  # {"error": {"message": ...}} or {"error": "..."}
+            return message
+        top_message = body.get("message")
+        if isinstance(top_message, str):
+            return top_message
         return json.dumps(body, ensure_ascii=False)[: ERROR_DETAIL_CHARS * 2]
     if body is None:
         return ""
@@ -146,7 +146,8 @@ def provider_message(body: object) -> str:
     match = _JSON_MESSAGE.search(text[:4096])
     if match is not None:
         try:
-            return json.loads(f'"{match.group(1)}"')
+            unescaped: str = json.loads(f'"{match.group(1)}"')  # a JSON string literal
+            return unescaped
         except ValueError:
             return match.group(1)
     return text
