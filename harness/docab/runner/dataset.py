@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from docab.config import DatasetConfig
-from docab.errors import RunError
+from docab.errors import DatasetError
 from docab_benchmark.mmlongbench.questions import Question
 
 
@@ -70,7 +70,7 @@ def load_dataset(config: DatasetConfig, *, results_dir: Path) -> Dataset:
     """Load the configured questions and locate their converted documents.
 
     Questions whose document is missing from the corpus are kept (they become error records, for
-    every arm alike); the launcher lists them before the run.
+    every arm alike); the launcher lists them before the run. Raises :class:`DatasetError`.
     """
     from docab_benchmark.mmlongbench.corpus import ConversionError
     from docab_benchmark.mmlongbench.errors import DataError
@@ -87,19 +87,19 @@ def load_dataset(config: DatasetConfig, *, results_dir: Path) -> Dataset:
             )
         remote = str(config.path).startswith("hf:")
         if remote and not config.corpus:
-            raise RunError(
+            raise DatasetError(
                 f"dataset.path {config.path!r} needs dataset.corpus: the folder of the converted PDFs"
             )
         path = Path(config.path or "").expanduser()
         qset = load_questions(str(config.path) if remote else path, criteria=question_filter(config))
     except (DataError, ConversionError) as exc:
-        raise RunError(str(exc)) from None
+        raise DatasetError(str(exc)) from None
     except OSError as exc:
-        raise RunError(f"could not prepare the dataset: {exc.strerror or exc}") from None
+        raise DatasetError(f"could not prepare the dataset: {exc.strerror or exc}") from None
     corpus = Path(config.corpus).expanduser() if config.corpus else results_dir / "corpus" / path.name
     if not corpus.is_dir():
         documents = qset.documents_dir or path
-        raise RunError(
+        raise DatasetError(
             f"the converted corpus {str(corpus)!r} does not exist; convert the PDFs first:\n"
             f"  docab convert {documents} --out {corpus}"
         )
