@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
 from docab.config import DatasetConfig
 from docab.errors import DatasetError
-from docab_benchmark.mmlongbench.questions import Question
+from docab_benchmark.mmlongbench.questions import Question, QuestionFilter
 
 
 @dataclass(frozen=True)
@@ -44,14 +43,19 @@ def document_folder(corpus: Path, doc_id: str) -> Path:
     return corpus / Path(doc_id).stem
 
 
-def from_questions(name: str, version: str, questions: Iterable[Any], corpus: Path, **extra: Any) -> Dataset:
+def from_questions(
+    name: str,
+    version: str,
+    questions: Iterable[Question],
+    corpus: Path,
+    *,
+    extraction_prompt: Path | None = None,
+) -> Dataset:
     samples = tuple(Sample.from_question(q, document_folder(corpus, q.doc_id)) for q in questions)
-    return Dataset(name, version, samples, corpus=corpus, **extra)
+    return Dataset(name, version, samples, extraction_prompt=extraction_prompt, corpus=corpus)
 
 
-def question_filter(config: DatasetConfig) -> Any:
-    from docab_benchmark.mmlongbench.questions import QuestionFilter
-
+def question_filter(config: DatasetConfig) -> QuestionFilter:
     def optional(values: list[str] | None) -> frozenset[str] | None:
         return frozenset(values) if values is not None else None
 
