@@ -3,7 +3,7 @@
 Everything that can change a result is in the config (and hashed into the run's manifest): the
 dataset and its filters, the model, the answer protocol, the limits, the output budget, the
 prompts, the MCP servers and the arms. Run controls that only change how fast or how much is run
-(``concurrency``, ``epochs``, the CLI's ``--limit`` and ``--shard``) are left out of the hash, so
+(``concurrency``, ``epochs``, a run's ``limit`` and ``shard``) are left out of the hash, so
 re-running with more epochs or another concurrency resumes the same run.
 
 Shipped configs live in ``harness/docab/configs/`` and are documented there. Relative paths in a config
@@ -12,13 +12,18 @@ resolve against the current directory (run ``docab`` from the project root).
     name = "my-run"
     [dataset]  source = "suite" | "mmlongbench", path, corpus, filters
     [model]    name = "openai/gpt-4o" | "anthropic/..." | "baseline/keyword", base_url, ...
-               (validated by docab.models.config.ModelConfig; see harness/docab/models/README.md)
-    [answer]   protocol = "submit_tool" | "extraction", extractor (a [model]-like table)
-    [limits]   max_turns, max_tokens, max_wall_s, max_output_tokens
+               (docab.models.config.ModelConfig; see harness/docab/models/README.md)
+    [answer]   protocol = "submit_tool" | "extraction", extractor (a [model] table)
+    [limits]   max_turns, max_tokens, max_wall_s, max_output_tokens (docab.limits.SampleLimits)
     [output_budget]  limit, unit = "chars" | "tokens", image_cost
     [prompt]   system, user  (templates; see DEFAULT_SYSTEM)
     [mcp_servers.NAME]  command, args, env, scope, tools, timeouts
     [[arms]]   name, tools = ["fs"], mcp_servers = [...], prompt
+
+The schema is validated once, when the file is read, into typed sections (the model too); it holds
+values only and imports no agent or runner code: the runner turns sections into the agent's objects
+(an ``OutputBudget``, ``MCPServerSpec`` per server, the system prompt with the answer protocol's
+instructions).
 """
 
 from __future__ import annotations
@@ -28,16 +33,30 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
-from docab.agent.budget import OutputBudget
-from docab.agent.loop import SampleLimits
-from docab.agent.toolbox.mcp_session import MCPServerSpec
+from docab.errors import ConfigError
+from docab.limits import SampleLimits
+from docab.log.records import AnswerProtocol
+from docab.models.config import ModelConfig
 
-if TYPE_CHECKING:
-    from docab.models.config import ModelConfig
+__all__ = [
+    "CONFIG_DIR",
+    "ArmConfig",
+    "BudgetConfig",
+    "ConfigError",
+    "DatasetConfig",
+    "MCPServerConfig",
+    "ModelConfig",
+    "PromptConfig",
+    "RunConfig",
+    "SampleLimits",
+    "load_config",
+    "parse_config",
+]
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -51,10 +70,6 @@ Find the evidence with the tools before you answer.
 {arm_prompt}"""
 
 DEFAULT_USER = "Question: {question}"
-
-
-class ConfigError(Exception):
-    """A config that cannot be used; the message names the file and the key."""
 
 
 class _Section(BaseModel):
@@ -82,51 +97,15 @@ class DatasetConfig(_Section):
         return self
 
 
-def _model_table(value: Any) -> dict[str, Any]:
-    """A ``[model]``-style table (or a bare ``provider/model`` name), validated by the model clients'
-    own schema (:class:`docab.models.config.ModelConfig`), kept as written."""
-    from docab.models.config import ModelConfig
-
-    spec = ModelConfig.from_mapping(value)  # raises ModelConfigError (a ValueError) naming the option
-    if spec.provider == "baseline":
-        from docab.models.baseline import POLICIES
-
-        if spec.model_id not in POLICIES:
-            raise ValueError(
-                f"unknown baseline policy {spec.model_id!r}; offline policies: {', '.join(POLICIES)}"
-            )
-    return {"name": value} if isinstance(value, str) else dict(value)
-
-
 class AnswerConfig(_Section):
-    protocol: Literal["submit_tool", "extraction"] = "submit_tool"
-    extractor: dict[str, Any] | str | None = (
-        None  # a [model]-like table, for "extraction"; default: the run's model
-    )
-
-    @field_validator("extractor", mode="before")
-    @classmethod
-    def _valid_extractor(cls, value: Any) -> Any:
-        return None if value is None else _model_table(value)
-
-
-class LimitsConfig(_Section):
-    max_turns: int = Field(default=30, ge=1)
-    max_tokens: int = Field(default=1_000_000, ge=1)
-    max_wall_s: float = Field(default=900.0, gt=0)
-    max_output_tokens: int = Field(default=4096, ge=1)
-
-    def to_limits(self) -> SampleLimits:
-        return SampleLimits(self.max_turns, self.max_tokens, self.max_wall_s, self.max_output_tokens)
+    protocol: AnswerProtocol = "submit_tool"
+    extractor: ModelConfig | None = None  # a [model] table, for "extraction"; default: the run's model
 
 
 class BudgetConfig(_Section):
     limit: int = Field(default=32_000, ge=1)
     unit: Literal["chars", "tokens"] = "chars"
     image_cost: int | None = Field(default=None, ge=0)
-
-    def to_budget(self) -> OutputBudget:
-        return OutputBudget(self.limit, self.unit, self.image_cost)
 
 
 class PromptConfig(_Section):
@@ -151,23 +130,14 @@ class MCPServerConfig(_Section):
     call_timeout_s: float = Field(default=120.0, gt=0)
     max_restarts: int = Field(default=3, ge=0)
 
-    def to_spec(self, name: str) -> MCPServerSpec:
-        return MCPServerSpec(
-            name=name,
-            command=self.command,
-            args=tuple(self.args),
-            env=dict(self.env),
-            scope=self.scope,
-            tools=tuple(self.tools) if self.tools is not None else None,
-            startup_timeout_s=self.startup_timeout_s,
-            call_timeout_s=self.call_timeout_s,
-            max_restarts=self.max_restarts,
-        )
+
+def _filesystem_tools() -> list[Literal["fs"]]:
+    return ["fs"]
 
 
 class ArmConfig(_Section):
     name: str
-    tools: list[Literal["fs"]] = Field(default_factory=lambda: ["fs"])
+    tools: list[Literal["fs"]] = Field(default_factory=_filesystem_tools)
     mcp_servers: list[str] = Field(default_factory=list)
     prompt: str = ""  # the arm's minimal prompt addition, stated here so it can be read
 
@@ -186,9 +156,9 @@ class RunConfig(_Section):
     epochs: int = Field(default=1, ge=1)
     concurrency: int = Field(default=4, ge=1, le=1024)
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
-    model: dict[str, Any]  # see harness/docab/models/README.md for every option
+    model: ModelConfig  # a table or a bare name; see harness/docab/models/README.md for every option
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
-    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    limits: SampleLimits = Field(default_factory=SampleLimits)
     output_budget: BudgetConfig = Field(default_factory=BudgetConfig)
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
@@ -200,11 +170,6 @@ class RunConfig(_Section):
         if not NAME_PATTERN.match(value):
             raise ValueError(f"{value!r}: the run name names a folder; use letters, digits and . _ + - only")
         return value
-
-    @field_validator("model", mode="before")
-    @classmethod
-    def _valid_model(cls, value: Any) -> Any:
-        return _model_table(value)
 
     @model_validator(mode="after")
     def _arms_are_consistent(self) -> RunConfig:
@@ -224,28 +189,19 @@ class RunConfig(_Section):
                 raise ValueError(f"arms[{index}] ({arm.name}) has no tools and no MCP servers")
         return self
 
-    def model_spec(self) -> ModelConfig:
-        from docab.models.config import ModelConfig
-
-        return ModelConfig.from_mapping(self.model)
-
-    def extractor_spec(self) -> ModelConfig:
-        from docab.models.config import ModelConfig
-
-        return ModelConfig.from_mapping(self.answer.extractor or self.model)
+    @property
+    def extractor_model(self) -> ModelConfig:
+        """The model that extracts answers under the extraction protocol: its own, or the run's."""
+        return self.answer.extractor or self.model
 
     @property
     def is_baseline(self) -> bool:
-        return self.model_spec().provider == "baseline"
+        return self.model.provider == "baseline"
 
     def identity(self) -> dict[str, Any]:
-        """What a record's meaning depends on: the config without run controls, the model tables
-        normalised (every option with its default), so equivalent spellings hash alike."""
-        data = self.model_dump(mode="json", exclude={"concurrency", "epochs", "description"})
-        data["model"] = self.model_spec().to_dict()
-        if self.answer.extractor is not None:
-            data["answer"]["extractor"] = self.extractor_spec().to_dict()
-        return data
+        """What a record's meaning depends on: the config without run controls. The model tables
+        hold every option with its default, so equivalent spellings hash alike."""
+        return self.model_dump(mode="json", exclude={"concurrency", "epochs", "description"})
 
     def config_hash(self) -> str:
         canonical = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
@@ -254,12 +210,10 @@ class RunConfig(_Section):
     def arm(self, name: str) -> ArmConfig:
         return next(a for a in self.arms if a.name == name)
 
-    def system_prompt(self, arm: ArmConfig) -> str:
-        from docab.agent.answer import protocol_instructions
-
-        text = self.prompt.system.replace(
-            "{answer_instructions}", protocol_instructions(self.answer.protocol)
-        )
+    def system_prompt(self, arm: ArmConfig, answer_instructions: str) -> str:
+        """The system prompt of ``arm``: the same skeleton for every arm, with the answer protocol's
+        instructions (``docab.agent.answer.protocol_instructions``) and the arm's own addition."""
+        text = self.prompt.system.replace("{answer_instructions}", answer_instructions)
         return text.replace("{arm_prompt}", arm.prompt.strip()).strip() + "\n"
 
     def user_prompt(self, question: str) -> str:
@@ -276,7 +230,7 @@ def _where(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def _explain(error: dict[str, Any]) -> str:
+def _explain(error: ErrorDetails) -> str:
     where = _where(tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
     kind = error["type"]
     if kind == "extra_forbidden":

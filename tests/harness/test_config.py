@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from docab.agent.answer import protocol_instructions
 from docab.config import CONFIG_DIR, ConfigError, load_config, parse_config
 
 MINIMAL: dict[str, Any] = {"name": "x", "model": {"name": "baseline/keyword"}, "arms": [{"name": "fs"}]}
@@ -40,11 +41,11 @@ def test_shipped_configs_load(path: Path) -> None:
 
 def test_the_demo_is_offline_and_shipped_configs_cover_the_brief() -> None:
     demo = load_config("demo")
-    assert demo.model_spec().name == "baseline/keyword" and demo.is_baseline
+    assert demo.model.name == "baseline/keyword" and demo.is_baseline
     names = {p.stem for p in CONFIG_DIR.glob("*.toml")}
     assert {"demo", "mmlongbench-openai", "mmlongbench-anthropic", "mmlongbench-text-only"} <= names
     text_only = load_config("mmlongbench-text-only")
-    assert text_only.model_spec().text_only and "vision-bridge" in text_only.arms[1].mcp_servers
+    assert text_only.model.text_only and "vision-bridge" in text_only.arms[1].mcp_servers
 
 
 def test_unknown_keys_are_named() -> None:
@@ -102,7 +103,78 @@ def test_hash_covers_what_changes_results_only() -> None:
 
 def test_prompts_are_the_same_skeleton_for_every_arm() -> None:
     config = parse_config(with_(arms=[{"name": "a"}, {"name": "b", "prompt": "Use md-vision."}]))
-    a, b = (config.system_prompt(arm) for arm in config.arms)
+    instructions = protocol_instructions(config.answer.protocol)
+    a, b = (config.system_prompt(arm, instructions) for arm in config.arms)
     assert b.startswith(a.rstrip("\n")) and b.rstrip().endswith("Use md-vision.")
     assert "submit_answer" in a
     assert config.user_prompt("Why?") == "Question: Why?"
+
+
+def test_the_model_sections_are_typed_once_with_the_config() -> None:
+    from docab.models.config import ModelConfig
+
+    config = parse_config(with_(answer={"protocol": "extraction", "extractor": "openai/gpt-4o"}))
+    assert isinstance(config.model, ModelConfig) and config.model.timeout == 120.0
+    assert config.answer.extractor == ModelConfig(name="openai/gpt-4o")
+    assert config.extractor_model.name == "openai/gpt-4o"
+    plain = parse_config(MINIMAL)
+    assert plain.extractor_model is plain.model  # no extractor of its own: the run's model
+    assert parse_config(with_(model={"model": "openai/m"})).model.name == "openai/m"  # the alias
+    assert "answer.extractor: unknown model option(s) temprature" in error_of(
+        with_(answer={"protocol": "extraction", "extractor": {"name": "openai/x", "temprature": 0}})
+    )
+    assert "model.base_url: Input should be a valid string" in error_of(
+        with_(model={"name": "openai/x", "base_url": 8000})
+    )
+    assert "model: api_key does not belong in a config" in error_of(
+        with_(model={"name": "openai/x", "api_key": "k"})
+    )
+
+
+def test_limits_are_the_agent_loops_own_type() -> None:
+    from docab.agent.loop import SampleLimits
+
+    limits = parse_config(with_(limits={"max_turns": 3})).limits
+    assert type(limits) is SampleLimits and limits.max_turns == 3 and limits.max_wall_s == 900.0
+    assert "limits.max_wall_s" in error_of(with_(limits={"max_wall_s": 0}))
+    assert "limits.max_turn: unknown key" in error_of(with_(limits={"max_turn": 3}))
+
+
+def test_numbers_spelled_as_integers_hash_like_their_floats() -> None:
+    as_int = with_(model={"name": "openai/m", "temperature": 0, "timeout": 60}, limits={"max_wall_s": 120})
+    as_float = with_(
+        model={"name": "openai/m", "temperature": 0.0, "timeout": 60.0}, limits={"max_wall_s": 120.0}
+    )
+    assert parse_config(as_int).config_hash() == parse_config(as_float).config_hash()
+
+
+def test_the_shipped_demo_config_still_hashes_as_the_committed_baseline_run() -> None:
+    import json
+
+    from tests.conftest import REPO_ROOT
+
+    manifest = json.loads((REPO_ROOT / "results" / "baselines" / "demo" / "manifest.json").read_text())
+    assert load_config("demo").config_hash() == manifest["config_hash"]
+
+
+def test_reading_a_config_imports_no_agent_runner_or_client_code() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from docab.config import load_config\n"
+        "load_config('demo')\n"
+        "heavy = ('docab.agent', 'docab.runner', 'docab.models.base', 'docab.models.registry', 'openai', 'mcp')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_baseline_policies_a_config_accepts_are_the_ones_that_exist() -> None:
+    from docab.models.baseline import POLICIES
+    from docab.models.config import BASELINE_POLICIES
+
+    assert tuple(BASELINE_POLICIES) == tuple(POLICIES)

@@ -350,7 +350,7 @@ def test_a_write_failure_stops_the_run_with_a_clear_error(tmp_path: Path, datase
     store = FullDisk(tmp_path / "results" / "t")
     with pytest.raises(RunError, match="No space left on device") as info:
         run(config(), tmp_path, dataset, concurrency=1, store=store)
-    assert "re-run the same command to resume" in str(info.value)
+    assert "run again with the same config and folder to resume" in str(info.value)
     kept = list(read_records(tmp_path / "results" / "t" / "records.jsonl"))
     assert kept and all(r.qid != dataset.samples[2].qid for r in kept)
 
@@ -365,4 +365,4 @@ def test_an_arm_whose_tools_share_a_name_is_refused_at_start_up() -> None:
     with pytest.raises(RunError, match=r"arm 'fs\+md' has more than one tool named 'grep'"):
         arms_manifest(cfg, {"md": [grep_again]})
     echo = ToolSpec("echo", "echo", {"type": "object", "properties": {}})
-    assert [a["name"] for a in arms_manifest(cfg, {"md": [echo]})] == ["fs", "fs+md"]
+    assert [a.name for a in arms_manifest(cfg, {"md": [echo]})] == ["fs", "fs+md"]

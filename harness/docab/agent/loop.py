@@ -28,26 +28,12 @@ from docab.agent.budget import OutputBudget
 from docab.agent.evidence import ReadTracker
 from docab.agent.messages import Message, Text, ToolCall, ToolResult
 from docab.agent.toolbox.base import Tool
+from docab.limits import SampleLimits
 from docab.log.records import AnswerProtocol, Status, ToolCallRecord
 from docab.log.usage import Usage
 from docab.models.base import Model, ModelError, Turn
 
 Clock = Callable[[], float]
-
-
-@dataclass(frozen=True)
-class SampleLimits:
-    max_turns: int = 30  # model calls
-    max_tokens: int = 1_000_000  # agent tokens, input and output summed over the sample's model calls
-    max_wall_s: float = 900.0  # seconds for the agent loop (model and tool calls)
-    max_output_tokens: int = 4096  # per model call
-
-    def __post_init__(self) -> None:
-        for name in ("max_turns", "max_tokens", "max_output_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
-        if self.max_wall_s <= 0:
-            raise ValueError("max_wall_s must be positive")
 
 
 @dataclass

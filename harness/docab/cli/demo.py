@@ -15,7 +15,7 @@ Re-running resumes (an unchanged demo has nothing left to do and prints the summ
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="run the built-in suite A/B with the offline baseline policy",
@@ -36,18 +36,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from docab.cli.errors import CommandError
-    from docab.cli.run import load
+    from docab.cli.run import check_counts
     from docab.cli.summary import launch_and_report
+    from docab.config import load_config
     from docab.runner.launch import RunRequest
 
-    if args.concurrency is not None and args.concurrency < 1:
-        raise CommandError("--concurrency must be at least 1")
-    if args.limit is not None and args.limit < 1:
-        raise CommandError("--limit must be at least 1")
-    config = load("demo")
+    check_counts(args, "concurrency", "limit")
     request = RunRequest(
-        config=config,
+        config=load_config("demo"),
         results_dir=args.results,
         limit=args.limit,
         concurrency=args.concurrency,

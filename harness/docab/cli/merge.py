@@ -15,7 +15,7 @@ example:
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "merge",
         help="join sharded runs into one run folder",
@@ -28,13 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from docab.cli.errors import CommandError
-    from docab.log.merge import MergeError, merge_runs
+    from docab.log.merge import merge_runs
 
-    try:
-        result = merge_runs(args.parts, args.out)
-    except MergeError as exc:
-        raise CommandError(str(exc)) from None
+    result = merge_runs(args.parts, args.out)  # a MergeError is printed as one line by docab.cli.main
     print(
         f"{args.out}: {result.records} records from {len(args.parts)} parts"
         + (f" ({result.duplicates} duplicates dropped)" if result.duplicates else "")

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the run's modules load only when a command runs, so --help stays fast
+    from docab.config import RunConfig
+    from docab.runner.launch import RunRequest
 
 HELP = """\
 Run every question of a config's dataset through every arm (the same model, different tools),
@@ -20,7 +25,7 @@ examples:
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "run",
         help="run an A/B configuration (resumable)",
@@ -58,21 +63,36 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-def request_from(args: argparse.Namespace, config) -> object:  # type: ignore[no-untyped-def]
+def parse_shard(text: str) -> tuple[int, int]:
+    """``--shard i/N`` (1 <= i <= N) as (i, N); raises CommandError worded for the flag."""
     from docab.cli.errors import CommandError
-    from docab.runner.launch import RunRequest
-    from docab.runner.schedule import parse_shard
 
-    shard = None
-    if args.shard:
-        try:
-            shard = parse_shard(args.shard)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
-    for name in ("limit", "concurrency", "epochs"):
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        raise CommandError(f"--shard must look like 1/4 (shard i of N), got {text!r}") from None
+    if not sep or n < 1 or not 1 <= i <= n:
+        raise CommandError(f"--shard must be i/N with 1 <= i <= N, got {text!r}")
+    return i, n
+
+
+def check_counts(args: argparse.Namespace, *names: str) -> None:
+    """Each of the flags ``names`` (``limit``, ``concurrency``, ``epochs``) at least 1 when given."""
+    from docab.cli.errors import CommandError
+
+    for name in names:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise CommandError(f"--{name} must be at least 1, got {value}")
+
+
+def request_from(args: argparse.Namespace, config: RunConfig) -> RunRequest:
+    """The run the flags ask for, checked and worded for the flags before the library sees them."""
+    from docab.runner.launch import RunRequest
+
+    shard = parse_shard(args.shard) if args.shard else None
+    check_counts(args, "limit", "concurrency", "epochs")
     return RunRequest(
         config=config,
         results_dir=args.results,
@@ -85,18 +105,8 @@ def request_from(args: argparse.Namespace, config) -> object:  # type: ignore[no
     )
 
 
-def load(config_path: str):  # type: ignore[no-untyped-def]
-    from docab.cli.errors import CommandError
-    from docab.config import ConfigError, load_config
-
-    try:
-        return load_config(config_path)
-    except ConfigError as exc:
-        raise CommandError(str(exc)) from None
-
-
 def main(args: argparse.Namespace) -> int:
     from docab.cli.summary import launch_and_report
+    from docab.config import load_config
 
-    config = load(args.config)
-    return launch_and_report(request_from(args, config))
+    return launch_and_report(request_from(args, load_config(args.config)))

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from docab.cli.errors import CommandError
+
+if TYPE_CHECKING:
+    from docab.runner.launch import RunRequest
 
 
 def print_summary(run_dir: Path) -> None:
@@ -28,8 +31,8 @@ def print_summary(run_dir: Path) -> None:
     write_report_files(report, run_dir, plots=False)
 
 
-def launch_and_report(request: Any) -> int:
-    """Run ``request`` (a ``docab.runner.launch.RunRequest``), then print and write its report."""
+def launch_and_report(request: RunRequest) -> int:
+    """Run ``request``, then print and write its report."""
     from docab.runner.launch import launch
 
     try:
@@ -39,6 +42,7 @@ def launch_and_report(request: Any) -> int:
         raise
     print_summary(outcome.run_dir)
     print(
-        f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); plots: docab report {outcome.run_dir}; transcripts: docab view {outcome.run_dir}"
+        f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); "
+        f"plots: docab report {outcome.run_dir}; transcripts: docab view {outcome.run_dir}"
     )
     return 0

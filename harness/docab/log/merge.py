@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from docab.errors import DocabError
+from docab.log.manifest import Manifest, MergedPart
 from docab.log.records import RunRecord
 from docab.log.store import (
     MANIFEST,
@@ -30,7 +32,7 @@ from docab.log.store import (
 )
 
 
-class MergeError(Exception):
+class MergeError(DocabError):
     """The parts cannot be merged; the message says why."""
 
 
@@ -41,7 +43,7 @@ class MergeResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def _manifest(folder: Path) -> dict:
+def _manifest(folder: Path) -> Manifest:
     try:
         manifest = RunStore(folder).read_manifest()
     except StoreError as exc:
@@ -58,16 +60,16 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
     if any(part.resolve() == resolved_out for part in parts):
         raise MergeError(f"{out} is both a part and the output; choose another --out")
     manifests = [_manifest(part) for part in parts]
-    hashes = {m.get("config_hash") for m in manifests}
+    hashes = {m.config_hash for m in manifests}
     if len(hashes) != 1:
         listing = ", ".join(
-            f"{p} ({str(m.get('config_hash'))[:12]})" for p, m in zip(parts, manifests, strict=True)
+            f"{p} ({m.config_hash[:12] or 'no hash'})" for p, m in zip(parts, manifests, strict=True)
         )
         raise MergeError(f"the parts were run with different configs: {listing}")
     sources: list[Path] = list(parts)
     existing = _manifest(out) if (out / MANIFEST).exists() else None
     if existing is not None:
-        if existing.get("config_hash") not in hashes:
+        if existing.config_hash not in hashes:
             raise MergeError(f"{out} already holds a run with another config; choose another --out")
         sources.insert(0, out)
     elif out.exists() and any(out.iterdir()):
@@ -103,10 +105,10 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
 
 def _write_merged(
     parts: Sequence[Path],
-    manifests: list[dict],
+    manifests: list[Manifest],
     sources: list[Path],
     out: Path,
-    existing: dict | None,
+    existing: Manifest | None,
     kept: dict[tuple[str, str, int], tuple[RunRecord, Path]],
     duplicates: int,
     warnings: list[str],
@@ -144,17 +146,15 @@ def _write_merged(
     tmp.replace(out / RECORDS)
 
     base = existing or manifests[0]
-    merged_from = list(base.get("merged_from", [])) if existing else []
+    merged_from = list(base.merged_from) if existing else []
     for part, manifest in zip(parts, manifests, strict=True):
         merged_from.append(
-            {
-                "path": str(part),
-                "run_id": manifest.get("run_id"),
-                "shard": manifest.get("shard"),
-                "sessions": manifest.get("sessions", []),
-            }
+            MergedPart(
+                path=str(part), run_id=manifest.run_id, shard=manifest.shard, sessions=manifest.sessions
+            )
         )
-    merged = {**base, "run_id": run_id, "shard": None, "merged_from": merged_from, "updated_at": utc_now()}
-    merged.setdefault("sessions", [])
+    merged = base.model_copy(
+        update={"run_id": run_id, "shard": None, "merged_from": tuple(merged_from), "updated_at": utc_now()}
+    )
     RunStore(out).write_manifest(merged)
     return MergeResult(records=len(kept), duplicates=duplicates, warnings=warnings)

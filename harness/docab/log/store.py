@@ -3,6 +3,7 @@
 ``results/<run-id>/``
     ``manifest.json``   the config and its hash, git commit, package versions, dataset version,
                         model ids, dates; one entry per invocation under ``sessions``
+                        (schema: :class:`docab.log.manifest.Manifest`)
     ``records.jsonl``   one :class:`~docab.log.records.RunRecord` per line, appended and flushed as
                         each sample finishes, so a killed run loses only what was in flight
     ``transcripts/``    one JSON file per sample (see :mod:`docab.log.transcript`)
@@ -24,18 +25,29 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TextIO
 
-from docab.agent.messages import Image
+from docab.agent.messages import Image, ToolSpec
+from docab.errors import RunError
+from docab.log.manifest import (
+    DatasetInfo,
+    GitState,
+    Manifest,
+    ManifestError,
+    ModelsInfo,
+    Session,
+    ShardInfo,
+    load_manifest,
+)
 from docab.log.records import RECORD_VERSION, RunRecord
 from docab.log.transcript import image_path, transcript_document
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
-MANIFEST_VERSION = 1
 PACKAGES = (
     "docab",
     "md-vision",
@@ -51,25 +63,41 @@ PACKAGES = (
 )
 
 
-class StoreError(Exception):
+class StoreError(RunError):
     """The run folder cannot be used as asked; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class SampleTranscript:
+    """A finished sample's transcript, before it is written: where it goes (``rel``, relative to the
+    run folder) and what :func:`docab.log.transcript.transcript_document` makes of it."""
+
+    rel: str
+    run_id: str
+    arm: str
+    qid: str
+    epoch: int
+    model: str
+    system: str
+    tools: tuple[ToolSpec, ...]
+    events: list[dict[str, Any]]  # the agent's events in order, then the answer
 
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def git_commit(path: Path | None = None) -> dict[str, Any]:
+def git_commit(path: Path | None = None) -> GitState:
     """The commit of the source tree the harness runs from, and whether it has local changes.
 
     Asked once per process and folder (two git processes): the manifest and the session both
     record it.
     """
-    return dict(_git_commit(path or Path(__file__).resolve().parent))
+    return _git_commit(path or Path(__file__).resolve().parent)
 
 
 @functools.lru_cache(maxsize=8)
-def _git_commit(where: Path) -> dict[str, Any]:
+def _git_commit(where: Path) -> GitState:
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10, check=True
@@ -83,8 +111,8 @@ def _git_commit(where: Path) -> dict[str, Any]:
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-    return {"commit": commit, "dirty": bool(dirty)}
+        return GitState()
+    return GitState(commit=commit, dirty=bool(dirty))
 
 
 def package_versions() -> dict[str, str | None]:
@@ -180,36 +208,34 @@ class RunStore:
             self._made.add(path)
 
     # -- manifest -------------------------------------------------------------------------
-    def read_manifest(self) -> dict[str, Any] | None:
+    def read_manifest(self) -> Manifest | None:
+        """The folder's manifest, None when it has none; raises :class:`StoreError` when it cannot
+        be read."""
         path = self.dir / MANIFEST
         if not path.exists():
             return None
         try:
-            return json.loads(path.read_text())
-        except ValueError:
-            raise StoreError(
-                f"{path} is not valid JSON; move the run folder away or repair the file"
-            ) from None
+            return load_manifest(path)
+        except ManifestError as exc:
+            raise StoreError(f"{exc}; move the run folder away or repair the file") from None
 
-    def begin(self, manifest: dict[str, Any], *, session: dict[str, Any]) -> dict[str, Any]:
-        """Create or resume the run; refuses a folder holding a run with another config."""
+    def begin(self, manifest: Manifest, *, session: Session) -> Manifest:
+        """Create or resume the run, adding ``session``; refuses a folder holding a run with another
+        config. Returns the manifest as written (an existing run keeps its own, with one more session)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         existing = self.read_manifest()
-        if existing is not None:
-            if existing.get("config_hash") != manifest["config_hash"]:
-                raise StoreError(
-                    f"{self.dir} holds a run with a different config (hash {str(existing.get('config_hash'))[:12]}, "
-                    f"this config {manifest['config_hash'][:12]}); give the run another name, "
-                    "or move the old folder away"
-                )
-            merged = {**existing, "sessions": [*existing.get("sessions", []), session]}
-        else:
-            merged = {**manifest, "sessions": [session]}
-        self.write_manifest(merged)
-        return merged
+        if existing is not None and existing.config_hash != manifest.config_hash:
+            raise StoreError(
+                f"{self.dir} holds a run with a different config (hash {existing.config_hash[:12] or 'none'}, "
+                f"this config {manifest.config_hash[:12]}); give the run another name, "
+                "or move the old folder away"
+            )
+        begun = (existing or manifest).with_session(session)
+        self.write_manifest(begun)
+        return begun
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        _atomic_write(self.dir / MANIFEST, json.dumps(manifest, indent=2, sort_keys=False).encode())
+    def write_manifest(self, manifest: Manifest) -> None:
+        _atomic_write(self.dir / MANIFEST, manifest.to_json().encode())
 
     # -- records --------------------------------------------------------------------------
     def records(self) -> list[RunRecord]:
@@ -248,19 +274,27 @@ class RunStore:
         self._folder(path.parent)
         _atomic_write(path, json.dumps(document, ensure_ascii=False).encode("utf-8"))
 
-    def commit(self, record: RunRecord, transcript: dict[str, Any]) -> None:
+    def commit(self, record: RunRecord, transcript: SampleTranscript) -> None:
         """Write a finished sample: its transcript (and images) first, then its record line.
 
-        ``transcript`` holds :func:`docab.log.transcript.transcript_document`'s arguments and ``rel``,
-        the transcript's path. A kill between the two leaves a transcript without a record: the
-        sample is run again on resume and its transcript rewritten.
+        A kill between the two leaves a transcript without a record: the sample is run again on
+        resume and its transcript rewritten.
         """
-        args = dict(transcript)
-        rel = args.pop("rel")
-        self.write_transcript(rel, transcript_document(**args, store_image=self.store_image))
+        document = transcript_document(
+            run_id=transcript.run_id,
+            arm=transcript.arm,
+            qid=transcript.qid,
+            epoch=transcript.epoch,
+            model=transcript.model,
+            system=transcript.system,
+            tools=transcript.tools,
+            events=transcript.events,
+            store_image=self.store_image,
+        )
+        self.write_transcript(transcript.rel, document)
         self.append(record)
 
-    def log_file(self, name: str) -> IO[str]:
+    def log_file(self, name: str) -> TextIO:
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
         return (self.dir / "logs" / name).open("a", encoding="utf-8")
 
@@ -274,11 +308,9 @@ class BackgroundWriter:
     writer; the next :meth:`submit` and :meth:`close` raise it.
     """
 
-    _STOP = object()
-
     def __init__(self, store: RunStore) -> None:
         self.store = store
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[RunRecord, SampleTranscript] | None] = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._drain, name="docab-writer", daemon=True)
         self._thread.start()
@@ -286,7 +318,7 @@ class BackgroundWriter:
     def _drain(self) -> None:
         while True:
             item = self._queue.get()
-            if item is self._STOP:
+            if item is None:  # close() asks to stop
                 return
             if self._error is None:
                 try:
@@ -298,13 +330,13 @@ class BackgroundWriter:
         if self._error is not None:
             raise StoreError(f"could not write to {self.store.dir}: {self._error}") from self._error
 
-    def submit(self, record: RunRecord, transcript: dict[str, Any]) -> None:
+    def submit(self, record: RunRecord, transcript: SampleTranscript) -> None:
         self._raise()
         self._queue.put((record, transcript))
 
     def close(self) -> None:
         """Wait for everything submitted to be written."""
-        self._queue.put(self._STOP)
+        self._queue.put(None)
         self._thread.join()
         self._raise()
 
@@ -339,15 +371,27 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def session_info(argv: list[str] | None = None) -> dict[str, Any]:
-    return {
-        "started_at": utc_now(),
-        "argv": list(sys.argv if argv is None else argv),
-        "git": git_commit(),
-        "packages": package_versions(),
-        "host": platform.node(),
-        "record_version": RECORD_VERSION,
-    }
+def session_info(
+    argv: Sequence[str] | None = None,
+    *,
+    epochs: int | None = None,
+    concurrency: int | None = None,
+    limit: int | None = None,
+    questions: int | None = None,
+) -> Session:
+    """This invocation: its command line, code and host, and the run controls it was given."""
+    return Session(
+        started_at=utc_now(),
+        argv=tuple(sys.argv if argv is None else argv),
+        git=git_commit(),
+        packages=package_versions(),
+        host=platform.node(),
+        record_version=RECORD_VERSION,
+        epochs=epochs,
+        concurrency=concurrency,
+        limit=limit,
+        questions=questions,
+    )
 
 
 def manifest_for(
@@ -355,20 +399,20 @@ def manifest_for(
     run_id: str,
     config: dict[str, Any],
     config_hash: str,
-    dataset: dict[str, Any],
-    models: dict[str, Any],
+    dataset: DatasetInfo,
+    models: ModelsInfo,
     shard: tuple[int, int] | None,
-) -> dict[str, Any]:
-    return {
-        "version": MANIFEST_VERSION,
-        "run_id": run_id,
-        "created_at": utc_now(),
-        "config_hash": config_hash,
-        "config": config,
-        "dataset": dataset,
-        "models": models,
-        "shard": {"index": shard[0], "count": shard[1]} if shard else None,
-        "git": git_commit(),
-        "packages": package_versions(),
-        "record_version": RECORD_VERSION,
-    }
+) -> Manifest:
+    """A new run's manifest, before its first session; every field a reader relies on is set."""
+    return Manifest(
+        run_id=run_id,
+        created_at=utc_now(),
+        config_hash=config_hash,
+        config=config,
+        dataset=dataset,
+        models=models,
+        shard=ShardInfo(index=shard[0], count=shard[1]) if shard else None,
+        git=git_commit(),
+        packages=package_versions(),
+        record_version=RECORD_VERSION,
+    )

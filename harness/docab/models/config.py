@@ -11,35 +11,65 @@
 
 Keys are never part of a config (configs are hashed into the run manifest and shared); a config
 names the environment variable that holds the key.
+
+:class:`ModelConfig` is a pydantic model, so a run config (:class:`docab.config.RunConfig`) holds it
+typed and validates it once, with the rest of the file; its messages name the option. Outside a run
+config, build one with :meth:`ModelConfig.from_mapping` (or :meth:`replace` a copy), which raise
+:class:`ModelConfigError` with the same messages.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
+
+from docab.errors import ConfigError
 
 PROVIDERS = ("openai", "anthropic", "baseline")
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# The offline policies of ``docab.models.baseline`` (which checks its own list again when it builds
+# one); named here so a config is checked without importing the policy and the agent code it uses.
+BASELINE_POLICIES = ("keyword",)
 
 ReasoningEcho = Literal["tool_turns", "all", "none"]
 MaxTokensParam = Literal["auto", "max_tokens", "max_completion_tokens"]
 HttpBackend = Literal["auto", "aiohttp", "httpx"]
 
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "reasoning_echo": get_args(ReasoningEcho),
+    "http_backend": get_args(HttpBackend),
+    "max_tokens_param": get_args(MaxTokensParam),
+}
+_NUMBERS = (
+    "temperature",
+    "max_output_tokens",
+    "concurrency",
+    "thinking_budget",
+    "timeout",
+    "max_retries",
+    "retry_base_delay",
+    "retry_max_delay",
+    "retry_after_cap",
+)
 
-class ModelConfigError(ValueError):
+
+class ModelConfigError(ConfigError, ValueError):
     """A model configuration that cannot work; the message says which key and what to do."""
 
 
-@dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(BaseModel):
+    """Every option of a model, with its default; frozen (change a copy with :meth:`replace`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     name: str
     base_url: str | None = None
     api_key_env: str | None = None  # default: OPENAI_API_KEY / ANTHROPIC_API_KEY
-    temperature: float | None = (
-        None  # None: the provider's default (reasoning models and Anthropic accept no other)
-    )
+    # None: the provider's default (reasoning models and Anthropic accept no other)
+    temperature: float | None = None
     max_output_tokens: int | None = None  # caps what the agent loop asks for per call
     text_only: bool = False
     concurrency: int | None = None  # None: the endpoint's existing limit, or 16
@@ -61,7 +91,7 @@ class ModelConfig:
     prompt_cache: bool = False
     thinking_budget: int | None = None
     # Passed through as the request body's extra fields (vendor options such as vLLM's).
-    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def provider(self) -> str:
@@ -76,99 +106,128 @@ class ModelConfig:
         """Which concurrency pool this model draws from: its provider and base URL."""
         return f"{self.provider} {self.base_url or 'default'}"
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="before")
+    @classmethod
+    def _as_table(cls, data: object) -> object:
+        """A bare ``provider/model`` name is a table with only ``name``; ``model`` is an alias of
+        ``name``; options pydantic would accept loosely (``true`` for a number, any string for a
+        choice) are refused here with the option's own wording."""
+        if isinstance(data, ModelConfig):
+            return data
+        if isinstance(data, str):
+            return {"name": data}
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a model config must be a table or a name, got {type(data).__name__}")
+        values = dict(data)
+        if "model" in values and "name" not in values:
+            values["name"] = values.pop("model")
+        if "api_key" in values:
+            raise ValueError(
+                "api_key does not belong in a config (configs are copied into the run manifest); "
+                "put the key in an environment variable and name it with api_key_env"
+            )
+        known = set(cls.model_fields)
+        unknown = sorted(str(key) for key in set(values) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown model option(s) {', '.join(unknown)}; known options: {', '.join(sorted(known))}"
+            )
+        if "name" not in values:
+            raise ValueError('a model config needs a name, e.g. name = "openai/gpt-4o"')
+        for key in _NUMBERS:
+            if isinstance(values.get(key), bool):
+                raise ValueError(f"{key} must be a positive number, got {values[key]!r}")
+        for key, choices in _CHOICES.items():
+            if key in values and values[key] not in choices:
+                raise ValueError(f"{key} must be one of {', '.join(choices)}")
+        return values
+
+    @model_validator(mode="after")
+    def _coherent(self) -> ModelConfig:
         provider, slash, model_id = self.name.partition("/")
         if not slash or not model_id.strip():
-            raise ModelConfigError(
+            raise ValueError(
                 f"model name {self.name!r} must look like provider/model, e.g. openai/gpt-4o, "
                 "anthropic/claude-sonnet-4-5 or baseline/keyword"
             )
         if provider not in PROVIDERS:
-            raise ModelConfigError(
+            raise ValueError(
                 f"unknown model provider {provider!r} in {self.name!r}; known: {', '.join(PROVIDERS)}"
                 " (use openai/<model> with base_url for any OpenAI-compatible server)"
+            )
+        if provider == "baseline" and model_id not in BASELINE_POLICIES:
+            raise ValueError(
+                f"unknown baseline policy {model_id!r}; offline policies: {', '.join(BASELINE_POLICIES)}"
             )
         _check_range("temperature", self.temperature, 0.0, 2.0)
         _check_positive("max_output_tokens", self.max_output_tokens)
         _check_positive("concurrency", self.concurrency)
         _check_positive("thinking_budget", self.thinking_budget)
         if self.timeout <= 0:
-            raise ModelConfigError(f"timeout must be a positive number of seconds, got {self.timeout}")
+            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout}")
         _check_range("max_retries", self.max_retries, 0, 20)
-        for key in ("retry_base_delay", "retry_max_delay", "retry_after_cap"):
-            if getattr(self, key) < 0:
-                raise ModelConfigError(f"{key} must not be negative")
-        if self.reasoning_echo not in ("tool_turns", "all", "none"):
-            raise ModelConfigError("reasoning_echo must be one of tool_turns, all, none")
-        if self.http_backend not in ("auto", "aiohttp", "httpx"):
-            raise ModelConfigError("http_backend must be one of auto, aiohttp, httpx")
-        if self.max_tokens_param not in ("auto", "max_tokens", "max_completion_tokens"):
-            raise ModelConfigError("max_tokens_param must be one of auto, max_tokens, max_completion_tokens")
-        if self.provider != "anthropic":
+        for key, delay in (
+            ("retry_base_delay", self.retry_base_delay),
+            ("retry_max_delay", self.retry_max_delay),
+            ("retry_after_cap", self.retry_after_cap),
+        ):
+            if delay < 0:
+                raise ValueError(f"{key} must not be negative")
+        if provider != "anthropic":
             if self.prompt_cache:
-                raise ModelConfigError(
+                raise ValueError(
                     "prompt_cache applies to anthropic/ models; OpenAI caches long prompts automatically"
                 )
             if self.thinking_budget is not None:
-                raise ModelConfigError(
+                raise ValueError(
                     "thinking_budget applies to anthropic/ models; for OpenAI-compatible reasoning "
                     "models use reasoning_effort"
                 )
-        if self.provider == "anthropic" and self.reasoning_effort is not None:
-            raise ModelConfigError("reasoning_effort applies to openai/ models; use thinking_budget")
-        if self.provider == "anthropic" and self.temperature is not None:
+        if provider == "anthropic" and self.reasoning_effort is not None:
+            raise ValueError("reasoning_effort applies to openai/ models; use thinking_budget")
+        if provider == "anthropic" and self.temperature is not None:
             # API version 2026-10-21 (the anthropic SDK 2.x default) answers 400 to any sampling
             # parameter, even temperature = 1; the SDK no longer has the argument.
-            raise ModelConfigError(
+            raise ValueError(
                 "temperature cannot be set for anthropic/ models: the current Messages API rejects "
                 "sampling parameters; leave it out"
             )
-        if not isinstance(self.extra_body, Mapping):
-            raise ModelConfigError("extra_body must be a table of extra request fields")
+        return self
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any] | str) -> ModelConfig:
-        """Build from a TOML table (or a bare ``provider/model`` string); unknown keys are errors."""
-        if isinstance(data, str):
-            return cls(name=data)
-        if not isinstance(data, Mapping):
-            raise ModelConfigError(f"a model config must be a table or a name, got {type(data).__name__}")
-        values = dict(data)
-        if "model" in values and "name" not in values:
-            values["name"] = values.pop("model")
-        if "api_key" in values:
-            raise ModelConfigError(
-                "api_key does not belong in a config (configs are copied into the run manifest); "
-                "put the key in an environment variable and name it with api_key_env"
-            )
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ModelConfigError(
-                f"unknown model option(s) {', '.join(unknown)}; known options: {', '.join(sorted(known))}"
-            )
-        if "name" not in values:
-            raise ModelConfigError('a model config needs a name, e.g. name = "openai/gpt-4o"')
+    def from_mapping(cls, data: object) -> ModelConfig:
+        """Build from a TOML table (or a bare ``provider/model`` string); unknown keys are errors.
+
+        Raises :class:`ModelConfigError` naming the option."""
         try:
-            return cls(**values)
-        except TypeError as exc:  # a wrong type that comparisons tripped over
-            raise ModelConfigError(f"invalid model config: {exc}") from None
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ModelConfigError(_explain(exc)) from None
 
     def replace(self, **changes: Any) -> ModelConfig:
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes``, validated again; raises :class:`ModelConfigError`."""
+        return self.from_mapping({**self.model_dump(), **changes})
 
     def to_dict(self) -> dict[str, Any]:
         """For the run manifest: every option, no secret (keys live only in the environment)."""
-        data = dataclasses.asdict(self)
-        data["extra_body"] = dict(self.extra_body)
-        return data
+        return self.model_dump(mode="json")
+
+
+def _explain(exc: ValidationError) -> str:
+    """The first problem, worded as the validators word it (they name the option themselves)."""
+    error: ErrorDetails = exc.errors()[0]
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "value_error":
+        return message
+    where = ".".join(str(part) for part in error["loc"])
+    return f"invalid model config: {where}: {message}" if where else f"invalid model config: {message}"
 
 
 def _check_positive(key: str, value: float | None) -> None:
-    if value is not None and (isinstance(value, bool) or value <= 0):
-        raise ModelConfigError(f"{key} must be a positive number, got {value!r}")
+    if value is not None and value <= 0:
+        raise ValueError(f"{key} must be a positive number, got {value!r}")
 
 
 def _check_range(key: str, value: float | None, low: float, high: float) -> None:
-    if value is not None and (isinstance(value, bool) or not low <= value <= high):
-        raise ModelConfigError(f"{key} must be between {low:g} and {high:g}, got {value!r}")
+    if value is not None and not low <= value <= high:
+        raise ValueError(f"{key} must be between {low:g} and {high:g}, got {value!r}")

@@ -94,4 +94,5 @@ def _build_baseline(config: ModelConfig) -> Model:
         raise ModelConfigError(
             f"{BASELINE_MODULE} does not provide build(config) -> Model, so {config.name} cannot be built"
         )
-    return build(config)
+    model: Model = build(config)
+    return model

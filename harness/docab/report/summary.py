@@ -26,7 +26,6 @@ Summary layout (``REPORT_VERSION``)::
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from docab.log.manifest import ArmManifest, ManifestError, load_manifest, readable_manifest
 from docab.log.records import RunRecord
 from docab.report import stats
 
@@ -97,11 +97,11 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
         manifest_path = folder / "manifest.json"
         if manifest_path.is_file():
             try:
-                loaded = json.loads(manifest_path.read_text(encoding="utf-8"))
+                loaded = load_manifest(manifest_path)
                 if not manifest:
-                    manifest = loaded if isinstance(loaded, dict) else {}
-            except (json.JSONDecodeError, UnicodeDecodeError, OSError):
-                warnings.append(f"{manifest_path} is unreadable; reporting without it")
+                    manifest = loaded.model_dump(mode="json")
+            except ManifestError as exc:
+                warnings.append(f"{manifest_path} is unreadable ({exc}); reporting without it")
         else:
             warnings.append(f"{folder} has no manifest.json; reporting the records alone")
         found, problems = read_records(path)
@@ -257,12 +257,7 @@ def is_floor(model: str) -> bool:
 
 def declared_arms(manifest: Mapping[str, Any]) -> list[str]:
     """The arm names the manifest lists, in its order."""
-    arms = manifest.get("arms")
-    if isinstance(arms, Mapping):
-        return [str(k) for k in arms]
-    if isinstance(arms, list):
-        return [str(a.get("name")) if isinstance(a, Mapping) else str(a) for a in arms]
-    return []
+    return readable_manifest(manifest).arm_names
 
 
 def arm_order(manifest: Mapping[str, Any], seen: Sequence[str]) -> list[str]:
@@ -271,15 +266,8 @@ def arm_order(manifest: Mapping[str, Any], seen: Sequence[str]) -> list[str]:
     return ordered + [a for a in seen if a not in ordered]
 
 
-def _manifest_arm(manifest: Mapping[str, Any], arm: str) -> Mapping[str, Any]:
-    arms = manifest.get("arms")
-    if isinstance(arms, Mapping) and isinstance(arms.get(arm), Mapping):
-        return arms[arm]
-    if isinstance(arms, list):
-        for entry in arms:
-            if isinstance(entry, Mapping) and entry.get("name") == arm:
-                return entry
-    return {}
+def _manifest_arm(manifest: Mapping[str, Any], arm: str) -> ArmManifest:
+    return readable_manifest(manifest).arm(arm) or ArmManifest(name=arm)
 
 
 def _interval(estimate: float, interval: stats.Interval) -> dict[str, Any]:
@@ -309,7 +297,7 @@ def arm_summary(
     input_total = sum(u.input_total for u in usage)
     roles = sorted({role for o in items for role in o.tokens_by_role})
     tool_names = sorted({n for o in items for n in o.tool_calls_by_name})
-    tool_overhead = _manifest_arm(manifest, arm).get("tool_definition_tokens")
+    tool_overhead = _manifest_arm(manifest, arm).tool_definition_tokens
     f1 = stats.bootstrap_f1(scores, answerable, answered, docs, resamples=resamples, seed=seed)
     recall_estimate = (
         stats.bootstrap_mean(recall[with_evidence], docs[with_evidence], resamples=resamples, seed=seed)
@@ -653,7 +641,7 @@ def build_report(
     summary = {
         "version": REPORT_VERSION,
         "runs": [str(s) for s in run.sources],
-        "run_id": run.manifest.get("run_id") or next(iter(run.records)).run_id,
+        "run_id": readable_manifest(run.manifest).run_id or next(iter(run.records)).run_id,
         "floor": floor,
         "label": FLOOR_LABEL if floor else "",
         "reference_arm": reference,

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
 from docab.config import DatasetConfig
-from docab.errors import RunError
-from docab_benchmark.mmlongbench.questions import Question
+from docab.errors import DatasetError
+from docab_benchmark.mmlongbench.questions import Question, QuestionFilter
 
 
 @dataclass(frozen=True)
@@ -44,14 +43,19 @@ def document_folder(corpus: Path, doc_id: str) -> Path:
     return corpus / Path(doc_id).stem
 
 
-def from_questions(name: str, version: str, questions: Iterable[Any], corpus: Path, **extra: Any) -> Dataset:
+def from_questions(
+    name: str,
+    version: str,
+    questions: Iterable[Question],
+    corpus: Path,
+    *,
+    extraction_prompt: Path | None = None,
+) -> Dataset:
     samples = tuple(Sample.from_question(q, document_folder(corpus, q.doc_id)) for q in questions)
-    return Dataset(name, version, samples, corpus=corpus, **extra)
+    return Dataset(name, version, samples, extraction_prompt=extraction_prompt, corpus=corpus)
 
 
-def question_filter(config: DatasetConfig) -> Any:
-    from docab_benchmark.mmlongbench.questions import QuestionFilter
-
+def question_filter(config: DatasetConfig) -> QuestionFilter:
     def optional(values: list[str] | None) -> frozenset[str] | None:
         return frozenset(values) if values is not None else None
 
@@ -70,7 +74,7 @@ def load_dataset(config: DatasetConfig, *, results_dir: Path) -> Dataset:
     """Load the configured questions and locate their converted documents.
 
     Questions whose document is missing from the corpus are kept (they become error records, for
-    every arm alike); the launcher lists them before the run.
+    every arm alike); the launcher lists them before the run. Raises :class:`DatasetError`.
     """
     from docab_benchmark.mmlongbench.corpus import ConversionError
     from docab_benchmark.mmlongbench.errors import DataError
@@ -87,19 +91,19 @@ def load_dataset(config: DatasetConfig, *, results_dir: Path) -> Dataset:
             )
         remote = str(config.path).startswith("hf:")
         if remote and not config.corpus:
-            raise RunError(
+            raise DatasetError(
                 f"dataset.path {config.path!r} needs dataset.corpus: the folder of the converted PDFs"
             )
         path = Path(config.path or "").expanduser()
         qset = load_questions(str(config.path) if remote else path, criteria=question_filter(config))
     except (DataError, ConversionError) as exc:
-        raise RunError(str(exc)) from None
+        raise DatasetError(str(exc)) from None
     except OSError as exc:
-        raise RunError(f"could not prepare the dataset: {exc.strerror or exc}") from None
+        raise DatasetError(f"could not prepare the dataset: {exc.strerror or exc}") from None
     corpus = Path(config.corpus).expanduser() if config.corpus else results_dir / "corpus" / path.name
     if not corpus.is_dir():
         documents = qset.documents_dir or path
-        raise RunError(
+        raise DatasetError(
             f"the converted corpus {str(corpus)!r} does not exist; convert the PDFs first:\n"
             f"  docab convert {documents} --out {corpus}"
         )

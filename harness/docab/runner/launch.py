@@ -1,10 +1,15 @@
-"""From a config to a finished (or resumed) run folder: what ``docab run`` and ``docab demo`` do.
+"""From a config to a finished (or resumed) run folder: the library's entry point.
 
-1. load the questions and their converted documents; apply ``--limit`` then ``--shard``;
+``await run_async(config)`` (or ``run(config)`` outside an event loop) does, in one event loop:
+
+1. load the questions and their converted documents; apply ``limit`` then ``shard``;
 2. open ``results/<run-id>/`` (creating the manifest, or checking it matches this config);
 3. plan the work units still to do (records already written are skipped: resume);
 4. check that every MCP server starts (before spending anything on the model);
-5. run the units and print progress; records are flushed as samples finish.
+5. run the units and report progress; records are flushed as samples finish.
+
+Errors are :class:`docab.errors.DocabError`\\ s worded for the library's own terms
+(``limit must be at least 1``); ``docab run`` and ``docab demo`` check their flags before calling.
 """
 
 from __future__ import annotations
@@ -12,38 +17,63 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import shutil
+import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from docab.agent.answer import SUBMIT_TOOL, BenchmarkExtractor
+from docab.agent.budget import CHARS_PER_TOKEN
 from docab.agent.messages import ToolSpec
-from docab.agent.toolbox.mcp_session import MCPStartError
-from docab.config import RunConfig
-from docab.errors import RunError
+from docab.agent.toolbox.filesystem import FILESYSTEM_TOOLS
+from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession, MCPStartError
+from docab.config import RunConfig, load_config
+from docab.errors import DatasetError, RunError
+from docab.log.manifest import ArmManifest, DatasetInfo, ModelsInfo
 from docab.log.records import RunRecord
 from docab.log.store import RunStore, StoreError, manifest_for, session_info, utc_now
 from docab.models.base import Model
-from docab.runner.dataset import Dataset, load_dataset
+from docab.models.completion_adapter import CompletionAdapter
+from docab.models.registry import build_model
+from docab.runner.context import RunContext, Scorer, server_specs
+from docab.runner.dataset import Dataset, Sample, load_dataset
 from docab.runner.progress import ProgressSink, ProgressState, progress_for, totals_per_arm
-from docab.runner.sample import RunContext, Scorer, preflight, run_units
 from docab.runner.schedule import in_shard, plan
+from docab.runner.workers import run_units
+from docab_benchmark.mmlongbench.errors import DataError
+from docab_benchmark.mmlongbench.extraction import load_prompt
 
-if TYPE_CHECKING:
-    from docab.models.config import ModelConfig
+Say = Callable[[str], None]  # where the launcher's notes go (a warning, "resuming; ..."); print by default
 
 
 @dataclass(frozen=True)
 class RunRequest:
+    """One invocation: the config and the run controls, which change how much runs and how fast,
+    never what a record means (they are not part of the config hash)."""
+
     config: RunConfig
     results_dir: Path = Path("results")
     run_dir: Path | None = None  # default: results_dir / run id
-    limit: int | None = None
-    concurrency: int | None = None
-    epochs: int | None = None
-    shard: tuple[int, int] | None = None
-    quiet: bool = False
+    limit: int | None = None  # the first N questions
+    concurrency: int | None = None  # default: the config's
+    epochs: int | None = None  # default: the config's
+    shard: tuple[int, int] | None = None  # (i, N): the questions of shard i of N, 1-based
+    quiet: bool = False  # no progress display
+
+    def __post_init__(self) -> None:
+        for name, value in (
+            ("limit", self.limit),
+            ("concurrency", self.concurrency),
+            ("epochs", self.epochs),
+        ):
+            if value is not None and value < 1:
+                raise RunError(f"{name} must be at least 1, got {value}")
+        if self.shard is not None:
+            index, count = self.shard
+            if count < 1 or not 1 <= index <= count:
+                raise RunError(f"shard must be (i, N) with 1 <= i <= N, got ({index}, {count})")
 
     @property
     def run_id(self) -> str:
@@ -60,20 +90,89 @@ class RunRequest:
 
 @dataclass(frozen=True)
 class RunOutcome:
+    """What a launch leaves: the run folder and the records of this request's share of it."""
+
     run_dir: Path
-    records: list[RunRecord]
+    records: list[RunRecord]  # every record of the requested samples, earlier ones included
     ran: int  # samples run in this invocation
     skipped: int  # samples already recorded
 
 
-def default_scorer() -> Scorer:
-    try:
-        from docab_benchmark.mmlongbench.scoring import score_answer
-    except ImportError:
-        raise RunError(
-            "the benchmark's scorer (docab_benchmark.mmlongbench.scoring) is not available"
-        ) from None
-    return score_answer
+async def run_async(
+    config: RunConfig | str | Path,
+    *,
+    results_dir: Path | str = "results",
+    run_dir: Path | str | None = None,
+    limit: int | None = None,
+    concurrency: int | None = None,
+    epochs: int | None = None,
+    shard: tuple[int, int] | None = None,
+    quiet: bool = False,
+    dataset: Dataset | None = None,
+    model: Model | None = None,
+    scorer: Scorer | None = None,
+    progress: ProgressSink | None = None,
+    say: Say = print,
+) -> RunOutcome:
+    """Run (or resume) every arm of ``config`` on its dataset, in the running event loop.
+
+    ``config`` is a :class:`~docab.config.RunConfig`, a TOML file or the name of a shipped config.
+    The run goes to ``run_dir`` (default ``results_dir/<run name>``); running again with the same
+    config resumes it. ``dataset``, ``model``, ``scorer`` and ``progress`` replace what the config
+    would build (tests and notebooks inject them). Raises a :class:`~docab.errors.DocabError`
+    (a ``ConfigError``, ``DatasetError`` or ``RunError``) when the run cannot start or go on.
+    """
+    request = RunRequest(
+        config=config if isinstance(config, RunConfig) else load_config(config),
+        results_dir=Path(results_dir),
+        run_dir=Path(run_dir) if run_dir is not None else None,
+        limit=limit,
+        concurrency=concurrency,
+        epochs=epochs,
+        shard=shard,
+        quiet=quiet,
+    )
+    return await launch_async(
+        request, dataset=dataset, model=model, scorer=scorer, progress=progress, say=say
+    )
+
+
+def run(
+    config: RunConfig | str | Path,
+    *,
+    results_dir: Path | str = "results",
+    run_dir: Path | str | None = None,
+    limit: int | None = None,
+    concurrency: int | None = None,
+    epochs: int | None = None,
+    shard: tuple[int, int] | None = None,
+    quiet: bool = False,
+    dataset: Dataset | None = None,
+    model: Model | None = None,
+    scorer: Scorer | None = None,
+    progress: ProgressSink | None = None,
+    say: Say = print,
+) -> RunOutcome:
+    """:func:`run_async` in an event loop of its own, for scripts. Refuses to run inside a running
+    loop (a notebook, async code): ``await docab.run_async(...)`` there."""
+    _refuse_running_loop("docab.run()", "await docab.run_async(...)")
+    return asyncio.run(
+        run_async(
+            config,
+            results_dir=results_dir,
+            run_dir=run_dir,
+            limit=limit,
+            concurrency=concurrency,
+            epochs=epochs,
+            shard=shard,
+            quiet=quiet,
+            dataset=dataset,
+            model=model,
+            scorer=scorer,
+            progress=progress,
+            say=say,
+        )
+    )
 
 
 def launch(
@@ -84,25 +183,44 @@ def launch(
     scorer: Scorer | None = None,
     progress: ProgressSink | None = None,
     store: RunStore | None = None,
-    say: Callable[[str], None] = print,
+    say: Say = print,
 ) -> RunOutcome:
+    """:func:`launch_async` in an event loop of its own (what the CLI calls)."""
+    _refuse_running_loop("launch()", "await launch_async(...)")
+    return asyncio.run(
+        launch_async(
+            request, dataset=dataset, model=model, scorer=scorer, progress=progress, store=store, say=say
+        )
+    )
+
+
+def _refuse_running_loop(what: str, instead: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return  # no loop running: asyncio.run can start one
+    raise RunError(
+        f"{what} cannot run inside a running event loop (a notebook, or async code); use {instead} there"
+    )
+
+
+async def launch_async(
+    request: RunRequest,
+    *,
+    dataset: Dataset | None = None,
+    model: Model | None = None,
+    scorer: Scorer | None = None,
+    progress: ProgressSink | None = None,
+    store: RunStore | None = None,
+    say: Say = print,
+) -> RunOutcome:
+    """Run ``request`` in the running event loop: the steps in the module docstring."""
     config = request.config
     epochs = request.epochs or config.epochs
     concurrency = request.concurrency or config.concurrency
-    if epochs < 1 or concurrency < 1:
-        raise RunError("--epochs and --concurrency must be at least 1")
-    dataset = dataset or load_dataset(config.dataset, results_dir=request.results_dir)
-    samples = list(dataset.samples)
-    duplicates = [qid for qid, n in Counter(s.qid for s in samples).items() if n > 1]
-    if duplicates:
-        raise RunError(f"the dataset repeats question ids: {', '.join(duplicates[:5])}")
-    if request.limit is not None:
-        if request.limit < 1:
-            raise RunError("--limit must be at least 1")
-        samples = samples[: request.limit]
-    samples = in_shard(samples, request.shard)
-    if not samples:
-        raise RunError("no questions to run (check the dataset filters, --limit and --shard)")
+    if dataset is None:  # the built-in suite is generated and converted on first use: off the loop
+        dataset = await asyncio.to_thread(load_dataset, config.dataset, results_dir=request.results_dir)
+    samples = select_samples(dataset, limit=request.limit, shard=request.shard)
     missing = sorted({s.doc_id for s in samples if not (s.document_dir / "document.md").is_file()})
     if missing:
         say(
@@ -110,7 +228,7 @@ def launch(
             f"errors in every arm: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
         )
 
-    model = model or _build_model(config.model_spec())
+    model = model or build_model(config.model)
     extractor = (
         _build_extractor(config, model, dataset.extraction_prompt)
         if config.answer.protocol == "extraction"
@@ -123,21 +241,16 @@ def launch(
         run_id=request.run_id,
         config=config.model_dump(mode="json"),
         config_hash=config.config_hash(),
-        dataset={"source": config.dataset.source, "name": dataset.name, "version": dataset.version},
-        models=_model_ids(config, model),
+        dataset=DatasetInfo(source=config.dataset.source, name=dataset.name, version=dataset.version),
+        models=_models_info(config, model),
         shard=request.shard,
     )
-    session = session_info()
-    session.update(
-        {"epochs": epochs, "concurrency": concurrency, "limit": request.limit, "questions": len(samples)}
+    session = session_info(
+        epochs=epochs, concurrency=concurrency, limit=request.limit, questions=len(samples)
     )
-    try:
-        manifest = store.begin(manifest, session=session)
-    except StoreError as exc:
-        raise RunError(str(exc)) from None
-    earlier = store.records()
+    manifest = store.begin(manifest, session=session)  # raises StoreError (a RunError)
     wanted = {(arm, s.qid, e) for arm in arms for s in samples for e in range(epochs)}
-    earlier = [r for r in earlier if r.key in wanted]
+    earlier = [r for r in store.records() if r.key in wanted]
     units = plan(samples, arms, epochs=epochs, seed=config.seed, done={r.key for r in earlier})
     todo = sum(len(u.arms) for u in units)
     if not todo:
@@ -147,15 +260,14 @@ def launch(
         say(f"{request.folder}: resuming; {len(earlier)} samples already recorded, {todo} to run")
 
     used = [name for name in config.mcp_servers if any(name in arm.mcp_servers for arm in config.arms)]
-    specs = {name: config.mcp_servers[name].to_spec(name) for name in used}
-    mcp_tools: dict[str, list[ToolSpec]] = {}
-    if specs:
-        try:
-            mcp_tools = asyncio.run(preflight(list(specs.values())))
-        except MCPStartError as exc:
-            raise RunError(f"{exc}\n(no sample was run; fix the [mcp_servers] config and re-run)") from None
-        manifest["mcp_servers"] = {name: [t.name for t in tools] for name, tools in mcp_tools.items()}
-    manifest["arms"] = arms_manifest(config, mcp_tools)
+    specs = server_specs(config, used)
+    try:
+        mcp_tools = await preflight(list(specs.values()))
+    except MCPStartError as exc:
+        raise RunError(f"{exc}\n(no sample was run; fix the [mcp_servers] config and run again)") from None
+    manifest = manifest.with_tools(
+        {name: [t.name for t in tools] for name, tools in mcp_tools.items()}, arms_manifest(config, mcp_tools)
+    )
     store.write_manifest(manifest)
 
     ctx = RunContext(
@@ -170,72 +282,96 @@ def launch(
     )
     ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, len(samples), epochs), earlier))
     try:
-        asyncio.run(run_units(ctx, units, concurrency=concurrency))
+        await run_units(ctx, units, concurrency=concurrency)
     except StoreError as exc:
         raise RunError(
-            f"{exc}\n(the samples written so far are kept; re-run the same command to resume)"
+            f"{exc}\n(the samples written so far are kept; run again with the same config and folder to resume)"
         ) from None
     finally:
         ctx.progress.stop()
-        manifest = store.read_manifest() or manifest
-        manifest["sessions"][-1]["finished_at"] = utc_now()
-        manifest["updated_at"] = utc_now()
-        store.write_manifest(manifest)
+        store.write_manifest((store.read_manifest() or manifest).finished(utc_now()))
     records = [r for r in store.records() if r.key in wanted]
     return RunOutcome(request.folder, records, todo, len(earlier))
 
 
-def _build_model(spec: ModelConfig) -> Model:
-    from docab.models.config import ModelConfigError
-    from docab.models.registry import build_model
+def select_samples(dataset: Dataset, *, limit: int | None, shard: tuple[int, int] | None) -> list[Sample]:
+    """The questions this invocation runs: the first ``limit``, then those of ``shard``."""
+    samples = list(dataset.samples)
+    duplicates = [qid for qid, n in Counter(s.qid for s in samples).items() if n > 1]
+    if duplicates:
+        raise DatasetError(f"the dataset repeats question ids: {', '.join(duplicates[:5])}")
+    if limit is not None:
+        samples = samples[:limit]
+    samples = in_shard(samples, shard)
+    if not samples:
+        raise DatasetError("no questions to run (check the dataset filters, the limit and the shard)")
+    return samples
 
+
+def default_scorer() -> Scorer:
     try:
-        return build_model(spec)
-    except ModelConfigError as exc:
-        raise RunError(str(exc)) from None
+        from docab_benchmark.mmlongbench.scoring import score_answer
+    except ImportError:
+        raise RunError(
+            "the benchmark's scorer (docab_benchmark.mmlongbench.scoring) is not available"
+        ) from None
+    return score_answer
 
 
-def _build_extractor(config: RunConfig, model: Model, prompt_file: Path | None) -> Any:
-    from docab.agent.answer import BenchmarkExtractor
-    from docab.models.completion_adapter import CompletionAdapter
+async def preflight(
+    specs: Sequence[MCPServerSpec], scratch_parent: Path | None = None
+) -> dict[str, list[ToolSpec]]:
+    """Start each MCP server once in a scratch workspace, so a bad command fails before the run.
 
-    extractor_model = _build_model(config.extractor_spec()) if config.answer.extractor else model
+    Returns the tools each server offers (for the manifest); raises MCPStartError.
+    """
+    found: dict[str, list[ToolSpec]] = {}
+    if not specs:
+        return found
+    scratch = Path(tempfile.mkdtemp(prefix="docab-preflight-", dir=scratch_parent))
+    try:
+        (scratch / "document").mkdir()
+        (scratch / "document" / "document.md").write_text("# Preflight\n\n## Page 1\n\nhello\n")
+        for spec in specs:
+            session = MCPSession(spec, scratch, errlog=None)
+            await session.start()
+            found[spec.name] = [t.spec for t in session.tools]
+            await session.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return found
+
+
+def _build_extractor(config: RunConfig, model: Model, prompt_file: Path | None) -> BenchmarkExtractor:
+    extractor_model = build_model(config.answer.extractor) if config.answer.extractor else model
     if extractor_model.is_baseline:
         raise RunError(
             "the extraction protocol needs an LLM to extract answers; set answer.extractor "
             '(e.g. { name = "openai/gpt-4o" }) or use protocol = "submit_tool"'
         )
-    from docab_benchmark.mmlongbench.errors import DataError
-    from docab_benchmark.mmlongbench.extraction import load_prompt
-
     try:
         prompt = load_prompt(prompt_file)  # once, so an unreadable file stops the run before it starts
     except DataError as exc:
-        raise RunError(str(exc)) from None
+        raise DatasetError(str(exc)) from None
     return BenchmarkExtractor(CompletionAdapter(extractor_model), model=extractor_model, prompt=prompt)
 
 
-def _model_ids(config: RunConfig, model: Model) -> dict[str, Any]:
-    ids: dict[str, Any] = {
-        "agent": model.name,
-        "is_baseline": bool(model.is_baseline),
-        "config": config.model_spec().to_dict(),
-    }
-    if config.answer.protocol == "extraction":
-        ids["extractor"] = config.extractor_spec().name
-    return ids
+def _models_info(config: RunConfig, model: Model) -> ModelsInfo:
+    return ModelsInfo(
+        agent=model.name,
+        is_baseline=bool(model.is_baseline),
+        config=config.model.to_dict(),
+        extractor=config.extractor_model.name if config.answer.protocol == "extraction" else None,
+    )
 
 
-def arms_manifest(config: RunConfig, mcp_tools: dict[str, list[ToolSpec]]) -> list[dict[str, Any]]:
+def arms_manifest(config: RunConfig, mcp_tools: Mapping[str, Sequence[ToolSpec]]) -> list[ArmManifest]:
     """Each arm as the report reads it, with what its tool definitions cost on every model call.
 
     The cost is estimated from the JSON of the tool specs (characters / 4), the same for every
-    provider; the exact per-turn overhead depends on the provider's tokenizer and format.
+    provider; the exact per-turn overhead depends on the provider's tokenizer and format. Raises
+    RunError for an arm whose tools share a name (every sample of it would fail).
     """
-    from docab.agent.answer import SUBMIT_TOOL
-    from docab.agent.budget import CHARS_PER_TOKEN
-    from docab.agent.toolbox.filesystem import FILESYSTEM_TOOLS
-
     arms = []
     for arm in config.arms:
         specs: list[ToolSpec] = [t.spec for t in FILESYSTEM_TOOLS] if "fs" in arm.tools else []
@@ -257,14 +393,14 @@ def arms_manifest(config: RunConfig, mcp_tools: dict[str, list[ToolSpec]]) -> li
             )
         )
         arms.append(
-            {
-                "name": arm.name,
-                "tools": list(arm.tools),
-                "mcp_servers": list(arm.mcp_servers),
-                "prompt": arm.prompt,
-                "tool_names": [s.name for s in specs],
-                "tool_definition_chars": chars,
-                "tool_definition_tokens": math.ceil(chars / CHARS_PER_TOKEN),
-            }
+            ArmManifest(
+                name=arm.name,
+                tools=tuple(arm.tools),
+                mcp_servers=tuple(arm.mcp_servers),
+                prompt=arm.prompt,
+                tool_names=tuple(names),
+                tool_definition_chars=chars,
+                tool_definition_tokens=math.ceil(chars / CHARS_PER_TOKEN),
+            )
         )
     return arms

@@ -2,7 +2,7 @@
 
 A work unit is one (question, epoch): its arms run back to back, in an order drawn from a seeded
 random generator keyed by (seed, question, epoch), so arms are interleaved over time (provider
-drift and time of day hit both alike) and the order does not depend on ``--limit``, sharding or
+drift and time of day hit both alike) and the order does not depend on the limit, sharding or
 resuming. Units go epoch by epoch, questions in dataset order, so a partial run covers whole
 epochs first.
 
@@ -31,18 +31,6 @@ def arm_order(arms: Sequence[str], seed: int, qid: str, epoch: int) -> tuple[str
     order = list(arms)
     random.Random(f"{seed}:{qid}:{epoch}").shuffle(order)
     return tuple(order)
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """``"i/N"`` with 1 <= i <= N; raises ValueError with a usable message."""
-    index, sep, count = text.partition("/")
-    try:
-        i, n = int(index), int(count)
-    except ValueError:
-        raise ValueError(f"--shard must look like 1/4 (shard i of N), got {text!r}") from None
-    if not sep or n < 1 or not 1 <= i <= n:
-        raise ValueError(f"--shard must be i/N with 1 <= i <= N, got {text!r}")
-    return i, n
 
 
 def shard_of(qid: str, count: int) -> int:

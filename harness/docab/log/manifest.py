@@ -1,0 +1,216 @@
+"""The run manifest: what a run folder's ``manifest.json`` holds, one typed schema for writer and readers.
+
+The launcher creates it (:func:`new_manifest`) and the store writes it (:mod:`docab.log.store`); a
+resumed run adds one :class:`Session` per invocation; ``docab merge`` lists its parts under
+``merged_from``; the report reads the run id, the arm order and each arm's tool-definition cost.
+Layout (``MANIFEST_VERSION`` 1)::
+
+    {"version": 1, "run_id", "created_at", "updated_at", "config_hash",
+     "config": {...the RunConfig as validated...}, "dataset": {source, name, version},
+     "models": {agent, is_baseline, config: {...every model option...}, extractor},
+     "shard": {index, count} | null, "git": {commit, dirty}, "packages": {name: version},
+     "record_version", "sessions": [{started_at, finished_at, argv, git, packages, host,
+     record_version, epochs, concurrency, limit, questions}], "mcp_servers": {name: [tool names]},
+     "arms": [{name, tools, mcp_servers, prompt, tool_names, tool_definition_chars,
+     tool_definition_tokens}], "merged_from": [{path, run_id, shard, sessions}]}
+
+Reading is lenient where files written before this schema differ: ``arms`` may be a list of names,
+a list of tables or a table keyed by arm name (all read as the list of :class:`ArmManifest`), and
+fields an older or hand-written file leaves out take empty defaults. Keys this version does not
+know are kept as they are and written back (a merge or a resume loses nothing). A manifest from a
+newer version is refused.
+
+The models are frozen: a change is a copy (:meth:`Manifest.with_session` and friends), so no
+caller edits a manifest another holds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from docab.errors import DocabError
+
+MANIFEST_VERSION = 1
+
+
+class ManifestError(DocabError):
+    """A ``manifest.json`` that cannot be read; the message names the file and the problem."""
+
+
+class _Part(BaseModel):
+    # Unknown keys are kept (and written back), so a newer field survives a resume or a merge.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class GitState(_Part):
+    commit: str | None = None  # None: not run from a git checkout
+    dirty: bool | None = None  # local changes to tracked files
+
+
+class DatasetInfo(_Part):
+    source: str = ""  # "suite" | "mmlongbench"
+    name: str = ""
+    version: str = ""
+
+
+class ModelsInfo(_Part):
+    agent: str = ""  # provider/model
+    is_baseline: bool = False
+    config: dict[str, Any] = Field(default_factory=dict)  # every option of the agent's model (JSON)
+    extractor: str | None = None  # under the extraction protocol: the extractor's provider/model
+
+
+class ShardInfo(_Part):
+    index: int  # 1-based
+    count: int
+
+
+class Session(_Part):
+    """One invocation of ``docab run`` (or of the library's ``run``) on the folder."""
+
+    started_at: str = ""  # ISO 8601 UTC
+    finished_at: str | None = None  # None: still running, or killed
+    argv: tuple[str, ...] = ()
+    git: GitState = Field(default_factory=GitState)
+    packages: dict[str, str | None] = Field(default_factory=dict)
+    host: str = ""
+    record_version: int | None = None
+    epochs: int | None = None
+    concurrency: int | None = None
+    limit: int | None = None
+    questions: int | None = None  # questions in this invocation's share (after limit and shard)
+
+
+class ArmManifest(_Part):
+    """An arm as configured, with what its tool definitions cost on every model call (estimated from
+    the specs' JSON, characters / 4: see ``docab.runner.launch.arms_manifest``)."""
+
+    name: str
+    tools: tuple[str, ...] = ()
+    mcp_servers: tuple[str, ...] = ()
+    prompt: str = ""
+    tool_names: tuple[str, ...] = ()
+    tool_definition_chars: int | None = None
+    tool_definition_tokens: int | None = None
+
+
+class MergedPart(_Part):
+    """One run folder joined by ``docab merge``, with its own sessions."""
+
+    path: str
+    run_id: str | None = None
+    shard: ShardInfo | None = None
+    sessions: tuple[Session, ...] = ()
+
+
+class Manifest(_Part):
+    version: int = MANIFEST_VERSION
+    run_id: str = ""
+    created_at: str = ""
+    updated_at: str | None = None
+    config_hash: str = ""  # sha256 of RunConfig.identity(): what resuming and merging compare
+    config: dict[str, Any] = Field(default_factory=dict)  # the RunConfig as validated (JSON)
+    dataset: DatasetInfo = Field(default_factory=DatasetInfo)
+    models: ModelsInfo = Field(default_factory=ModelsInfo)
+    shard: ShardInfo | None = None
+    git: GitState = Field(default_factory=GitState)
+    packages: dict[str, str | None] = Field(default_factory=dict)
+    record_version: int | None = None
+    sessions: tuple[Session, ...] = ()
+    mcp_servers: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # server: the tools it offers
+    arms: tuple[ArmManifest, ...] = ()  # in the config's order
+    merged_from: tuple[MergedPart, ...] = ()
+
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if value > MANIFEST_VERSION:
+            raise ValueError(
+                f"manifest version {value} was written by a newer docab (this one reads up to "
+                f"{MANIFEST_VERSION}); upgrade docab to read it"
+            )
+        return value
+
+    @field_validator("arms", mode="before")
+    @classmethod
+    def _one_shape_of_arms(cls, value: object) -> object:
+        return arms_as_list(value)
+
+    def arm(self, name: str) -> ArmManifest | None:
+        return next((a for a in self.arms if a.name == name), None)
+
+    @property
+    def arm_names(self) -> list[str]:
+        return [a.name for a in self.arms]
+
+    def with_session(self, session: Session) -> Manifest:
+        return self.model_copy(update={"sessions": (*self.sessions, session)})
+
+    def with_tools(self, mcp_servers: Mapping[str, Sequence[str]], arms: Sequence[ArmManifest]) -> Manifest:
+        """With the tools each MCP server offered at start-up and the arms they make."""
+        offered = {name: tuple(tools) for name, tools in mcp_servers.items()}
+        return self.model_copy(update={"mcp_servers": offered, "arms": tuple(arms)})
+
+    def finished(self, at: str) -> Manifest:
+        """The latest session marked finished at ``at`` (also the manifest's ``updated_at``)."""
+        sessions = self.sessions
+        if sessions:
+            sessions = (*sessions[:-1], sessions[-1].model_copy(update={"finished_at": at}))
+        return self.model_copy(update={"sessions": sessions, "updated_at": at})
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2)
+
+
+def arms_as_list(value: object) -> object:
+    """The accepted shapes of ``arms`` as one: a list of tables. Anything else is left for the
+    schema to refuse."""
+    if value is None:
+        return []
+    if isinstance(value, Mapping):  # {"fs": {...}, "fs+md": {...}}
+        return [
+            {**entry, "name": name} if isinstance(entry, Mapping) else {"name": name}
+            for name, entry in value.items()
+        ]
+    if isinstance(value, list | tuple):  # ["fs", "fs+md"] or [{"name": "fs", ...}, ...]
+        return [{"name": entry} if isinstance(entry, str) else entry for entry in value]
+    return value
+
+
+def parse_manifest(data: object, *, source: str = "manifest") -> Manifest:
+    """A manifest from its JSON value; raises :class:`ManifestError` naming ``source`` and the key."""
+    if not isinstance(data, Mapping):
+        raise ManifestError(f"{source} is not a run manifest (a JSON object)")
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise ManifestError(f"{source} is not a valid run manifest: {where}: {message}") from None
+
+
+def load_manifest(path: Path) -> Manifest:
+    """Read ``path``; raises :class:`ManifestError` for a file that is unreadable, not JSON or not a
+    manifest."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, ValueError):
+        raise ManifestError(f"{path} is not valid JSON") from None
+    return parse_manifest(data, source=str(path))
+
+
+def readable_manifest(data: Mapping[str, Any]) -> Manifest:
+    """``data`` as a manifest, or an empty one when it is not one (for readers that carry on
+    without it, like the report, which then orders arms by the records)."""
+    try:
+        return parse_manifest(data)
+    except ManifestError:
+        return Manifest()

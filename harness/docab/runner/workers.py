@@ -1,0 +1,72 @@
+"""The workers of a run: every (question, epoch, arm) still to do, concurrently, into one run folder.
+
+``concurrency`` workers take work units (one question and epoch, see :mod:`docab.runner.schedule`)
+from a queue and run the unit's arms back to back (:func:`docab.runner.sample.run_sample`). A
+worker owns one workspace root, where each sample's document is placed
+(:mod:`docab.runner.workspace`), and the sessions of MCP servers declared ``scope = "worker"``;
+servers with ``scope = "sample"`` are started for the sample and stopped after it. Finished
+samples go to the store's writer thread (transcript, then record, flushed) as they finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from docab.log.store import BackgroundWriter
+from docab.runner.context import RunContext, Worker
+from docab.runner.sample import run_sample
+from docab.runner.schedule import WorkUnit
+from docab.runner.workspace import DocumentPool
+
+
+async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: int) -> None:
+    """Run the units with ``concurrency`` workers; records are appended as samples finish."""
+    queue: asyncio.Queue[WorkUnit] = asyncio.Queue()
+    for unit in units:
+        queue.put_nowait(unit)
+    parent = Path(tempfile.mkdtemp(prefix=f"docab-{ctx.run_id[:40]}-", dir=ctx.workspace_parent))
+    ctx.store.open()
+    # Transcripts, images and records are written in the order samples finish, from one thread,
+    # off the event loop (file creation is slow on some disks and would stall every sample).
+    writer = BackgroundWriter(ctx.store)
+    models = contextlib.AsyncExitStack()
+    try:
+        # SDK-backed models hold HTTP clients bound to this event loop: open and close them here.
+        extractor_model: Any = getattr(ctx.extractor, "model", None)
+        for model in {id(m): m for m in (ctx.model, extractor_model) if m is not None}.values():
+            if isinstance(model, contextlib.AbstractAsyncContextManager):
+                await models.enter_async_context(model)
+        pool = DocumentPool(parent / "pool")  # beside the workspaces, never inside one
+        count = max(1, min(concurrency, len(units)))
+        workers = [Worker(ctx, i, parent / f"w{i:03d}", pool) for i in range(count)]
+        for worker in workers:
+            worker.root.mkdir()
+        await asyncio.gather(*(_work(worker, queue, writer) for worker in workers))
+    finally:
+        await ctx.wait_closed()
+        await models.aclose()
+        writer.close()
+        ctx.store.close()
+        ctx.close_logs()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+async def _work(worker: Worker, queue: asyncio.Queue[WorkUnit], writer: BackgroundWriter) -> None:
+    try:
+        while True:
+            try:
+                unit = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            for arm in unit.arms:
+                record, transcript = await run_sample(worker, unit.sample, unit.epoch, arm)
+                writer.submit(record, transcript)
+                worker.ctx.progress.update(record)
+    finally:
+        await worker.close()
