@@ -122,3 +122,18 @@ def test_console_script_scores(tmp_path: Path) -> None:
     done = subprocess.run([docab, "score", str(predictions)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Acc 100.0 %" in done.stdout
+
+
+def test_score_survives_deeply_nested_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = {"question": "q", "answer": "4", "answer_format": "Int", "doc_id": "d.pdf", "pred": "4"}
+    lines = tmp_path / "p.jsonl"
+    lines.write_text(json.dumps(good) + "\n" + "[" * 5000 + "]" * 5000 + "\n")
+    assert main(["score", str(lines)]) == 0
+    out, err = capsys.readouterr()
+    assert "line 2: JSON nested too deeply to be a prediction" in out + err
+    assert "Traceback" not in out + err
+    listing = tmp_path / "p.json"
+    listing.write_text("[" * 5000 + "]" * 5000)
+    assert main(["score", str(listing)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"docab score: error: {listing} is JSON nested too deeply to hold predictions"

@@ -94,3 +94,18 @@ def test_transcript_paths_never_collide_after_making_names_safe() -> None:
     assert len(paths) == 3 * 4 * 2
     assert transcript_path("fs", "doc.pdf_3", 0) == "transcripts/fs/doc.pdf_3.e0.json"  # safe names stay
     assert all(".." not in p.split("/") and p.startswith("transcripts/") for p in paths)
+
+
+def test_lines_not_utf8_or_nested_too_deeply_are_skipped_like_any_bad_line(tmp_path) -> None:
+    from docab.log.store import read_records, read_records_reporting
+
+    path = tmp_path / "records.jsonl"
+    good = json.dumps(make_record().to_dict()).encode()
+    path.write_bytes(b"\n".join([b'{"qid": "\xff\xfe"}', b"[" * 5000 + b"]" * 5000, good]) + b"\n")
+    assert [r.qid for r in read_records(path)] == ["doc.pdf#3"]  # resume: no crash
+    records, warnings = read_records_reporting(path)  # the report: the run is not refused
+    assert [r.qid for r in records] == ["doc.pdf#3"]
+    assert warnings == [
+        "records.jsonl: line 1 is not UTF-8 text; skipped",
+        "records.jsonl: line 2 is JSON nested too deeply to be a record; skipped",
+    ]

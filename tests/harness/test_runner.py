@@ -366,3 +366,13 @@ def test_an_arm_whose_tools_share_a_name_is_refused_at_start_up() -> None:
         arms_manifest(cfg, {"md": [grep_again]})
     echo = ToolSpec("echo", "echo", {"type": "object", "properties": {}})
     assert [a.name for a in arms_manifest(cfg, {"md": [echo]})] == ["fs", "fs+md"]
+
+
+def test_a_results_folder_that_cannot_be_written_is_one_error_before_any_sample(
+    tmp_path: Path, dataset: Any
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")  # like a read-only disk, creating the run folder fails
+    with pytest.raises(RunError, match=r"cannot create the run folder .*a-file/t: Not a directory") as info:
+        run(config(), tmp_path, dataset, run_dir=blocker / "t")
+    assert "choose a results folder that can be written" in str(info.value)

@@ -44,6 +44,8 @@ def read_predictions(path: Path) -> list[Record]:
             items = json.loads(text)
         except json.JSONDecodeError as exc:
             raise PredictionError(f"{path} starts like a JSON list but is not valid JSON ({exc})") from None
+        except RecursionError:
+            raise PredictionError(f"{path} is JSON nested too deeply to hold predictions") from None
         return [
             Record(
                 i + 1,
@@ -60,6 +62,9 @@ def read_predictions(path: Path) -> list[Record]:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             records.append(Record(number, None, f"not valid JSON ({exc.msg})"))
+            continue
+        except RecursionError:
+            records.append(Record(number, None, "JSON nested too deeply to be a prediction"))
             continue
         records.append(
             Record(number, item, None) if isinstance(item, dict) else Record(number, None, "not an object")

@@ -137,6 +137,11 @@ def _package_versions() -> dict[str, str | None]:
 _NOT_A_RECORD = (ValueError, TypeError, KeyError, AttributeError)
 
 
+def _parse_line(raw: bytes) -> Any:
+    """One JSON line; raises ValueError (bad UTF-8 or JSON) or RecursionError (nested too deep)."""
+    return json.loads(raw.decode("utf-8"))
+
+
 def read_records(path: Path) -> Iterator[RunRecord]:
     """Every complete record of a ``records.jsonl``, for resuming; a torn last line is ignored."""
     if not path.exists():
@@ -146,13 +151,14 @@ def read_records(path: Path) -> Iterator[RunRecord]:
             if not raw.endswith(b"\n"):
                 return  # torn by a kill: the sample will be run again
             try:
-                yield RunRecord.from_dict(json.loads(raw))
-            except _NOT_A_RECORD:
+                yield RunRecord.from_dict(_parse_line(raw))
+            except (*_NOT_A_RECORD, RecursionError):
                 continue  # a line from a crashed writer; resume redoes the sample
 
 
 def read_records_reporting(path: Path) -> tuple[list[RunRecord], list[str]]:
-    """Records from one ``records.jsonl`` and a warning for each line skipped as unreadable.
+    """Records from one ``records.jsonl`` and a warning for each line skipped as unreadable (not
+    UTF-8, not JSON, nested too deep, not a record).
 
     For reading a finished run (reports, merges): nothing is skipped silently. Raises
     :class:`StoreError` when the file itself cannot be read.
@@ -160,18 +166,22 @@ def read_records_reporting(path: Path) -> tuple[list[RunRecord], list[str]]:
     records: list[RunRecord] = []
     warnings: list[str] = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_bytes().split(b"\n")
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise StoreError(f"{path} is not UTF-8 text; is it a records.jsonl file?") from None
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
+            data = _parse_line(line)
+        except UnicodeDecodeError:
+            warnings.append(f"{path.name}: line {number} is not UTF-8 text; skipped")
+            continue
+        except RecursionError:
+            warnings.append(f"{path.name}: line {number} is JSON nested too deeply to be a record; skipped")
+            continue
+        except ValueError:
             if number - 1 == last:
                 warnings.append(
                     f"{path.name}: the last line is incomplete (a run stopped mid-write); skipped"
@@ -222,7 +232,13 @@ class RunStore:
     def begin(self, manifest: Manifest, *, session: Session) -> Manifest:
         """Create or resume the run, adding ``session``; refuses a folder holding a run with another
         config. Returns the manifest as written (an existing run keeps its own, with one more session)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # read-only disk, a file where a folder should be, no permission
+            raise StoreError(
+                f"cannot create the run folder {self.dir}: {exc.strerror or exc}; "
+                "choose a results folder that can be written"
+            ) from None
         existing = self.read_manifest()
         if existing is not None and existing.config_hash != manifest.config_hash:
             raise StoreError(
@@ -231,7 +247,13 @@ class RunStore:
                 "or move the old folder away"
             )
         begun = (existing or manifest).with_session(session)
-        self.write_manifest(begun)
+        try:
+            self.write_manifest(begun)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write {self.dir / MANIFEST}: {exc.strerror or exc}; "
+                "choose a results folder that can be written"
+            ) from None
         return begun
 
     def write_manifest(self, manifest: Manifest) -> None:
