@@ -305,8 +305,8 @@ def test_write_viewer_draws_missing_plots_and_uses_a_fresh_summary(run_dir: Path
     from docab.report.summary import build_report
 
     summary = build_report(load_run(run_dir), resamples=200).summary
-    summary["warnings"] = ["from the file"]
-    (run_dir / "summary.json").write_text(json.dumps(summary))
+    summary = summary.model_copy(update={"warnings": ["from the file"]})
+    (run_dir / "summary.json").write_text(summary.model_dump_json())
     result = write_viewer(run_dir, resamples=200)
     drawn = {p.name for p in result.plots_drawn}
     assert {
@@ -343,14 +343,16 @@ def test_a_merged_summary_written_into_one_of_its_folders_is_not_shown_as_that_f
     from docab.report.summary import build_report
 
     summary = build_report(load_run(run_dir), resamples=200).summary
-    summary["runs"] = [str(run_dir), str(tmp_path / "shard2")]  # as `docab report run_dir shard2` writes it
-    summary["warnings"] = ["merged"]
-    (run_dir / "summary.json").write_text(json.dumps(summary))
+    # as `docab report run_dir shard2` writes it
+    summary = summary.model_copy(
+        update={"runs": [str(run_dir), str(tmp_path / "shard2")], "warnings": ["merged"]}
+    )
+    (run_dir / "summary.json").write_text(summary.model_dump_json())
     index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
     assert index["summary"]["source"] == "computed" and "other folders" in index["summary"]["note"]
     assert "merged" not in index["summary"]["warnings"]
-    summary["runs"] = [str(run_dir)]  # its own summary is used
-    (run_dir / "summary.json").write_text(json.dumps(summary))
+    summary = summary.model_copy(update={"runs": [str(run_dir)]})  # its own summary is used
+    (run_dir / "summary.json").write_text(summary.model_dump_json())
     index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
     assert index["summary"]["source"] == "summary.json"
 
@@ -359,6 +361,35 @@ def test_a_summary_of_another_layout_is_recomputed(run_dir: Path) -> None:
     (run_dir / "summary.json").write_text(json.dumps({"arms": [{"arm": "fs"}]}))
     index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
     assert index["summary"]["source"] == "computed" and "another layout" in index["summary"]["note"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "note"),
+    [
+        (
+            lambda data: {**data, "version": 1},
+            "summary.json is of schema version 1 (this docab reads version 2)",
+        ),
+        (
+            lambda data: {**data, "arms": [{**data["arms"][0], "accuracy": "high"}]},
+            "summary.json has another layout",
+        ),
+        (lambda data: {**data, "seed": None}, "summary.json has another layout"),
+    ],
+)
+def test_a_summary_of_another_version_or_invalid_is_recomputed(run_dir: Path, edit: Any, note: str) -> None:
+    from docab.report.summary import build_report
+
+    data = build_report(load_run(run_dir), resamples=200).summary.model_dump(mode="json")
+    data["runs"] = [str(run_dir)]
+    data["warnings"] = ["from the file"]
+    (run_dir / "summary.json").write_text(json.dumps(edit(data)))
+    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    assert index["summary"]["source"] == "computed" and note in index["summary"]["note"]
+    assert "from the file" not in index["summary"]["warnings"]
+    (run_dir / "summary.json").write_text(json.dumps(data))  # the same file, valid: it is used
+    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    assert index["summary"]["source"] == "summary.json" and index["summary"]["warnings"] == ["from the file"]
 
 
 def test_rewriting_replaces_the_viewer_whole(run_dir: Path) -> None:

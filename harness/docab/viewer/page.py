@@ -38,6 +38,7 @@ from docab.log.records import RunRecord
 from docab.log.usage import Usage
 from docab.report.plots import breakdown_file
 from docab.report.render import METHOD_NOTE, sections, title
+from docab.report.schema import Summary
 from docab.report.summary import (
     DIMENSIONS,
     FLOOR_LABEL,
@@ -479,12 +480,9 @@ def _question_row(
     }
 
 
-def summary_view(summary: Mapping[str, Any] | None, *, source: str, note: str = "") -> dict[str, Any]:
-    """The report summary as the tables ``docab report`` prints (``docab.report.render.sections``).
-
-    Raises KeyError or TypeError for a summary of another layout; the writer then recomputes it.
-    """
-    if not summary:
+def summary_view(summary: Summary | None, *, source: str, note: str = "") -> dict[str, Any]:
+    """The report summary as the tables ``docab report`` prints (``docab.report.render.sections``)."""
+    if summary is None:
         return {"source": source, "note": note, "title": "", "sections": [], "method": "", "warnings": []}
     return {
         "source": source,
@@ -495,7 +493,7 @@ def summary_view(summary: Mapping[str, Any] | None, *, source: str, note: str = 
             for s in sections(summary)
         ],
         "method": METHOD_NOTE,
-        "warnings": [str(w) for w in summary.get("warnings") or []],
+        "warnings": list(summary.warnings),
     }
 
 
@@ -503,7 +501,7 @@ def build_index(
     records: Sequence[RunRecord],
     *,
     manifest: Mapping[str, Any] | None = None,
-    summary: Mapping[str, Any] | None = None,
+    summary: Summary | None = None,
     summary_source: str = "summary.json",
     summary_note: str = "",
     transcripts: Mapping[tuple[str, str, int], TranscriptEntry] | None = None,
@@ -513,14 +511,14 @@ def build_index(
     """The page's data: header, summary tables, plots, and one row per question (first-seen order).
 
     ``transcripts`` maps a record's key (arm, qid, epoch) to what the writer made of its transcript;
-    a record without an entry shows "transcript missing". ``summary`` is a ``docab.report.summary`` summary
+    a record without an entry shows "transcript missing". ``summary`` is the run's report summary
     (``summary.json``) or None; the page then shows the question table alone.
     """
     manifest = manifest or {}
     transcripts = transcripts or {}
     arms = arm_order(manifest, list(dict.fromkeys(r.arm for r in records)))
-    reference = (summary or {}).get("reference_arm")
-    reference = reference if reference in arms else (arms[0] if arms else None)
+    wanted = summary.reference_arm if summary else None
+    reference = wanted if wanted in arms else (arms[0] if arms else None)
     outcomes = question_outcomes(records)
     by_question: dict[str, dict[str, list[RunRecord]]] = {}
     for record in records:
@@ -531,7 +529,7 @@ def build_index(
     ]
     filters = {d: sorted({g for q in questions for g in q["groups"][d]}) for d in FILTER_DIMENSIONS}
     seen_outcomes = {e["outcome"] for q in questions for a in q["arms"].values() for e in a["epochs"]}
-    floor = bool((summary or {}).get("floor")) or any(is_floor(r.model) for r in records)
+    floor = (summary is not None and summary.floor) or any(is_floor(r.model) for r in records)
     header = _run_header(manifest, records, arms)
     return {
         "format": VIEWER_FORMAT,

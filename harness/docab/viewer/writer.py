@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from docab.log.store import inside_run
+from docab.report.schema import Summary, SummaryFormatError, parse_summary
 from docab.viewer.html import render_index, transcript_script
 from docab.viewer.page import (
     TranscriptEntry,
     build_index,
     plot_order,
     question_text,
-    summary_view,
     view_transcript,
 )
 
@@ -70,33 +70,30 @@ def _stale(path: Path, source: Path) -> bool:
     return not path.exists() or path.stat().st_mtime < source.stat().st_mtime
 
 
-def _load_summary(run_dir: Path, records_path: Path) -> tuple[dict[str, Any] | None, str]:
-    """summary.json when present and not older than the records; else None and why."""
+def _load_summary(run_dir: Path, records_path: Path) -> tuple[Summary | None, str]:
+    """summary.json when present, not older than the records, of this schema version and written
+    for this folder alone; else None and why."""
     path = run_dir / "summary.json"
     if not path.exists():
         return None, "summary.json is missing"
     if _stale(path, records_path):
         return None, "summary.json is older than records.jsonl"
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        summary = parse_summary(path.read_bytes())
+    except OSError:
         return None, "summary.json is unreadable"
-    if not isinstance(summary, dict):
-        return None, "summary.json is not a report summary"
+    except SummaryFormatError as exc:
+        return None, f"summary.json {exc}"
     if not _written_for(summary, run_dir):
         # `docab report shard1 shard2` writes the merged summary (and plots) into shard1.
         return None, "summary.json was written for other folders (a merged report)"
     return summary, ""
 
 
-def _written_for(summary: dict[str, Any], run_dir: Path) -> bool:
-    """False when the summary names the folders it was computed from and they are not just this one
-    (a summary without the list is judged by its layout instead)."""
-    runs = summary.get("runs")
-    if not isinstance(runs, list) or not all(isinstance(run, str) for run in runs):
-        return True
+def _written_for(summary: Summary, run_dir: Path) -> bool:
+    """False when the summary was computed from other folders than just this one."""
     try:
-        return [Path(run).resolve() for run in runs] == [run_dir.resolve()]
+        return [Path(run).resolve() for run in summary.runs] == [run_dir.resolve()]
     except (OSError, ValueError):
         return False
 
@@ -112,8 +109,8 @@ def write_viewer(
 ) -> ViewerResult:
     """Write ``run_dir/viewer/index.html`` and ``viewer/transcripts/<n>.js``; returns what was written.
 
-    The summary comes from ``summary.json`` when it is at least as new as ``records.jsonl``, else
-    it is computed with ``docab.report.summary`` (``resamples``, ``seed``) and not written back. With
+    The summary comes from ``summary.json`` when it is at least as new as ``records.jsonl`` and reads
+    as a summary of this schema version (``docab.report.schema.parse_summary``), else it is computed with ``docab.report.summary`` (``resamples``, ``seed``) and not written back. With
     ``draw_plots``, plots missing or older than the records are drawn into ``run_dir/plots/``.
     Raises ``docab.report.summary.ReportError`` for a folder without records, :class:`ViewerError` when
     the viewer cannot be written.
@@ -123,11 +120,6 @@ def write_viewer(
     run = load_run(run_dir)  # raises ReportError with a message fit to show
     records_path = run_dir / "records.jsonl"
     summary, why = _load_summary(run_dir, records_path)
-    if summary is not None:
-        try:
-            summary_view(summary, source="summary.json")
-        except (KeyError, TypeError, ValueError, AttributeError):
-            summary, why = None, "summary.json has another layout"
     plots_dir = run_dir / "plots"
     existing_plots = sorted(p.name for p in plots_dir.glob("*.png")) if plots_dir.is_dir() else []
     foreign = why.startswith("summary.json was written for other folders")  # so were its plots
