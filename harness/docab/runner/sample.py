@@ -38,6 +38,7 @@ from docab.agent.toolbox.base import Tool
 from docab.agent.toolbox.filesystem import filesystem_tools
 from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession, MCPStartError
 from docab.config import RunConfig
+from docab.log.events import AnswerEvent, json_value
 from docab.log.records import RunRecord, Status
 from docab.log.store import BackgroundWriter, RunStore, utc_now
 from docab.log.transcript import transcript_path
@@ -268,19 +269,18 @@ async def run_sample(
     rel = transcript_path(arm_name, sample.qid, epoch)
     events = list(trace.events) if trace else []
     events.append(
-        {
-            "type": "answer",
-            "protocol": config.answer.protocol,
-            "status": status,
-            "raw_answer": raw_answer,
-            "extracted_answer": extracted,
-            "gold": sample.answer,
-            "answer_format": sample.answer_format,
-            "score": score,
-            "errors": errors,
-            "extraction_usage": [u.to_dict() for u in extraction.usage] if extraction else [],
-            "extraction": extraction.details if extraction else None,
-        }
+        AnswerEvent(
+            protocol=config.answer.protocol,
+            status=status,
+            raw_answer=raw_answer,
+            extracted_answer=extracted,
+            gold=sample.answer,
+            answer_format=sample.answer_format,
+            score=score,
+            errors=list(errors),
+            extraction_usage=list(extraction.usage) if extraction else [],
+            extraction=json_value(extraction.details) if extraction else None,
+        )
     )
     transcript = {
         "rel": rel,

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from docab.log.records import RunRecord
 from docab.log.store import inside_run
 from docab.report.schema import Summary, SummaryFormatError, parse_summary
 from docab.viewer.html import render_index, transcript_script
@@ -22,7 +22,6 @@ from docab.viewer.page import (
     TranscriptEntry,
     build_index,
     plot_order,
-    question_text,
     view_transcript,
 )
 
@@ -43,12 +42,12 @@ class ViewerResult:
     questions: int
     records: int
     transcripts: int  # transcripts written into the viewer
-    problems: list[str] = field(default_factory=list)  # transcripts that could not be shown, and why
+    problems: list[str] = field(default_factory=list)  # transcripts not shown, or shown in part, and why
     plots_drawn: list[Path] = field(default_factory=list)
     summary_source: str = ""
 
 
-def read_transcript(path: Path, *, max_bytes: int = MAX_TRANSCRIPT_BYTES) -> tuple[Any, str | None]:
+def read_transcript(path: Path, *, max_bytes: int = MAX_TRANSCRIPT_BYTES) -> tuple[object, str | None]:
     """A transcript's JSON, or None and the reason it cannot be shown (missing, too large, not JSON)."""
     try:
         size = path.stat().st_size
@@ -186,7 +185,7 @@ def write_viewer(
 
 def _write_transcripts(
     run_dir: Path,
-    records: Any,
+    records: Sequence[RunRecord],
     folder: Path,
     images: set[str],
     progress: Progress | None,
@@ -205,14 +204,16 @@ def _write_transcripts(
         else:
             document, problem = read_transcript(path, max_bytes=max_bytes)
             view = view_transcript(document, images) if problem is None else None
-            problem = problem or (view or {}).get("problem")
+            problem = problem or (view.problem if view else None)
             if problem or view is None:
                 entries[record.key] = TranscriptEntry(problem=problem)
                 problems.append(f"{label}: {problem} ({record.transcript})")
             else:
+                # Shown, and flagged: an older format or a damaged part is named on the page and here.
+                problems += [f"{label}: {notice} ({record.transcript})" for notice in view.notices]
                 number = len(entries)
-                (folder / f"{number}.js").write_text(transcript_script(number, view), encoding="utf-8")
-                entries[record.key] = TranscriptEntry(number=number, question=question_text(view))
+                (folder / f"{number}.js").write_text(transcript_script(number, view.data), encoding="utf-8")
+                entries[record.key] = TranscriptEntry(number=number, question=view.question)
         if progress:
             progress(done, total)
     return entries, problems
