@@ -23,6 +23,20 @@ Versions (``SUMMARY_VERSION``, the ``version`` field):
    are ``itt.mde`` ``{observed, bounded, statement}``; ``pairs_dropped`` is ``sensitivity``.
 
 Reading a file: :func:`parse_summary` (raises :class:`SummaryFormatError` with a message fit to show).
+
+Adding a figure: give it a field, with a default when older writers lack it, on the model it
+describes, fill it in ``docab.report.summary``, show it in ``docab.report.render``, and bump
+``SUMMARY_VERSION`` (readers recompute a file of another version). Where figures belong: per arm
+on :class:`ArmSummary` (a score on the answerable questions only is another :class:`Estimate`; an
+arm's "Not answerable" answers a model of their own); evidence figures (precision, tokens per
+evidence page found) on :class:`EvidenceSummary` and :class:`EvidenceComparison`; reference rows
+that are not arms of the run (an "always Not answerable" policy) on :class:`Summary` beside
+``arms``; another paired test beside ``mcnemar`` on :class:`AccuracyComparison`; the MDE stated
+before the run beside ``observed`` on :class:`DetectableEffect`; counts of each status dropped on
+:class:`Sensitivity`; counts per cell on :class:`BreakdownCell`. Every interval already names its
+``method``, so a method chosen by the number of documents needs no new field. The gate
+(``docab.report.gate``) reads typed figures into :class:`docab.report.gate.Check` rows, so a
+further gated metric is one more row and a multiplicity adjustment a pass over the rows.
 """
 
 from __future__ import annotations
@@ -122,7 +136,9 @@ class TokenSummary(SchemaModel):
     first_call_input: (
         Spread  # input tokens of the first agent call: system prompt, tool definitions, question
     )
-    tool_definition_tokens: Number  # what the arm's tool definitions cost on every call (from the manifest)
+    tool_definition_tokens: (
+        int | None
+    )  # what the arm's tool definitions cost on every call (from the manifest)
 
 
 class TimeSummary(SchemaModel):

@@ -364,8 +364,10 @@ def arm_summary(
             cache_read_share=sum(u.cache_read for u in usage) / input_total if input_total else None,
             first_call_input=spread(o.first_call_input for o in items),
             tool_definition_tokens=(
-                tool_overhead
-                if isinstance(tool_overhead, int | float) and not isinstance(tool_overhead, bool)
+                round(tool_overhead)
+                if isinstance(tool_overhead, int | float)
+                and not isinstance(tool_overhead, bool)
+                and math.isfinite(tool_overhead)
                 else None
             ),
         ),
