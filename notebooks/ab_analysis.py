@@ -73,7 +73,7 @@ for warning in run.warnings:
     print("warning:", warning)
 report = build_report(run, resamples=RESAMPLES)
 summary = report.summary
-print(f"run {summary['run_id']}: arms {', '.join(run.arms)}; {len(run.records)} records")
+print(f"run {summary.run_id}: arms {', '.join(run.arms)}; {len(run.records)} records")
 
 # %% [markdown]
 # ## The headline table
@@ -103,8 +103,8 @@ show(
 # %%
 questions = questions_frame(report.outcomes)
 headline = questions.groupby("arm", sort=False)["score"].mean()
-for arm in summary["arms"]:
-    assert abs(headline[arm["arm"]] - arm["accuracy"]["value"]) < 1e-9  # the table above, reproduced
+for arm in summary.arms:
+    assert abs(headline[arm.arm] - (arm.accuracy.value or 0.0)) < 1e-9  # the table above, reproduced
 show(headline.rename("accuracy"))
 
 # %% [markdown]
@@ -113,7 +113,7 @@ show(headline.rename("accuracy"))
 
 # %%
 arms = list(report.outcomes)
-reference = summary["reference_arm"]
+reference = summary.reference_arm
 paired = questions.pivot_table(index=["doc_id", "qid"], columns="arm", values="score")
 for arm in arms:
     if arm != reference:

@@ -53,8 +53,8 @@ def test_questions_frame_reproduces_the_headline_accuracy(tmp_path: Path) -> Non
     frame = questions_frame(report.outcomes)
     assert len(frame) == 2 * 20 and set(frame["epochs"]) == {2}
     means = frame.groupby("arm")["score"].mean()
-    for arm in report.summary["arms"]:
-        assert means[arm["arm"]] == pytest.approx(arm["accuracy"]["value"])
+    for arm in report.summary.arms:
+        assert means[arm.arm] == pytest.approx(arm.accuracy.value)
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from docab.report.gate import (
+    Check,
     GateConfigError,
     Thresholds,
     evaluate,
@@ -15,41 +15,81 @@ from docab.report.gate import (
     load_thresholds,
     parse_thresholds,
 )
+from docab.report.schema import (
+    AccuracyComparison,
+    ClusteredDifference,
+    Comparison,
+    CostComparison,
+    DetectableEffect,
+    Difference,
+    EvidenceComparison,
+    McNemar,
+    PairedResults,
+    Ratio,
+    ScoreComparison,
+    SignedRank,
+    Spread,
+)
+
+
+def _difference(value: float, low: float | None, high: float | None) -> Difference:
+    return Difference(value=value, low=low, high=high, method="cluster-bootstrap")
+
+
+def _spread(median: float) -> Spread:
+    return Spread(n=10, mean=median, median=median, p90=median)
+
+
+def _cost(median_a: float, ratio: tuple[float | None, float | None, float | None]) -> CostComparison:
+    value, low, high = ratio
+    return CostComparison(
+        a=_spread(median_a),
+        b=_spread(median_a * (value or 1.0)),
+        difference=_difference(0.0, None, None),
+        ratio=Ratio(value=value, low=low, high=high, method="cluster-bootstrap", pairs=10, excluded=0),
+        wilcoxon=SignedRank(statistic=None, p_value=1.0, pairs=0),
+    )
 
 
 def comparison(
-    accuracy: tuple[float, float, float] = (0.0, 0.0, 0.0),
-    tokens_ratio: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    accuracy: tuple[float, float | None, float | None] = (0.0, 0.0, 0.0),
+    tokens_ratio: tuple[float | None, float | None, float | None] = (1.0, 1.0, 1.0),
     recall: tuple[float, float, float] | None = None,
-) -> dict[str, Any]:
+) -> Comparison:
+    """A typed comparison of arm "new" against "base" with the given differences (fractions)."""
     estimate, low, high = accuracy
-    cell = {"a": 0.8, "b": 0.8 + estimate, "difference": {"estimate": estimate, "low": low, "high": high}}
-    ratio, ratio_low, ratio_high = tokens_ratio
-    result: dict[str, Any] = {
-        "a": "base",
-        "b": "new",
-        "itt": {
-            "accuracy": cell,
-            "f1": cell,
-            "tokens": {
-                "a": {"median": 1000.0},
-                "b": {"median": 1000.0 * ratio},
-                "ratio": {"ratio": ratio, "ratio_low": ratio_low, "ratio_high": ratio_high},
-            },
-            "latency": {"a": {"median": 1.0}, "b": {"median": 1.0}, "ratio": {}},
-        },
-        "evidence_recall": None,
-    }
-    if recall:
-        result["evidence_recall"] = {
-            "a": 0.9,
-            "b": 0.9 + recall[0],
-            "difference": dict(zip(("estimate", "low", "high"), recall, strict=True)),
-        }
-    return result
+    gap = _difference(estimate, low, high)
+    itt = PairedResults(
+        questions=10,
+        documents=5,
+        accuracy=AccuracyComparison(
+            a=0.8,
+            b=0.8 + estimate,
+            difference=gap,
+            difference_clustered_t=ClusteredDifference(
+                value=estimate, low=low, high=high, method="cluster-t", se=0.01
+            ),
+            mcnemar=McNemar(only_a_correct=0, only_b_correct=0, p_value=1.0),
+        ),
+        f1=ScoreComparison(a=0.8, b=0.8 + estimate, difference=gap),
+        evidence=(
+            EvidenceComparison(
+                questions=10,
+                recall=ScoreComparison(a=0.9, b=0.9 + recall[0], difference=_difference(*recall)),
+            )
+            if recall
+            else None
+        ),
+        score_correlation=None,
+        tokens=_cost(1000.0, tokens_ratio),
+        latency=_cost(1.0, (None, None, None)),
+        icc=None,
+        mde=DetectableEffect(observed=None, bounded=False, statement=""),
+    )
+    return Comparison(a="base", b="new", questions_a=10, questions_b=10, paired=10, itt=itt)
 
 
-def verdicts(checks: list[Any]) -> dict[str, str]:
+def verdicts(checks: list[Check]) -> dict[str, str]:
     return {c.metric: c.verdict for c in checks}
 
 
@@ -90,7 +130,14 @@ def test_evidence_recall_is_gated_in_points() -> None:
 
 
 def test_nothing_paired_fails_only_a_gate_that_gates_something() -> None:
-    empty = {"a": "base", "b": "new", "note": "the arms share no question; nothing to pair"}
+    empty = Comparison(
+        a="base",
+        b="new",
+        questions_a=3,
+        questions_b=2,
+        paired=0,
+        note="the arms share no question; nothing to pair",
+    )
     assert failures(empty, Thresholds()) == []
     assert failures(empty, Thresholds(f1_drop_points=1)) == [
         "nothing to compare: the arms share no question; nothing to pair"
@@ -119,3 +166,52 @@ def test_the_committed_ci_gate_file_is_valid() -> None:
 
     thresholds = load_thresholds(REPO_ROOT / "results" / "baselines" / "gate.toml")
     assert thresholds.accuracy_drop_points is not None and thresholds.evidence_recall_drop_points is not None
+
+
+def test_every_verdict_on_typed_comparisons() -> None:
+    """Each verdict, for a score and a cost: fail, pass, not gated, not measured."""
+    gates = Thresholds(
+        accuracy_drop_points=2, f1_drop_points=2, tokens_rise_percent=10, latency_rise_percent=10
+    )
+    checks = {c.metric: c for c in evaluate(comparison(accuracy=(-0.05, -0.08, -0.02)), gates)}
+    assert checks["accuracy"].verdict == "fail" and checks["F1"].verdict == "fail"
+    assert checks["tokens"].verdict == "pass"  # ratio 1: no rise
+    assert checks["latency"].verdict == "not measured" and checks["latency"].change is None
+    assert checks["latency"].a == 1.0  # the medians are shown even when the ratio is undefined
+    assert checks["evidence recall"].verdict == "not measured"
+    ungated = {c.metric: c.verdict for c in evaluate(comparison(recall=(-0.2, -0.3, -0.1)), Thresholds())}
+    assert ungated == {
+        "accuracy": "not gated",
+        "F1": "not gated",
+        "evidence recall": "not gated",
+        "tokens": "not gated",
+        "latency": "not measured",
+    }
+    accuracy = checks["accuracy"]
+    assert (accuracy.a, accuracy.b, accuracy.unit, accuracy.threshold) == (
+        0.8,
+        pytest.approx(0.75),
+        "points",
+        2,
+    )
+    assert (accuracy.change, accuracy.low, accuracy.high) == (
+        pytest.approx(-5.0),
+        pytest.approx(-8.0),
+        pytest.approx(-2.0),
+    )
+
+
+def test_a_difference_without_an_interval_never_fails() -> None:
+    """One document gives no interval (None): the drop is measured but cannot be certain."""
+    one_document = comparison(accuracy=(-0.5, None, None), tokens_ratio=(3.0, None, None))
+    checks = {
+        c.metric: c for c in evaluate(one_document, Thresholds(accuracy_drop_points=1, tokens_rise_percent=1))
+    }
+    assert checks["accuracy"].verdict == "pass" and checks["accuracy"].change == pytest.approx(-50.0)
+    assert checks["accuracy"].low is None and checks["accuracy"].high is None
+    assert checks["tokens"].verdict == "pass" and checks["tokens"].change == pytest.approx(200.0)
+
+
+def test_a_check_reads_back_from_its_json() -> None:
+    (check, *_) = evaluate(comparison(accuracy=(-0.05, -0.08, -0.02)), Thresholds(accuracy_drop_points=2))
+    assert Check.model_validate_json(check.model_dump_json()) == check

@@ -159,10 +159,10 @@ def test_the_report_reads_arm_order_and_tool_cost_from_a_legacy_keyed_manifest(t
     records = [make_record(arm, f"q{i}", f"d{i}") for arm in ("a", "b") for i in range(3)]
     legacy = {"run_id": "legacy", "arms": {"b": {"tool_definition_tokens": 70}, "a": {}}}
     summary = build_report(load_run(write_run(tmp_path / "r", records, legacy)), resamples=200).summary
-    assert summary["run_id"] == "legacy"
-    assert [a["arm"] for a in summary["arms"]] == ["b", "a"]  # the manifest's order, not the records'
-    assert summary["arms"][0]["tokens"]["tool_definition_tokens"] == 70
-    assert summary["arms"][1]["tokens"]["tool_definition_tokens"] is None
+    assert summary.run_id == "legacy"
+    assert [a.arm for a in summary.arms] == ["b", "a"]  # the manifest's order, not the records'
+    assert summary.arms[0].tokens.tool_definition_tokens == 70
+    assert summary.arms[1].tokens.tool_definition_tokens is None
 
 
 def test_the_report_warns_about_a_manifest_it_cannot_read(tmp_path: Path) -> None:

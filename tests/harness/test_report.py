@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from docab.report.render import print_console, to_markdown
+from docab.report.schema import SUMMARY_VERSION, ArmSummary, Summary, SummaryFormatError, parse_summary
 from docab.report.summary import (
     FLOOR_LABEL,
     ReportError,
@@ -76,62 +77,72 @@ def tiny_run(tmp_path: Path) -> Path:
     )
 
 
-def arm(summary: dict, name: str) -> dict:
-    return next(a for a in summary["arms"] if a["arm"] == name)
+def arm(summary: Summary, name: str) -> ArmSummary:
+    found = summary.arm(name)
+    assert found is not None, f"no arm {name!r}"
+    return found
 
 
 def test_per_arm_figures_match_the_official_definitions(tiny_run: Path) -> None:
     summary = build_report(load_run(tiny_run), resamples=RESAMPLES).summary
     fs, md = arm(summary, "fs"), arm(summary, "md")
-    assert fs["accuracy"]["value"] == pytest.approx(0.5)
-    assert md["accuracy"]["value"] == pytest.approx(5 / 6)
-    assert fs["accuracy"]["method"] == "korn-graubard"  # small sample: exact-type interval
+    assert fs.accuracy.value == pytest.approx(0.5)
+    assert md.accuracy.value == pytest.approx(5 / 6)
+    assert fs.accuracy.method == "korn-graubard"  # small sample: exact-type interval
     # F1: recall = precision = 2/5 for fs (one "Not answerable" prediction), 4/5 for md
-    assert fs["f1"]["value"] == pytest.approx(0.4)
-    assert md["f1"]["value"] == pytest.approx(0.8)
-    assert md["status"] == {"ok": 5, "error": 1, "timeout": 0, "limit": 0}
-    assert (fs["questions"], fs["documents"], fs["epochs"]) == (6, 3, 1)
+    assert fs.f1.value == pytest.approx(0.4)
+    assert md.f1.value == pytest.approx(0.8)
+    assert md.status.model_dump() == {"ok": 5, "error": 1, "timeout": 0, "limit": 0}
+    assert (fs.questions, fs.documents, fs.epochs) == (6, 3, 1)
     # evidence recall: fs read only page 3 -> q1 1, q2 .5, q3 1, q4 .5, q5 .5 -> 0.7
-    assert fs["evidence_recall"]["value"] == pytest.approx(0.7)
-    assert fs["evidence_recall"]["questions"] == 5
-    assert md["evidence_recall"]["value"] == pytest.approx(1.0)
-    assert fs["tokens"]["total"]["median"] == 1100
-    assert md["tokens"]["cache_read_share"] == pytest.approx(0.5)
-    assert fs["tokens"]["cache_read_share"] == 0
-    assert fs["tokens"]["tool_definition_tokens"] == 420 and md["tokens"]["tool_definition_tokens"] is None
-    assert md["tool_calls"]["by_name"]["md_read"]["calls"] == 6
-    assert md["time"]["wall_s"]["median"] == 20.0
-    assert not fs["floor"] and summary["label"] == ""
+    assert fs.evidence is not None and md.evidence is not None
+    assert fs.evidence.recall.value == pytest.approx(0.7)
+    assert fs.evidence.questions == 5
+    assert md.evidence.recall.value == pytest.approx(1.0)
+    assert fs.tokens.total.median == 1100
+    assert md.tokens.cache_read_share == pytest.approx(0.5)
+    assert fs.tokens.cache_read_share == 0
+    assert fs.tokens.tool_definition_tokens == 420 and md.tokens.tool_definition_tokens is None
+    assert md.tool_calls.by_name["md_read"].calls == 6
+    assert md.time.wall_s.median == 20.0
+    assert not fs.floor and summary.label == ""
 
 
 def test_paired_comparison_itt_and_pairs_dropped(tiny_run: Path) -> None:
     summary = build_report(load_run(tiny_run), resamples=RESAMPLES).summary
-    (comparison,) = summary["comparisons"]
-    assert (comparison["a"], comparison["b"], comparison["paired"]) == ("fs", "md", 6)
-    itt = comparison["itt"]
-    assert itt["accuracy"]["difference"]["estimate"] == pytest.approx(2 / 6)
-    assert itt["f1"]["difference"]["estimate"] == pytest.approx(0.4)
-    assert itt["mcnemar"] == {"b": 0, "c": 2, "p_value": pytest.approx(0.5)}
-    assert itt["tokens"]["ratio"]["ratio"] == pytest.approx(2100 / 1100)
-    assert itt["latency"]["difference"]["estimate"] == pytest.approx(10.0)
-    dropped = comparison["pairs_dropped"]
-    assert (dropped["dropped"], dropped["paired"]) == (1, 5)
-    assert dropped["accuracy"]["difference"]["estimate"] == pytest.approx(2 / 5)
-    assert comparison["first_call_input_difference"]["median"] == 1000
-    assert "not resolvable" in comparison["mde_statement"]
+    (comparison,) = summary.comparisons
+    assert (comparison.a, comparison.b, comparison.paired) == ("fs", "md", 6)
+    itt = comparison.itt
+    assert itt is not None
+    assert itt.accuracy.difference.value == pytest.approx(2 / 6)
+    assert itt.f1.difference.value == pytest.approx(0.4)
+    assert itt.accuracy.mcnemar.model_dump() == {
+        "only_a_correct": 0,
+        "only_b_correct": 2,
+        "p_value": pytest.approx(0.5),
+    }
+    assert itt.tokens.ratio.value == pytest.approx(2100 / 1100)
+    assert itt.latency.difference.value == pytest.approx(10.0)
+    dropped = comparison.sensitivity
+    assert dropped is not None and (dropped.dropped, dropped.paired) == (1, 5)
+    assert dropped.accuracy is not None
+    assert dropped.accuracy.difference.value == pytest.approx(2 / 5)
+    assert comparison.first_call_input_difference is not None
+    assert comparison.first_call_input_difference.median == 1000
+    assert "not resolvable" in itt.mde.statement
 
 
 def test_breakdowns_follow_the_paper(tiny_run: Path) -> None:
-    rows = build_report(load_run(tiny_run), resamples=RESAMPLES).summary["breakdowns"]
-    cells = {(r["dimension"], r["group"]): r for r in rows}
+    rows = build_report(load_run(tiny_run), resamples=RESAMPLES).summary.breakdowns
+    cells = {(r.dimension, r.group): r for r in rows}
     single = cells[("evidence pages", "single-page")]
-    assert single["arms"]["fs"] == {"n": 2, "accuracy": 1.0}
+    assert single.arms["fs"].model_dump() == {"n": 2, "accuracy": 1.0}
     cross = cells[("evidence pages", "cross-page")]
-    assert cross["arms"]["fs"]["n"] == 3 and cross["arms"]["md"]["accuracy"] == pytest.approx(2 / 3)
-    assert cells[("evidence pages", "unanswerable")]["arms"]["md"]["n"] == 1
-    assert cells[("answer format", "Int")]["differences"]["md"]["estimate"] == pytest.approx(0.4)
+    assert cross.arms["fs"].n == 3 and cross.arms["md"].accuracy == pytest.approx(2 / 3)
+    assert cells[("evidence pages", "unanswerable")].arms["md"].n == 1
+    assert cells[("answer format", "Int")].differences["md"].value == pytest.approx(0.4)
     assert ("document type", "Academic paper") in cells
-    assert cells[("answer path", "submit_tool")]["arms"]
+    assert cells[("answer path", "submit_tool")].arms
 
 
 def test_question_groups_count_under_every_evidence_source() -> None:
@@ -153,8 +164,8 @@ def test_epochs_are_averaged_before_pairing(tmp_path: Path) -> None:
     ]
     summary = build_report(load_run(write_run(tmp_path / "e", records)), resamples=RESAMPLES).summary
     a = arm(summary, "a")
-    assert a["questions"] == 2 and a["records"] == 4 and a["epochs"] == 2
-    assert a["accuracy"]["value"] == pytest.approx(0.75)
+    assert a.questions == 2 and a.records == 4 and a.epochs == 2
+    assert a.accuracy.value == pytest.approx(0.75)
 
 
 def test_evidence_recall_of_a_record() -> None:
@@ -166,8 +177,8 @@ def test_a_baseline_run_is_labelled_a_floor_everywhere(tmp_path: Path) -> None:
     folder = random_run(tmp_path / "demo", model="baseline/keyword", documents=3, per_document=3)
     report = build_report(load_run(folder), resamples=RESAMPLES)
     summary = report.summary
-    assert summary["floor"] is True and summary["label"] == FLOOR_LABEL
-    assert all(a["floor"] and a["label"] == FLOOR_LABEL for a in summary["arms"])
+    assert summary.floor is True and summary.label == FLOOR_LABEL
+    assert all(a.floor and a.label == FLOOR_LABEL for a in summary.arms)
     markdown = to_markdown(summary)
     assert FLOOR_LABEL in markdown.splitlines()[0]
     assert "baseline/keyword (floor)" in markdown
@@ -192,8 +203,11 @@ def test_markdown_holds_the_tables(tiny_run: Path) -> None:
 def test_summary_is_strict_json(tmp_path: Path) -> None:
     folder = random_run(tmp_path / "r", documents=1, per_document=2)  # one document: NaN intervals
     summary = build_report(load_run(folder), resamples=RESAMPLES).summary
-    text = json.dumps(summary, allow_nan=False)  # raises if a NaN slipped through
-    assert json.loads(text)["version"] == 1
+    text = json.dumps(summary.model_dump(mode="json"), allow_nan=False)  # raises if a NaN slipped through
+    assert json.loads(text)["version"] == SUMMARY_VERSION == 2
+    itt = summary.comparisons[0].itt
+    assert itt is not None and itt.accuracy.difference.low is None  # undefined, not NaN
+    assert "NaN" not in summary.model_dump_json() and "Infinity" not in summary.model_dump_json()
 
 
 @pytest.mark.parametrize(
@@ -205,17 +219,21 @@ def test_awkward_runs_still_report(tmp_path: Path, documents: int, per_document:
     report = build_report(load_run(folder), resamples=RESAMPLES)
     markdown = to_markdown(report.summary)
     assert "## Arms" in markdown
-    comparison = report.summary["comparisons"][0]
-    assert comparison["paired"] == documents * per_document
-    gap = comparison["itt"]["accuracy"]["difference"]
+    comparison = report.summary.comparisons[0]
+    assert comparison.paired == documents * per_document
+    assert comparison.itt is not None
+    gap = comparison.itt.accuracy.difference
     if documents == 1:  # one cluster: no interval and no MDE, said so rather than made up
-        assert gap["low"] is None and gap["high"] is None
-        assert comparison["mde_statement"].startswith("The minimum detectable effect cannot be estimated")
+        assert gap.low is None and gap.high is None
+        assert comparison.itt.mde.observed is None
+        assert comparison.itt.mde.statement.startswith("The minimum detectable effect cannot be estimated")
     else:
-        assert gap["low"] <= gap["estimate"] <= gap["high"]
-        assert "not resolvable" in comparison["mde_statement"]
-    for arm_summary in report.summary["arms"]:  # exact intervals exist however small the run
-        assert 0 <= arm_summary["accuracy"]["low"] <= arm_summary["accuracy"]["high"] <= 1
+        assert gap.low is not None and gap.value is not None and gap.high is not None
+        assert gap.low <= gap.value <= gap.high
+        assert "not resolvable" in comparison.itt.mde.statement
+    for arm_summary in report.summary.arms:  # exact intervals exist however small the run
+        low, high = arm_summary.accuracy.low, arm_summary.accuracy.high
+        assert low is not None and high is not None and 0 <= low <= high <= 1
 
 
 def test_a_single_arm_run_has_no_comparison(tmp_path: Path) -> None:
@@ -223,15 +241,15 @@ def test_a_single_arm_run_has_no_comparison(tmp_path: Path) -> None:
         tmp_path / "one", [make_record("fs", "q1", "d1"), make_record("fs", "q2", "d2", score=0)]
     )
     summary = build_report(load_run(folder), resamples=RESAMPLES).summary
-    assert summary["comparisons"] == [] and len(summary["arms"]) == 1
+    assert summary.comparisons == [] and len(summary.arms) == 1
     assert "## fs" not in to_markdown(summary)
 
 
 def test_arms_on_different_questions_pair_only_the_common_ones(tmp_path: Path) -> None:
     records = [make_record("a", f"q{i}", f"d{i}") for i in range(4)] + [make_record("b", "q0", "d0")]
     summary = build_report(load_run(write_run(tmp_path / "p", records)), resamples=RESAMPLES).summary
-    assert summary["comparisons"][0]["paired"] == 1
-    assert any("different questions" in w for w in summary["warnings"])
+    assert summary.comparisons[0].paired == 1
+    assert any("different questions" in w for w in summary.warnings)
 
 
 def test_an_arm_of_the_config_without_records_is_named_not_dropped_silently(tmp_path: Path) -> None:
@@ -240,14 +258,14 @@ def test_an_arm_of_the_config_without_records_is_named_not_dropped_silently(tmp_
     summary = build_report(
         load_run(write_run(tmp_path / "r", records, manifest)), resamples=RESAMPLES
     ).summary
-    assert [a["arm"] for a in summary["arms"]] == ["fs"] and summary["comparisons"] == []
-    assert any("fs+md-vision of the run's config have no records" in w for w in summary["warnings"])
+    assert [a.arm for a in summary.arms] == ["fs"] and summary.comparisons == []
+    assert any("fs+md-vision of the run's config have no records" in w for w in summary.warnings)
 
 
 def test_reference_arm_can_be_chosen_and_unknown_arms_are_refused(tiny_run: Path) -> None:
     run = load_run(tiny_run)
     summary = build_report(run, reference="md", resamples=RESAMPLES).summary
-    assert summary["reference_arm"] == "md" and summary["comparisons"][0]["b"] == "fs"
+    assert summary.reference_arm == "md" and summary.comparisons[0].b == "fs"
     with pytest.raises(ReportError, match="reference arm 'nope'"):
         build_report(run, reference="nope")
     with pytest.raises(ReportError, match=r"arm\(s\) nope not in this run"):
@@ -276,9 +294,7 @@ def test_duplicates_keep_the_last_copy(tiny_run: Path) -> None:
     run = load_run(tiny_run)
     assert len(run.records) == 12
     assert any("more than once" in w for w in run.warnings)
-    assert arm(build_report(run, resamples=RESAMPLES).summary, "fs")["accuracy"]["value"] == pytest.approx(
-        4 / 6
-    )
+    assert arm(build_report(run, resamples=RESAMPLES).summary, "fs").accuracy.value == pytest.approx(4 / 6)
 
 
 def test_shards_merge(tmp_path: Path) -> None:
@@ -309,7 +325,7 @@ def test_reruns_of_one_config_merge_as_further_epochs(tmp_path: Path) -> None:
     ]
     assert not any("more than once" in w for w in run.warnings)
     a = arm(build_report(run, resamples=RESAMPLES).summary, "a")
-    assert a["epochs"] == 3 and a["accuracy"]["value"] == pytest.approx((1 / 3 + 1 + 1) / 3)
+    assert a.epochs == 3 and a.accuracy.value == pytest.approx((1 / 3 + 1 + 1) / 3)
     # Without the flag the rerun's copy of (q1, epoch 0) replaces the first run's.
     assert len(load_run(first, second).records) == 4
 
@@ -348,3 +364,71 @@ def test_planning_statement_before_a_run() -> None:
     # (1.96 + 0.84) * sqrt(0.3 * 1.7 / 1082) = 6.08 points
     assert text.startswith("With 1082 questions, accuracy differences under 6.1 points are not resolvable")
     assert "ICC 0.1" in text and "30%" in text
+
+
+# -- the summary's schema ------------------------------------------------------------------------------
+
+
+def test_summary_round_trips_through_json_and_the_model(tiny_run: Path) -> None:
+    summary = build_report(load_run(tiny_run), resamples=RESAMPLES).summary
+    text = summary.model_dump_json(indent=2)
+    back = parse_summary(text)
+    assert back == summary
+    assert back.model_dump_json(indent=2) == text  # a second trip changes nothing
+    assert to_markdown(back) == to_markdown(summary)  # readers see the same report
+    # The information a v1 reader had is all there, under the names the schema documents.
+    data = json.loads(text)
+    assert set(data) == {
+        "version",
+        "runs",
+        "run_id",
+        "floor",
+        "label",
+        "reference_arm",
+        "confidence",
+        "resamples",
+        "seed",
+        "arms",
+        "comparisons",
+        "breakdowns",
+        "warnings",
+    }
+    accuracy = data["arms"][0]["accuracy"]
+    assert set(accuracy) == {"value", "low", "high", "method"} and accuracy["value"] == 0.5
+    assert accuracy["method"] == "korn-graubard" and 0 < accuracy["low"] < 0.5 < accuracy["high"] < 1
+    assert data["comparisons"][0]["itt"]["accuracy"]["mcnemar"]["only_b_correct"] == 2
+
+
+def test_a_summary_with_undefined_figures_round_trips(tmp_path: Path) -> None:
+    folder = random_run(tmp_path / "r", documents=1, per_document=2)
+    summary = build_report(load_run(folder), resamples=RESAMPLES).summary
+    assert parse_summary(summary.model_dump_json()) == summary
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "is not JSON"),
+        ("[1, 2]", "has another layout (not a JSON object)"),
+        ('{"arms": []}', "has another layout (no schema version)"),
+        ('{"version": 1, "arms": []}', "is of schema version 1 (this docab reads version 2)"),
+        ('{"version": 2, "arms": [{"arm": "fs"}]}', "has another layout ("),
+    ],
+)
+def test_text_that_is_not_a_summary_of_this_version_is_named(text: str, message: str) -> None:
+    with pytest.raises(SummaryFormatError) as caught:
+        parse_summary(text)
+    assert str(caught.value).startswith(message)
+
+
+def test_a_summary_with_an_unknown_field_is_another_layout(tiny_run: Path) -> None:
+    data = build_report(load_run(tiny_run), resamples=RESAMPLES).summary.model_dump(mode="json")
+    data["arms"][0]["surprise"] = 1
+    with pytest.raises(SummaryFormatError, match=r"first at arms\.0\.surprise"):
+        parse_summary(json.dumps(data))
+
+
+def test_the_summary_is_immutable(tiny_run: Path) -> None:
+    summary = build_report(load_run(tiny_run), resamples=RESAMPLES).summary
+    with pytest.raises(ValueError, match="frozen"):
+        summary.run_id = "other"  # type: ignore[misc]

@@ -149,7 +149,7 @@ def test_a_document_that_cannot_be_placed_becomes_an_error_record(tmp_path: Path
     assert record.transcript == transcript.rel and transcript.rel.startswith("transcripts/fs/")
     assert transcript.system.rstrip().endswith("Be brief.") and transcript.tools == ()
     (answer_event,) = transcript.events
-    assert answer_event["type"] == "answer" and answer_event["status"] == "error"
+    assert answer_event.type == "answer" and answer_event.status == "error"
     assert ctx.model.seen == []  # the model was never called
 
 
@@ -167,4 +167,5 @@ def test_the_record_and_transcript_of_a_finished_state_agree(tmp_path: Path, sam
     assert (record.epoch, record.turns, record.retries, record.model_time_s) == (2, 3, 1, 0.123457)
     assert record.wall_time_s == 2.5 and record.errors == ("md: restarted once",)
     assert record.transcript == transcript.rel and transcript.epoch == 2
-    assert transcript.events[-1]["score"] == 1.0 and transcript.events[-1]["raw_answer"] == "1980"
+    last = transcript.events[-1]
+    assert last.type == "answer" and last.score == 1.0 and last.raw_answer == "1980"

@@ -10,6 +10,7 @@ from scipy import stats as sps
 
 from docab.report import stats
 from docab.report.stats import PairedData
+from docab.report.summary import paired_results
 
 
 def test_clustered_se_worked_example() -> None:
@@ -240,8 +241,8 @@ def test_paired_analysis_reports_every_figure_consistently() -> None:
     assert result.latency.a.median == 10.0 and result.latency.b.p90 == 12.0
     assert result.f1_difference.estimate == pytest.approx(result.f1_b - result.f1_a)
     assert 0 < result.mde < 1
-    json_ready = result.to_dict()
-    assert json_ready["accuracy"]["difference"]["method"] == "cluster-bootstrap"
+    json_ready = paired_results(result)
+    assert json_ready.accuracy.difference.method == "cluster-bootstrap"
 
 
 def test_paired_analysis_ignores_missing_costs_pairwise() -> None:
@@ -265,7 +266,7 @@ def test_identical_arms_state_the_mde_on_the_rule_of_three_bound() -> None:
     z = 1.959963984540054 + 0.8416212335729143
     # No discordant pair: Var(d) is bounded by 3/n, the design effect is 1 (ICC of zeros is 0).
     assert same.mde_bounded and same.mde == pytest.approx(z * math.sqrt((3 / 30) / 30))
-    assert same.to_dict()["mde_bounded"] is True
+    assert paired_results(same).mde.bounded is True
     assert not stats.paired_analysis(data, resamples=200).mde_bounded
 
 
@@ -290,4 +291,4 @@ def test_a_constant_nonzero_difference_states_the_mde_on_the_mean_squared_differ
 
 def test_one_document_gives_no_mde_number() -> None:
     result = stats.paired_analysis(make_paired(n_docs=1, per_doc=5), resamples=200)
-    assert math.isnan(result.mde) and result.to_dict()["mde"] is None
+    assert math.isnan(result.mde) and paired_results(result).mde.observed is None

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from docab.cli.main import main
+from docab.log.events import TRANSCRIPT_VERSION
 from docab.log.records import RunRecord
 from docab.report.summary import load_run
 from docab.viewer.html import asset, embed_json, render_index, transcript_script
@@ -150,26 +151,40 @@ def test_baseline_runs_are_labelled_floors() -> None:
     assert index["floor"] and "not a model result" in index["label"]
 
 
+def _tool_result(content: list[Any], meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A tool_result event as a transcript file holds it (content blocks given as JSON)."""
+    return {
+        "type": "tool_result",
+        "tool_call_id": "call_1",
+        "name": "read_file",
+        "duration_s": 0.25,
+        "is_error": False,
+        "truncated": False,
+        "content": content,
+        "meta": meta or {},
+    }
+
+
+def _image(path: str) -> dict[str, Any]:
+    return {"type": "image", "media_type": "image/png", "sha256": "a" * 64, "path": path}
+
+
 def test_view_transcript_links_only_stored_images(run_dir: Path) -> None:
     stored = "images/" + "a" * 64 + ".png"
     document = {
         "events": [
-            {
-                "type": "tool_result",
-                "name": "read_file",
-                "content": [
-                    {"type": "image", "path": stored, "media_type": "image/png"},
-                    {"type": "image", "path": "images/" + "b" * 64 + ".png"},
-                    {"type": "image", "path": "../../etc/passwd"},
-                    {"type": "image", "path": "javascript:alert(1)"},
+            _tool_result(
+                [
+                    _image(stored),
+                    _image("images/" + "b" * 64 + ".png"),
+                    _image("../../etc/passwd"),
+                    _image("javascript:alert(1)"),
                 ],
-                "meta": {
-                    "io.github.docab/usage": {"input_tokens": 70, "cached_tokens": 20, "output_tokens": 5}
-                },
-            }
+                meta={"io.github.docab/usage": {"input_tokens": 70, "cached_tokens": 20, "output_tokens": 5}},
+            )
         ]
     }
-    event = view_transcript(document, {stored})["events"][0]
+    event = view_transcript(document, {stored}).data["events"][0]
     assert [b["src"] for b in event["content"]] == [f"../{stored}", None, None, None]
     assert [b["problem"] for b in event["content"]] == [
         None,
@@ -188,49 +203,166 @@ def test_view_transcript_links_only_stored_images(run_dir: Path) -> None:
     }
 
 
-def test_view_transcript_survives_malformed_documents() -> None:
-    assert view_transcript(["not", "a", "dict"])["problem"] == "transcript unreadable: not a JSON object"
+def _turn(input_uncached: int, output: int, **changes: Any) -> dict[str, Any]:
+    return {
+        "type": "model_turn",
+        "turn": 1,
+        "text": "",
+        "tool_calls": [],
+        "usage": {"input_uncached": input_uncached, "output": output},
+        "latency_s": 0.5,
+        "retries": 0,
+        "stop_reason": "",
+        "raw": None,
+        **changes,
+    }
+
+
+def test_view_transcript_flags_malformed_parts_and_shows_the_rest() -> None:
+    """A damaged transcript: every part that does not match the event models is kept, as raw JSON
+    with the reason, in its place; the parts that match are shown in full; nothing raises."""
+    assert view_transcript(["not", "a", "dict"]).problem == "transcript unreadable: not a JSON object"
+    assert view_transcript(["not", "a", "dict"]).data["problem"] == "transcript unreadable: not a JSON object"
     view = view_transcript(
         {
+            "version": TRANSCRIPT_VERSION,
             "tools": "nope",
             "events": [
                 "a string",
-                {"type": "message", "role": "user", "content": "plain text"},
-                {
-                    "type": "model_turn",
-                    "usage": {"input_uncached": "12", "output": None},
-                    "latency_s": math.nan,
-                },
-                {"type": "model_turn", "usage": {"input_uncached": 8, "output": 2}, "tool_calls": [None]},
-                {
-                    "type": "tool_result",
-                    "content": [{"type": "audio"}],
-                    "duration_s": "slow",
-                    "is_error": "yes",
-                },
+                {"type": "message", "role": "user", "content": [{"type": "text", "text": "plain text"}]},
+                {"type": "message", "role": "user", "content": "a string, not blocks"},
+                _turn(12, 0, latency_s=math.nan),
+                _turn(8, 2, tool_calls=[None]),
+                _turn(6, 4, usage={"input_uncached": "many", "output": None}),
+                _turn(
+                    8, 2, tool_calls=[{"id": "c", "name": "grep", "arguments": {}, "parse_error": "not JSON"}]
+                ),
+                {**_tool_result([{"type": "audio"}]), "duration_s": "slow"},
                 {"type": "answer", "score": "high", "errors": "boom", "extraction_usage": [{"output": 3}]},
                 {"type": "brand_new", "x": 1},
             ],
         }
     )
-    kinds = [e["type"] for e in view["events"]]
-    assert kinds == ["other", "message", "model_turn", "model_turn", "tool_result", "answer", "other"]
-    assert view["tools"] == []
-    assert view["events"][1]["content"] == [{"type": "text", "text": "plain text"}]
-    first, second = view["events"][2], view["events"][3]
+    assert view.problem is None
+    data = view.data
+    kinds = [e["type"] for e in data["events"]]
+    assert kinds == [
+        "other",
+        "message",
+        "other",
+        "model_turn",
+        "other",
+        "other",
+        "model_turn",
+        "other",
+        "other",
+        "other",
+    ]
+    assert data["tools"] == [] and data["system"] == ""  # the header did not read: left out, and said so
+    assert data["events"][1]["content"] == [{"type": "text", "text": "plain text"}]
+    first, second = data["events"][3], data["events"][6]
     assert first["latency_s"] is None and first["usage"]["input"] == 12 and first["tokens_so_far"] == 12
-    assert second["tokens_so_far"] == 22 and second["tool_calls"][0]["name"] == "?"
-    result = view["events"][4]
-    assert (
-        result["duration_s"] is None
-        and result["is_error"] is False
-        and result["content"][0]["type"] == "other"
+    assert second["tokens_so_far"] == 22  # only turns that read count
+    assert second["tool_calls"] == [{"id": "c", "name": "grep", "arguments": "{}", "problem": "not JSON"}]
+    others = [e for e in data["events"] if e["type"] == "other"]
+    assert [e["label"] for e in others] == [
+        "str",
+        "message",
+        "model_turn",
+        "model_turn",
+        "tool_result",
+        "answer",
+        "brand_new",
+    ]
+    assert all(e["problem"].startswith("does not match the transcript format (") for e in others)
+    assert "content" in others[1]["problem"] and "duration_s" in others[4]["problem"]
+    assert "'brand_new'" in others[-1]["problem"] and '"x": 1' in others[-1]["json"]
+    assert '"a string, not blocks"' in others[1]["json"]  # the raw part is kept, not lost
+    assert list(view.notices) == data["notices"]
+    assert any(
+        n.startswith("its header does not match the format (run_id: Field required;") for n in view.notices
     )
-    answer = view["events"][5]
-    assert answer["score"] is None and answer["errors"] == [] and answer["extraction_usage"][0]["output"] == 3
-    assert view["events"][6]["label"] == "brand_new" and '"x": 1' in view["events"][6]["json"]
-    assert question_text(view) == "plain text"
-    json.dumps(finite(view), allow_nan=False)  # nothing JSON cannot carry
+    assert "7 of 10 event(s) do not match the transcript format; they are shown as raw JSON" in view.notices
+    assert not any("version" in n for n in view.notices)  # the version itself is right
+    assert view.question == "plain text" and question_text(data["events"]) == "plain text"
+    json.dumps(finite(data), allow_nan=False)  # nothing JSON cannot carry
+
+
+def test_a_transcript_of_this_version_reads_whole(run_dir: Path) -> None:
+    run = load_run(run_dir)
+    record = next(r for r in run.records if r.qid == "q-agree" and r.arm == "fs")
+    assert record.transcript
+    view = view_transcript(json.loads((run_dir / record.transcript).read_text()))
+    assert view.problem is None and view.notices == ()
+    assert [e["type"] for e in view.data["events"]] == ["message", "model_turn", "tool_result", "answer"]
+    assert view.data["tools"][0]["name"] == "read_file" and view.data["system"].startswith("You answer")
+    assert view.question == "Question: In which year was Northwind founded?"
+
+
+def old_format_transcript() -> dict[str, Any]:
+    """A transcript as docab wrote it before the event models (format version 1)."""
+    return {
+        "version": 1,
+        "run_id": "old",
+        "arm": "fs",
+        "qid": "q1",
+        "epoch": 0,
+        "model": "openai/gpt-4o",
+        "system": "sys",
+        "tools": [{"name": "grep", "description": "Search.", "input_schema": {"type": "object"}}],
+        "events": [
+            {"type": "message", "role": "user", "content": [{"type": "text", "text": "Question: when?"}]},
+            {
+                "type": "model_turn",
+                "turn": 1,
+                "text": "",
+                "tool_calls": [{"id": "c1", "name": "grep", "arguments": {"pattern": "x"}}],
+                "usage": {"role": "agent", "model": "", "input_uncached": 90, "cache_read": 0, "output": 10},
+                "latency_s": 0.5,
+                "retries": 0,
+                "stop_reason": "tool_calls",
+                "raw": {},
+            },
+            {"type": "model_error", "kind": "unexpected", "error": "RuntimeError: boom"},  # v1 had no retries
+        ],
+    }
+
+
+def test_an_old_format_transcript_is_shown_and_flagged() -> None:
+    view = view_transcript(old_format_transcript())
+    assert view.problem is None
+    assert [e["type"] for e in view.data["events"]] == ["message", "model_turn", "other"]
+    assert view.data["events"][2]["label"] == "model_error" and "retries" in view.data["events"][2]["problem"]
+    assert view.data["tools"][0]["name"] == "grep"  # the v1 header has this version's fields
+    assert view.notices[0] == (
+        "this transcript is format version 1; this docab reads version 2: parts that do not match are shown as raw JSON"
+    )
+    assert view.question == "Question: when?"
+
+
+def test_the_viewer_writes_damaged_and_old_transcripts_and_flags_them(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = load_run(run_dir)
+    damaged = next(r for r in run.records if r.qid == "q-differ" and r.arm == "fs")
+    old = next(r for r in run.records if r.qid == "q-hostile" and r.arm == "fs")
+    assert damaged.transcript and old.transcript
+    document = json.loads((run_dir / damaged.transcript).read_text())
+    document["events"][1]["usage"] = "lost"  # one event damaged, the file still JSON
+    (run_dir / damaged.transcript).write_text(json.dumps(document))
+    (run_dir / old.transcript).write_text(json.dumps(old_format_transcript()))
+    assert main(["view", str(run_dir), "--no-plots", "--resamples", "200"]) == 0
+    out, err = capsys.readouterr()
+    assert "13 of 15 transcripts" in out  # both are still shown
+    assert "warning: fs q-differ epoch 0: 1 of 6 event(s) do not match the transcript format" in err
+    assert "warning: fs q-hostile epoch 0: this transcript is format version 1" in err
+    assert "Traceback" not in err
+    index = _embedded((run_dir / "viewer" / "index.html").read_text(encoding="utf-8"))
+    number = _row(index, "q-differ")["arms"]["fs"]["epochs"][0]["transcript"]
+    script = (run_dir / "viewer" / "transcripts" / f"{number}.js").read_text(encoding="utf-8")
+    shown = json.loads(script[len(f"docabTranscriptLoaded({number},") : -len(");\n")])
+    assert [e["type"] for e in shown["events"]][:3] == ["message", "other", "tool_result"]
+    assert shown["notices"] and "usage" in shown["events"][1]["problem"]
 
 
 def test_plots_in_reading_order() -> None:
@@ -305,8 +437,8 @@ def test_write_viewer_draws_missing_plots_and_uses_a_fresh_summary(run_dir: Path
     from docab.report.summary import build_report
 
     summary = build_report(load_run(run_dir), resamples=200).summary
-    summary["warnings"] = ["from the file"]
-    (run_dir / "summary.json").write_text(json.dumps(summary))
+    summary = summary.model_copy(update={"warnings": ["from the file"]})
+    (run_dir / "summary.json").write_text(summary.model_dump_json())
     result = write_viewer(run_dir, resamples=200)
     drawn = {p.name for p in result.plots_drawn}
     assert {
@@ -343,14 +475,16 @@ def test_a_merged_summary_written_into_one_of_its_folders_is_not_shown_as_that_f
     from docab.report.summary import build_report
 
     summary = build_report(load_run(run_dir), resamples=200).summary
-    summary["runs"] = [str(run_dir), str(tmp_path / "shard2")]  # as `docab report run_dir shard2` writes it
-    summary["warnings"] = ["merged"]
-    (run_dir / "summary.json").write_text(json.dumps(summary))
+    # as `docab report run_dir shard2` writes it
+    summary = summary.model_copy(
+        update={"runs": [str(run_dir), str(tmp_path / "shard2")], "warnings": ["merged"]}
+    )
+    (run_dir / "summary.json").write_text(summary.model_dump_json())
     index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
     assert index["summary"]["source"] == "computed" and "other folders" in index["summary"]["note"]
     assert "merged" not in index["summary"]["warnings"]
-    summary["runs"] = [str(run_dir)]  # its own summary is used
-    (run_dir / "summary.json").write_text(json.dumps(summary))
+    summary = summary.model_copy(update={"runs": [str(run_dir)]})  # its own summary is used
+    (run_dir / "summary.json").write_text(summary.model_dump_json())
     index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
     assert index["summary"]["source"] == "summary.json"
 
@@ -359,6 +493,35 @@ def test_a_summary_of_another_layout_is_recomputed(run_dir: Path) -> None:
     (run_dir / "summary.json").write_text(json.dumps({"arms": [{"arm": "fs"}]}))
     index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
     assert index["summary"]["source"] == "computed" and "another layout" in index["summary"]["note"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "note"),
+    [
+        (
+            lambda data: {**data, "version": 1},
+            "summary.json is of schema version 1 (this docab reads version 2)",
+        ),
+        (
+            lambda data: {**data, "arms": [{**data["arms"][0], "accuracy": "high"}]},
+            "summary.json has another layout",
+        ),
+        (lambda data: {**data, "seed": None}, "summary.json has another layout"),
+    ],
+)
+def test_a_summary_of_another_version_or_invalid_is_recomputed(run_dir: Path, edit: Any, note: str) -> None:
+    from docab.report.summary import build_report
+
+    data = build_report(load_run(run_dir), resamples=200).summary.model_dump(mode="json")
+    data["runs"] = [str(run_dir)]
+    data["warnings"] = ["from the file"]
+    (run_dir / "summary.json").write_text(json.dumps(edit(data)))
+    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    assert index["summary"]["source"] == "computed" and note in index["summary"]["note"]
+    assert "from the file" not in index["summary"]["warnings"]
+    (run_dir / "summary.json").write_text(json.dumps(data))  # the same file, valid: it is used
+    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    assert index["summary"]["source"] == "summary.json" and index["summary"]["warnings"] == ["from the file"]
 
 
 def test_rewriting_replaces_the_viewer_whole(run_dir: Path) -> None:
@@ -602,4 +765,21 @@ def test_a_large_run_is_drawn_a_page_at_a_time_and_sorts(tmp_path: Path, chromiu
     assert page.evaluate(first_qid) == "q0001"
     page.evaluate(f"{tokens_header}.click()")
     assert page.evaluate(first_qid) == "q0649"
+    assert page.errors() == []
+
+
+def test_flagged_transcripts_show_their_notices_in_the_browser(run_dir: Path, chromium: Chromium) -> None:
+    run = load_run(run_dir)
+    old = next(r for r in run.records if r.qid == "q-hostile" and r.arm == "fs")
+    assert old.transcript
+    (run_dir / old.transcript).write_text(json.dumps(old_format_transcript()))
+    write_viewer(run_dir, draw_plots=False, resamples=200)
+    page = chromium.new_page()
+    page.navigate((run_dir / "viewer" / "index.html").as_uri() + "#q=q-hostile")
+    page.wait_until(f"{SHOWING}('q-hostile') && document.querySelectorAll('#arms .events').length === 2")
+    notices = "Array.from(document.querySelectorAll('#arms .notice.problem')).map(n => n.textContent)"
+    shown = page.evaluate(notices)
+    assert any(n.startswith("this transcript is format version 1") for n in shown)
+    assert any("does not match the transcript format (model_error.retries" in n for n in shown)
+    assert page.evaluate("document.querySelector('#arms').textContent.includes('RuntimeError: boom')")
     assert page.errors() == []

@@ -18,8 +18,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+from docab.log.events import (
+    AnswerEvent,
+    Event,
+    ImageBlock,
+    MessageEvent,
+    ModelErrorEvent,
+    ModelTurnEvent,
+    RequestedCall,
+    TextBlock,
+    ToolDefinition,
+    ToolResultEvent,
+    Transcript,
+)
 from docab.log.records import RunRecord
 from docab.log.transcript import transcript_path
+from docab.log.usage import Usage
 from tests.harness.synthetic_runs import make_record, write_run
 
 ARMS = ("fs", "fs+md-vision")
@@ -42,78 +56,73 @@ def store_image(folder: Path, data: bytes) -> str:
     return rel
 
 
-def text(value: str) -> dict[str, Any]:
-    return {"type": "text", "text": value}
+def text(value: str) -> TextBlock:
+    return TextBlock(text=value)
 
 
-def transcript(record: RunRecord, question: str, events: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "version": 1,
-        "run_id": record.run_id,
-        "arm": record.arm,
-        "qid": record.qid,
-        "epoch": record.epoch,
-        "model": record.model,
-        "system": "You answer questions about one document.",
-        "tools": [
-            {"name": "read_file", "description": "Read a file.", "input_schema": {"type": "object"}},
-        ],
-        "events": [
-            {"type": "message", "role": "user", "content": [text(f"Question: {question}")]},
+def transcript(record: RunRecord, question: str, events: list[Event]) -> dict[str, Any]:
+    """The transcript file of ``record``, as the runner writes it (``docab.log.events``)."""
+    return Transcript(
+        run_id=record.run_id,
+        arm=record.arm,
+        qid=record.qid,
+        epoch=record.epoch,
+        model=record.model,
+        system="You answer questions about one document.",
+        tools=[ToolDefinition(name="read_file", description="Read a file.", input_schema={"type": "object"})],
+        events=[
+            MessageEvent(role="user", content=[text(f"Question: {question}")]),
             *events,
-            {
-                "type": "answer",
-                "protocol": record.answer_protocol,
-                "status": record.status,
-                "raw_answer": record.raw_answer,
-                "extracted_answer": record.extracted_answer,
-                "gold": record.gold,
-                "answer_format": record.answer_format,
-                "score": record.score,
-                "errors": list(record.errors),
-                "extraction_usage": [],
-                "extraction": None,
-            },
+            AnswerEvent(
+                protocol=record.answer_protocol,
+                status=record.status,
+                raw_answer=record.raw_answer,
+                extracted_answer=record.extracted_answer,
+                gold=record.gold,
+                answer_format=record.answer_format,
+                score=record.score,
+                errors=list(record.errors),
+                extraction_usage=[],
+                extraction=None,
+            ),
         ],
-    }
+    ).model_dump(mode="json")
 
 
-def turn(number: int, calls: list[tuple[str, dict[str, Any]]], text_said: str = "") -> dict[str, Any]:
-    return {
-        "type": "model_turn",
-        "turn": number,
-        "text": text_said,
-        "tool_calls": [
-            {"id": f"call_{number}_{i}", "name": n, "arguments": a} for i, (n, a) in enumerate(calls)
+def turn(number: int, calls: list[tuple[str, dict[str, Any]]], text_said: str = "") -> ModelTurnEvent:
+    return ModelTurnEvent(
+        turn=number,
+        text=text_said,
+        tool_calls=[
+            RequestedCall(id=f"call_{number}_{i}", name=n, arguments=a) for i, (n, a) in enumerate(calls)
         ],
-        "usage": {"role": "agent", "input_uncached": 900, "cache_read": 100, "cache_write": 0, "output": 40},
-        "latency_s": 0.8,
-        "retries": 0,
-        "stop_reason": "tool_use",
-        "raw": {"id": "resp_1"},
-    }
+        usage=Usage(role="agent", input_uncached=900, cache_read=100, cache_write=0, output=40),
+        latency_s=0.8,
+        retries=0,
+        stop_reason="tool_use",
+        raw={"id": "resp_1"},
+    )
 
 
-def result(number: int, name: str, content: list[dict[str, Any]], **flags: Any) -> dict[str, Any]:
-    return {
-        "type": "tool_result",
-        "tool_call_id": f"call_{number}_0",
-        "name": name,
-        "duration_s": 0.25,
-        "is_error": flags.get("is_error", False),
-        "truncated": flags.get("truncated", False),
-        "content": content,
-        "meta": flags.get("meta", {}),
-    }
+def result(number: int, name: str, content: list[TextBlock | ImageBlock], **flags: Any) -> ToolResultEvent:
+    return ToolResultEvent(
+        tool_call_id=f"call_{number}_0",
+        name=name,
+        duration_s=0.25,
+        is_error=flags.get("is_error", False),
+        truncated=flags.get("truncated", False),
+        content=content,
+        meta=flags.get("meta", {}),
+    )
 
 
 def build(folder: Path) -> Path:
     """Write the run (records.jsonl, manifest.json, transcripts/, images/) into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     image = store_image(folder, png_bytes())
-    plan: list[tuple[RunRecord, str, list[dict[str, Any]]]] = []
+    plan: list[tuple[RunRecord, str, list[Event]]] = []
 
-    def add(record: RunRecord, question: str, events: list[dict[str, Any]]) -> None:
+    def add(record: RunRecord, question: str, events: list[Event]) -> None:
         plan.append((record, question, events))
 
     sidecar = {
@@ -146,7 +155,7 @@ def build(folder: Path) -> Path:
                         "read_file",
                         [
                             text(f"{MARKER} epoch {epoch}"),
-                            {"type": "image", "media_type": "image/png", "sha256": "x", "path": image},
+                            ImageBlock(media_type="image/png", sha256="x", path=image),
                         ],
                         meta=sidecar,
                     ),
@@ -189,7 +198,7 @@ def build(folder: Path) -> Path:
             evidence_sources=("Chart",),
         ),
         "How many nesting pairs were counted?",
-        [{"type": "model_error", "kind": "server", "error": "HTTP 500 from the provider", "retries": 4}],
+        [ModelErrorEvent(kind="server", error="HTTP 500 from the provider", retries=4)],
     )
     add(
         make_record(
@@ -202,7 +211,7 @@ def build(folder: Path) -> Path:
             evidence_sources=("Chart",),
         ),
         "How many nesting pairs were counted?",
-        [{"type": "model_error", "kind": "timeout", "error": "no answer within 120 s", "retries": 0}],
+        [ModelErrorEvent(kind="timeout", error="no answer within 120 s", retries=0)],
     )
     add(
         make_record(

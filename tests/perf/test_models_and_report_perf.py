@@ -126,4 +126,4 @@ def test_report_at_mmlongbench_scale(benchmark, tmp_path: Path) -> None:
     folder = random_run(tmp_path / "big", documents=135, per_document=8)
     run = load_run(folder)
     report = benchmark(lambda: build_report(run, resamples=10_000))
-    assert report.summary["comparisons"][0]["paired"] == 1080
+    assert report.summary.comparisons[0].paired == 1080

@@ -13,7 +13,6 @@ transcripts loaded and drawn). Prints one table; the machine's load is printed w
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -21,7 +20,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from docab.log.events import (
+    AnswerEvent,
+    Event,
+    MessageEvent,
+    ModelTurnEvent,
+    RequestedCall,
+    TextBlock,
+    ToolResultEvent,
+    Transcript,
+)
 from docab.log.transcript import transcript_path
+from docab.log.usage import Usage
 from docab.report.summary import build_report, load_run
 from docab.viewer.writer import write_viewer
 from tests.harness.synthetic_runs import make_record, write_run
@@ -61,51 +71,66 @@ def build(folder: Path, *, questions: int, turns: int, result_chars: int, seed: 
                 run_id=folder.name,
             )
             rel = transcript_path(arm, record.qid, 0)
-            events: list[dict] = [
-                {
-                    "type": "message",
-                    "role": "user",
-                    "content": [{"type": "text", "text": f"Question: what about {q}?"}],
-                }
+            events: list[Event] = [
+                MessageEvent(role="user", content=[TextBlock(text=f"Question: what about {q}?")])
             ]
             for t in range(1, turns + 1):
                 events.append(
-                    {
-                        "type": "model_turn",
-                        "turn": t,
-                        "text": "",
-                        "tool_calls": [
-                            {
-                                "id": f"c{t}",
-                                "name": "read_file",
-                                "arguments": {"path": "document/document.md", "offset": t * 40},
-                            }
+                    ModelTurnEvent(
+                        turn=t,
+                        text="",
+                        tool_calls=[
+                            RequestedCall(
+                                id=f"c{t}",
+                                name="read_file",
+                                arguments={"path": "document/document.md", "offset": t * 40},
+                            )
                         ],
-                        "usage": {"role": "agent", "input_uncached": 1000 * t, "output": 50},
-                        "latency_s": 1.2,
-                    }
+                        usage=Usage(role="agent", input_uncached=1000 * t, output=50),
+                        latency_s=1.2,
+                        retries=0,
+                        stop_reason="tool_calls",
+                        raw=None,
+                    )
                 )
                 body = " ".join(rng.choice(words) for _ in range(result_chars // 7))
                 events.append(
-                    {
-                        "type": "tool_result",
-                        "tool_call_id": f"c{t}",
-                        "name": "read_file",
-                        "duration_s": 0.01,
-                        "content": [{"type": "text", "text": body}],
-                    }
+                    ToolResultEvent(
+                        tool_call_id=f"c{t}",
+                        name="read_file",
+                        duration_s=0.01,
+                        is_error=False,
+                        truncated=False,
+                        content=[TextBlock(text=body)],
+                        meta={},
+                    )
                 )
             events.append(
-                {
-                    "type": "answer",
-                    "protocol": "submit_tool",
-                    "raw_answer": record.raw_answer,
-                    "gold": record.gold,
-                }
+                AnswerEvent(
+                    protocol="submit_tool",
+                    status=record.status,
+                    raw_answer=record.raw_answer,
+                    extracted_answer=record.extracted_answer,
+                    gold=record.gold,
+                    answer_format=record.answer_format,
+                    score=record.score,
+                    errors=[],
+                    extraction_usage=[],
+                )
+            )
+            transcript = Transcript(
+                run_id=folder.name,
+                arm=arm,
+                qid=record.qid,
+                epoch=0,
+                model=record.model,
+                system="",
+                tools=[],
+                events=events,
             )
             path = folder / rel
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"version": 1, "arm": arm, "qid": record.qid, "events": events}))
+            path.write_text(transcript.model_dump_json())
             records.append(record.__class__(**{**record.__dict__, "transcript": rel}))
     return write_run(folder, records)
 
@@ -160,7 +185,7 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="docab-viewer-scale-")) / "run"
     build(folder, questions=args.questions, turns=args.turns, result_chars=args.result_chars)
     summary = build_report(load_run(folder), resamples=1000).summary
-    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "summary.json").write_text(summary.model_dump_json())
     began = time.perf_counter()
     result = write_viewer(folder, draw_plots=False)
     seconds = time.perf_counter() - began

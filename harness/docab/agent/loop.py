@@ -29,6 +29,7 @@ from docab.agent.evidence import ReadTracker
 from docab.agent.messages import Message, Text, ToolCall, ToolResult
 from docab.agent.toolbox.base import Tool
 from docab.limits import SampleLimits
+from docab.log.events import Event, MessageEvent, ModelErrorEvent, ModelTurnEvent, ToolResultEvent
 from docab.log.records import AnswerProtocol, Status, ToolCallRecord
 from docab.log.usage import Usage
 from docab.models.base import Model, ModelError, Turn
@@ -53,7 +54,7 @@ class AgentTrace:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)  # the transcript, in order
+    events: list[Event] = field(default_factory=list)  # the transcript, in order (``docab.log.events``)
 
     def agent_tokens(self) -> int:
         return sum(u.total for u in self.usage if u.role == "agent")
@@ -100,7 +101,7 @@ async def run_agent(
         by_name[tool.spec.name] = tool
     specs = [t.spec for t in tools] + ([SUBMIT_TOOL] if protocol == "submit_tool" else [])
     trace.messages.append(Message.user(prompt))
-    trace.events.append({"type": "message", "message": trace.messages[-1]})
+    trace.events.append(MessageEvent.of(trace.messages[-1]))
     started = clock()
     deadline = started + limits.max_wall_s
 
@@ -126,7 +127,7 @@ async def run_agent(
                 if protocol == "extraction":
                     return trace
                 trace.messages.append(Message.user(REMINDER))
-                trace.events.append({"type": "message", "message": trace.messages[-1]})
+                trace.events.append(MessageEvent.of(trace.messages[-1]))
                 continue
             for call in turn.tool_calls:
                 if call.name == SUBMIT_TOOL_NAME and protocol == "submit_tool":
@@ -175,23 +176,21 @@ async def _model_turn(
         trace.retries += exc.retries
         trace.status = "timeout" if exc.kind == "timeout" else "error"
         trace.errors.append(f"model call failed ({exc.kind}): {exc}")
-        trace.events.append(
-            {"type": "model_error", "kind": exc.kind, "error": str(exc), "retries": exc.retries}
-        )
+        trace.events.append(ModelErrorEvent(kind=exc.kind, error=str(exc), retries=exc.retries))
         return None
     except Exception as exc:  # a bug in a client must not lose the sample: record it and stop
         trace.model_time_s += time.perf_counter() - began
         trace.status = "error"
         trace.errors.append(f"model call failed unexpectedly: {type(exc).__name__}: {exc}")
         trace.events.append(
-            {"type": "model_error", "kind": "unexpected", "error": f"{type(exc).__name__}: {exc}"}
+            ModelErrorEvent(kind="unexpected", error=f"{type(exc).__name__}: {exc}", retries=0)
         )
         return None
     trace.model_time_s += turn.latency_s
     trace.turns += 1
     trace.retries += turn.retries
     trace.usage.append(turn.usage if turn.usage.role == "agent" else turn.usage.with_role("agent"))
-    trace.events.append({"type": "model_turn", "turn": trace.turns, "turn_data": turn})
+    trace.events.append(ModelTurnEvent.of(trace.turns, turn))
     return turn
 
 
@@ -242,17 +241,7 @@ async def _tool_call(
 
 def _append_tool_result(trace: AgentTrace, call: ToolCall, result: ToolResult, duration: float) -> None:
     trace.messages.append(Message.tool(call.id, result))
-    trace.events.append(
-        {
-            "type": "tool_result",
-            "tool_call_id": call.id,
-            "name": call.name,
-            "duration_s": round(duration, 6),
-            "truncated": result.truncated,
-            "message": trace.messages[-1],
-            "meta": result.meta,
-        }
-    )
+    trace.events.append(ToolResultEvent.of(call, result, duration))
 
 
 def _limit_message(which: str, limits: SampleLimits) -> str:

@@ -7,7 +7,6 @@ stays fast.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from docab.cli.errors import CommandError
 
 if TYPE_CHECKING:
-    from docab.report.summary import Report
+    from docab.report.gate import Check
+    from docab.report.schema import Comparison, Summary
+    from docab.report.summary import Report, RunData
 
 FORMATS = ("table", "markdown", "json")
 
@@ -144,11 +145,11 @@ def _resamples(text: str) -> int:
     return value
 
 
-def _emit(summary: dict[str, Any], fmt: str) -> None:
+def _emit(summary: Summary, fmt: str) -> None:
     from docab.report.render import print_console, to_markdown
 
     if fmt == "json":
-        print(json.dumps(summary, indent=2))
+        print(summary.model_dump_json(indent=2))
     elif fmt == "markdown":
         print(to_markdown(summary))
     else:
@@ -181,7 +182,7 @@ def write_report_files(report: Report, target: Path, *, plots: bool) -> list[Pat
     written = [target / "report.md", target / "summary.json"]
     try:
         written[0].write_text(to_markdown(report.summary), encoding="utf-8")
-        written[1].write_text(json.dumps(report.summary, indent=2), encoding="utf-8")
+        written[1].write_text(report.summary.model_dump_json(indent=2), encoding="utf-8")
         if plots:
             from docab.report.plots import write_plots
 
@@ -211,10 +212,10 @@ def run_compare(args: argparse.Namespace) -> int:
         reports = _comparison_reports(args)
     except ReportError as exc:
         raise CommandError(str(exc)) from None
-    pairs = []
+    pairs: list[tuple[Summary, Comparison, list[Check]]] = []
     failed: list[str] = []
     for report in reports:
-        comparison = report.summary["comparisons"][0]
+        comparison = report.summary.comparisons[0]
         checks = evaluate(comparison, thresholds)
         failed += failures(comparison, thresholds, checks)
         pairs.append((report.summary, comparison, checks))
@@ -226,7 +227,7 @@ def run_compare(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _comparison_reports(args: argparse.Namespace) -> list[Any]:
+def _comparison_reports(args: argparse.Namespace) -> list[Report]:
     """One two-arm report per pair to compare: within one run, or arm by arm across two runs."""
     from docab.report.summary import RunData, build_report, load_run, relabel
 
@@ -288,41 +289,39 @@ def _comparison_reports(args: argparse.Namespace) -> list[Any]:
 
 
 def _emit_comparisons(
-    pairs: list[tuple[dict[str, Any], dict[str, Any], list[Any]]], failed: list[str], fmt: str
+    pairs: list[tuple[Summary, Comparison, list[Check]]], failed: list[str], fmt: str
 ) -> None:
+    from docab.report.gate import GatedComparison, GateReport
     from docab.report.render import METHOD_NOTE, compare_sections, print_sections, sections_markdown
 
     if fmt == "json":
-        document = {
-            "comparisons": [
-                {
-                    "run_id": summary["run_id"],
-                    "comparison": comparison,
-                    "arms": summary["arms"],
-                    "checks": [c.to_dict() for c in checks],
-                }
+        document = GateReport(
+            comparisons=[
+                GatedComparison(
+                    run_id=summary.run_id, comparison=comparison, arms=summary.arms, checks=checks
+                )
                 for summary, comparison, checks in pairs
             ],
-            "failures": failed,
-            "passed": not failed,
-        }
-        print(json.dumps(document, indent=2))
+            failures=failed,
+            passed=not failed,
+        )
+        print(document.model_dump_json(indent=2))
         return
     parts = [
         section
         for summary, comparison, checks in pairs
         for section in compare_sections(comparison, summary, checks)
     ]
-    warnings = sorted({w for summary, _, _ in pairs for w in summary.get("warnings", [])})
+    warnings = sorted({w for summary, _, _ in pairs for w in summary.warnings})
     if fmt == "markdown":
-        lines = [f"# Comparison: {pairs[0][0]['run_id']}", "", *sections_markdown(parts)]
+        lines = [f"# Comparison: {pairs[0][0].run_id}", "", *sections_markdown(parts)]
         lines += [f"- warning: {w}" for w in warnings]
         print("\n".join([*lines, "", METHOD_NOTE]))
         return
     from rich.console import Console
 
     console = Console()
-    console.print(f"[bold]Comparison: {pairs[0][0]['run_id']}[/bold]")
+    console.print(f"[bold]Comparison: {pairs[0][0].run_id}[/bold]")
     print_sections(parts, console)
     for warning in warnings:
         console.print(f"warning: {warning}", style="yellow")
@@ -338,7 +337,7 @@ def _threshold(text: str) -> float:
     return value
 
 
-def _only_arm(run: Any, folder: Path, flag: str) -> str:
+def _only_arm(run: RunData, folder: Path, flag: str) -> str:
     arms = run.arms
     if len(arms) != 1:
         raise CommandError(f"{folder} has the arms {', '.join(arms)}; choose one with {flag}")

@@ -33,6 +33,7 @@ from typing import IO, Any, TextIO
 
 from docab.agent.messages import Image, ToolSpec
 from docab.errors import RunError
+from docab.log.events import Event
 from docab.log.manifest import (
     DatasetInfo,
     GitState,
@@ -80,7 +81,7 @@ class SampleTranscript:
     model: str
     system: str
     tools: tuple[ToolSpec, ...]
-    events: list[dict[str, Any]]  # the agent's events in order, then the answer
+    events: list[Event]  # the agent's events in order, then the answer
 
 
 def utc_now() -> str:

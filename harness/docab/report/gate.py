@@ -1,6 +1,6 @@
 """The regression gate: does arm B fall behind arm A by more than a team is willing to accept?
 
-Pure functions on the ``comparisons`` entries of a report summary (``docab.report.summary.compare_arms``).
+Pure functions on the typed comparisons of a report summary (``docab.report.schema.Comparison``).
 A metric fails only when both hold: its estimate is worse than the threshold, and its paired 95 %
 interval excludes zero (or, for cost ratios, excludes 1). A small run's noise therefore never fails
 the gate; a large, certain drop always does.
@@ -24,6 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from docab.report.schema import ArmSummary, Comparison, CostComparison, ScoreComparison
 
 Verdict = Literal["fail", "pass", "not gated", "not measured"]
 
@@ -87,18 +91,22 @@ def load_thresholds(path: Path) -> Thresholds:
     return parse_thresholds(data, str(path))
 
 
-@dataclass(frozen=True)
-class Check:
+GatedMetric = Literal["accuracy", "F1", "evidence recall", "tokens", "latency"]
+
+
+class Check(BaseModel):
     """One metric of one comparison: the change, its interval, and the gate's verdict on it."""
 
-    metric: str  # "accuracy" | "f1" | "evidence recall" | "tokens" | "latency"
-    a: float | None
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metric: GatedMetric
+    a: float | None  # A's score, or A's median cost
     b: float | None
     change: float | None  # points (B - A) for scores; percent (ratio - 1) for costs
-    low: float | None
+    low: float | None  # the change's 95 % interval, in the same unit
     high: float | None
     unit: Literal["points", "percent"]
-    threshold: float | None
+    threshold: float | None  # the largest worsening allowed; None: not gated
     verdict: Verdict
 
     def describe(self, a_name: str, b_name: str) -> str:
@@ -108,29 +116,25 @@ class Check:
         amount = -self.change if self.unit == "points" else self.change
         unit = "points" if self.unit == "points" else "%"
         interval = f"95 % CI {_signed(self.low)} to {_signed(self.high)}"
-        return (
-            f"{self.metric} of {b_name} {direction} by {amount:.1f} {unit} against {a_name} ({interval}), "
-            f"more than the allowed {self.threshold:g}"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        allowed = "" if self.threshold is None else f", more than the allowed {self.threshold:g}"
+        return f"{self.metric} of {b_name} {direction} by {amount:.1f} {unit} against {a_name} ({interval}){allowed}"
 
 
 def _signed(value: float | None) -> str:
     return "–" if value is None else f"{value:+.1f}"
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+def _scaled(value: float | None, scale: float, shift: float = 0.0) -> float | None:
+    return None if value is None else (value - shift) * scale
 
 
-def _score_check(metric: str, cell: Mapping[str, Any] | None, threshold: float | None) -> Check:
-    if not cell:
-        return Check(metric, None, None, None, None, None, "points", threshold, "not measured")
-    gap = cell.get("difference") or {}
-    change, low, high = (_number(gap.get(k)) for k in ("estimate", "low", "high"))
-    as_points = [None if v is None else v * 100 for v in (change, low, high)]
+def score_check(metric: GatedMetric, cell: ScoreComparison | None, threshold: float | None) -> Check:
+    """A score (accuracy, F1, evidence recall) may fall by ``threshold`` points; it fails only when it
+    fell by more and the whole interval of the difference is below zero."""
+    gap = cell.difference if cell else None
+    change = _scaled(gap.value, 100) if gap else None
+    low = _scaled(gap.low, 100) if gap else None
+    high = _scaled(gap.high, 100) if gap else None
     verdict: Verdict
     if change is None:
         verdict = "not measured"
@@ -138,59 +142,94 @@ def _score_check(metric: str, cell: Mapping[str, Any] | None, threshold: float |
         verdict = "not gated"
     else:
         certain = high is not None and high < 0
-        verdict = "fail" if certain and change * 100 < -threshold else "pass"
+        verdict = "fail" if certain and change < -threshold else "pass"
     return Check(
-        metric,
-        _number(cell.get("a")),
-        _number(cell.get("b")),
-        *as_points,
+        metric=metric,
+        a=cell.a if cell else None,
+        b=cell.b if cell else None,
+        change=change,
+        low=low,
+        high=high,
         unit="points",
         threshold=threshold,
         verdict=verdict,
     )
 
 
-def _cost_check(metric: str, cell: Mapping[str, Any] | None, threshold: float | None) -> Check:
-    ratio = (cell or {}).get("ratio") or {}
-    estimate = _number(ratio.get("ratio"))
-    low, high = _number(ratio.get("ratio_low")), _number(ratio.get("ratio_high"))
-    a = _number(((cell or {}).get("a") or {}).get("median"))
-    b = _number(((cell or {}).get("b") or {}).get("median"))
-    if estimate is None:
-        return Check(metric, a, b, None, None, None, "percent", threshold, "not measured")
-    percent = [None if v is None else (v - 1) * 100 for v in (estimate, low, high)]
+def cost_check(metric: GatedMetric, cell: CostComparison | None, threshold: float | None) -> Check:
+    """A cost (tokens, latency) may rise by ``threshold`` percent by the paired geometric-mean ratio;
+    it fails only when it rose by more and the whole interval of the ratio is above 1."""
+    ratio = cell.ratio if cell else None
+    change = _scaled(ratio.value, 100, 1.0) if ratio else None
+    low = _scaled(ratio.low, 100, 1.0) if ratio else None
+    high = _scaled(ratio.high, 100, 1.0) if ratio else None
     verdict: Verdict
-    if threshold is None:
+    if change is None:
+        verdict = "not measured"
+    elif threshold is None:
         verdict = "not gated"
     else:
-        certain = low is not None and low > 1
-        verdict = "fail" if certain and percent[0] is not None and percent[0] > threshold else "pass"
-    return Check(metric, a, b, *percent, unit="percent", threshold=threshold, verdict=verdict)
+        certain = low is not None and low > 0
+        verdict = "fail" if certain and change > threshold else "pass"
+    return Check(
+        metric=metric,
+        a=cell.a.median if cell else None,
+        b=cell.b.median if cell else None,
+        change=change,
+        low=low,
+        high=high,
+        unit="percent",
+        threshold=threshold,
+        verdict=verdict,
+    )
 
 
-def evaluate(comparison: Mapping[str, Any], thresholds: Thresholds) -> list[Check]:
+def evaluate(comparison: Comparison, thresholds: Thresholds) -> list[Check]:
     """Every gated metric of one comparison (a ``comparisons`` entry of a report summary)."""
-    itt = comparison.get("itt") or {}
+    itt = comparison.itt
     return [
-        _score_check("accuracy", itt.get("accuracy"), thresholds.accuracy_drop_points),
-        _score_check("F1", itt.get("f1"), thresholds.f1_drop_points),
-        _score_check(
-            "evidence recall", comparison.get("evidence_recall"), thresholds.evidence_recall_drop_points
+        score_check("accuracy", itt.accuracy if itt else None, thresholds.accuracy_drop_points),
+        score_check("F1", itt.f1 if itt else None, thresholds.f1_drop_points),
+        score_check(
+            "evidence recall",
+            itt.evidence.recall if itt and itt.evidence else None,
+            thresholds.evidence_recall_drop_points,
         ),
-        _cost_check("tokens", itt.get("tokens"), thresholds.tokens_rise_percent),
-        _cost_check("latency", itt.get("latency"), thresholds.latency_rise_percent),
+        cost_check("tokens", itt.tokens if itt else None, thresholds.tokens_rise_percent),
+        cost_check("latency", itt.latency if itt else None, thresholds.latency_rise_percent),
     ]
 
 
 def failures(
-    comparison: Mapping[str, Any], thresholds: Thresholds, checks: Sequence[Check] | None = None
+    comparison: Comparison, thresholds: Thresholds, checks: Sequence[Check] | None = None
 ) -> list[str]:
     """One line per failed metric; a comparison with nothing paired fails when anything is gated.
     ``checks``: this comparison's ``evaluate`` result, when the caller already has it."""
-    if "itt" not in comparison:
+    if comparison.itt is None:
         if thresholds.any:
-            return [f"nothing to compare: {comparison.get('note', 'no paired questions')}"]
+            return [f"nothing to compare: {comparison.note or 'no paired questions'}"]
         return []
     if checks is None:
         checks = evaluate(comparison, thresholds)
-    return [check.describe(comparison["a"], comparison["b"]) for check in checks if check.verdict == "fail"]
+    return [check.describe(comparison.a, comparison.b) for check in checks if check.verdict == "fail"]
+
+
+class GatedComparison(BaseModel):
+    """One comparison as ``docab compare --format json`` prints it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    comparison: Comparison
+    arms: list[ArmSummary]  # A then B
+    checks: list[Check]
+
+
+class GateReport(BaseModel):
+    """What ``docab compare --format json`` prints: every comparison, and the gate's outcome."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    comparisons: list[GatedComparison]
+    failures: list[str]  # one line per failed metric
+    passed: bool

@@ -4,16 +4,20 @@ Agg canvas, never through pyplot, so no display and no global backend state are 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from docab.report.summary import Report
+from docab.report.schema import ArmSummary, Dimension, Estimate, Summary
+from docab.report.summary import QuestionOutcome, Report
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860")
 
 
-def _figure(width: float = 7.0, height: float = 4.2) -> Any:
+def _figure(width: float = 7.0, height: float = 4.2) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -22,26 +26,31 @@ def _figure(width: float = 7.0, height: float = 4.2) -> Any:
     return figure
 
 
-def _title(text: str, summary: Mapping[str, Any]) -> str:
-    return f"{text}\n({summary['label']})" if summary.get("floor") else text
+def _title(text: str, summary: Summary) -> str:
+    return f"{text}\n({summary.label})" if summary.floor else text
 
 
-def _error(cell: Mapping[str, Any]) -> tuple[float, float]:
-    value, low, high = cell.get("value"), cell.get("low"), cell.get("high")
+def _error(cell: Estimate) -> tuple[float, float]:
+    """The error bar below and above an estimate (none when its interval is undefined)."""
+    value, low, high = cell.value, cell.low, cell.high
     if value is None or low is None or high is None:
         return (0.0, 0.0)
     return (max(0.0, value - low), max(0.0, high - value))
 
 
-def accuracy_plot(summary: Mapping[str, Any], path: Path) -> Path:
-    arms = summary["arms"]
+def accuracy_plot(summary: Summary, path: Path) -> Path:
+    arms = summary.arms
     figure = _figure()
     axes = figure.add_subplot()
     width = 0.38
-    for offset, (metric, label) in enumerate((("accuracy", "Acc"), ("f1", "F1"))):
+    metrics: tuple[tuple[str, Callable[[ArmSummary], Estimate]], ...] = (
+        ("Acc", lambda arm: arm.accuracy),
+        ("F1", lambda arm: arm.f1),
+    )
+    for offset, (label, metric) in enumerate(metrics):
         xs = [i + (offset - 0.5) * width for i in range(len(arms))]
-        values = [(a[metric]["value"] or 0.0) * 100 for a in arms]
-        errors = [[e * 100 for e in _error(a[metric])] for a in arms]
+        values = [(metric(a).value or 0.0) * 100 for a in arms]
+        errors = [[e * 100 for e in _error(metric(a))] for a in arms]
         axes.bar(
             xs,
             values,
@@ -51,7 +60,7 @@ def accuracy_plot(summary: Mapping[str, Any], path: Path) -> Path:
             label=label,
             color=COLOURS[offset],
         )
-    axes.set_xticks(range(len(arms)), [a["arm"] for a in arms])
+    axes.set_xticks(range(len(arms)), [a.arm for a in arms])
     axes.set_ylabel("% (95 % CI)")
     axes.set_ylim(0, 100)
     axes.legend()
@@ -62,11 +71,11 @@ def accuracy_plot(summary: Mapping[str, Any], path: Path) -> Path:
 
 def tokens_plot(report: Report, path: Path) -> Path:
     """Tokens per question, by arm and role: box plots on a log scale."""
-    roles = sorted({r for a in report.summary["arms"] for r in a["tokens"]["by_role"]})
+    roles = sorted({r for a in report.summary.arms for r in a.tokens.by_role})
     return _box_plot(
         report,
         path,
-        [(role, lambda o, role=role: o.tokens_by_role.get(role, 0.0)) for role in roles],
+        [(role, _role_tokens(role)) for role in roles],
         legend="role",
         ylabel="tokens per question",
         title="Token use per question, by role",
@@ -74,10 +83,14 @@ def tokens_plot(report: Report, path: Path) -> Path:
     )
 
 
+def _role_tokens(role: str) -> Callable[[QuestionOutcome], float]:
+    return lambda outcome: outcome.tokens_by_role.get(role, 0.0)
+
+
 def _box_plot(
     report: Report,
     path: Path,
-    parts: Sequence[tuple[str, Callable[[Any], float]]],
+    parts: Sequence[tuple[str, Callable[[QuestionOutcome], float]]],
     *,
     legend: str,
     ylabel: str,
@@ -86,7 +99,7 @@ def _box_plot(
 ) -> Path:
     """One box per arm and part of a per-question quantity (positive values), on a log scale."""
     summary = report.summary
-    arms = [a["arm"] for a in summary["arms"]]
+    arms = [a.arm for a in summary.arms]
     figure = _figure()
     axes = figure.add_subplot()
     series: list[list[float]] = []
@@ -119,21 +132,21 @@ def _box_plot(
     return path
 
 
-def cost_accuracy_plot(summary: Mapping[str, Any], path: Path) -> Path:
+def cost_accuracy_plot(summary: Summary, path: Path) -> Path:
     figure = _figure(6.0, 4.2)
     axes = figure.add_subplot()
-    for i, arm in enumerate(summary["arms"]):
-        tokens = arm["tokens"]["total"]["median"] or 0.0
-        accuracy = arm["accuracy"]
+    for i, arm in enumerate(summary.arms):
+        tokens = arm.tokens.total.median or 0.0
+        accuracy = arm.accuracy
         low, high = _error(accuracy)
         axes.errorbar(
             [tokens],
-            [(accuracy["value"] or 0.0) * 100],
+            [(accuracy.value or 0.0) * 100],
             yerr=[[low * 100], [high * 100]],
             fmt="o",
             capsize=4,
             color=COLOURS[i % len(COLOURS)],
-            label=arm["arm"],
+            label=arm.arm,
         )
     axes.set_xlabel("median tokens per question")
     axes.set_ylabel("accuracy, % (95 % CI)")
@@ -143,16 +156,16 @@ def cost_accuracy_plot(summary: Mapping[str, Any], path: Path) -> Path:
     return path
 
 
-def breakdown_plot(summary: Mapping[str, Any], path: Path, dimension: str = "evidence source") -> Path | None:
-    rows = [r for r in summary["breakdowns"] if r["dimension"] == dimension]
+def breakdown_plot(summary: Summary, path: Path, dimension: Dimension = "evidence source") -> Path | None:
+    rows = [r for r in summary.breakdowns if r.dimension == dimension]
     if not rows:
         return None
-    arms: Sequence[str] = [a["arm"] for a in summary["arms"]]
+    arms = [a.arm for a in summary.arms]
     figure = _figure(max(6.0, 1.2 * len(rows) + 2), 4.2)
     axes = figure.add_subplot()
     width = 0.8 / len(arms)
     for i, arm in enumerate(arms):
-        values = [((r["arms"].get(arm) or {}).get("accuracy") or 0.0) * 100 for r in rows]
+        values = [((r.arms[arm].accuracy if arm in r.arms else None) or 0.0) * 100 for r in rows]
         axes.bar(
             [k + (i - (len(arms) - 1) / 2) * width for k in range(len(rows))],
             values,
@@ -160,7 +173,7 @@ def breakdown_plot(summary: Mapping[str, Any], path: Path, dimension: str = "evi
             label=arm,
             color=COLOURS[i % len(COLOURS)],
         )
-    axes.set_xticks(range(len(rows)), [f"{r['group']}" for r in rows], rotation=20, ha="right")
+    axes.set_xticks(range(len(rows)), [r.group for r in rows], rotation=20, ha="right")
     axes.set_ylabel("accuracy, %")
     axes.set_ylim(0, 100)
     axes.legend()

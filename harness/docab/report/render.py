@@ -1,15 +1,23 @@
 """The report summary as tables: one layout, rendered as markdown or as a rich terminal display.
 
 ``sections(summary)`` decides what is shown (titles, headers, rows, notes); the two renderers only
-format. The summary is the JSON data built by ``docab.report.summary.build_report``.
+format. They read the typed summary (``docab.report.schema.Summary``) built by
+``docab.report.summary.build_report``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeGuard
+
+from docab.report.schema import ArmSummary, Comparison, Estimate, Ratio, Spread, Summary
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from docab.report.gate import Check
 
 METHOD_NOTE = (
     "Intervals are 95 %. Arm accuracy: Clopper-Pearson on the Korn-Graubard effective sample size "
@@ -29,38 +37,40 @@ class Section:
 
 # -- formatting -------------------------------------------------------------------------------------------
 
+Format = Callable[[float | None], str]
+"""A formatter: a number as text, "–" for an undefined one."""
 
-def _ok(value: Any) -> bool:
-    return isinstance(value, int | float) and math.isfinite(value)
 
-
-def pct(value: Any) -> str:
+def pct(value: float | None) -> str:
     return f"{value * 100:.1f} %" if _ok(value) else "–"
 
 
-def with_interval(cell: Mapping[str, Any] | None, fmt: Any = pct) -> str:
-    if not cell or not _ok(cell.get("value", cell.get("estimate"))):
+def _ok(value: float | None) -> TypeGuard[float]:
+    return value is not None and math.isfinite(value)
+
+
+def with_interval(cell: Estimate | None, fmt: Format = pct) -> str:
+    if cell is None or not _ok(cell.value):
         return "–"
-    value = cell.get("value", cell.get("estimate"))
-    if _ok(cell.get("low")) and _ok(cell.get("high")):
-        return f"{fmt(value)} [{fmt(cell['low'])}, {fmt(cell['high'])}]"
-    return fmt(value)
+    if _ok(cell.low) and _ok(cell.high):
+        return f"{fmt(cell.value)} [{fmt(cell.low)}, {fmt(cell.high)}]"
+    return fmt(cell.value)
 
 
-def points(value: Any) -> str:
+def points(value: float | None) -> str:
     return f"{value * 100:+.1f}" if _ok(value) else "–"
 
 
-def difference(cell: Mapping[str, Any] | None, fmt: Any = points, unit: str = " pts") -> str:
-    if not cell or not _ok(cell.get("estimate")):
+def difference(cell: Estimate | None, fmt: Format = points, unit: str = " pts") -> str:
+    if cell is None or not _ok(cell.value):
         return "–"
-    text = f"{fmt(cell['estimate'])}{unit}"
-    if _ok(cell.get("low")) and _ok(cell.get("high")):
-        text += f" [{fmt(cell['low'])}, {fmt(cell['high'])}]"
+    text = f"{fmt(cell.value)}{unit}"
+    if _ok(cell.low) and _ok(cell.high):
+        text += f" [{fmt(cell.low)}, {fmt(cell.high)}]"
     return text
 
 
-def count(value: Any) -> str:
+def count(value: float | None) -> str:
     if not _ok(value):
         return "–"
     magnitude = abs(value)
@@ -73,86 +83,85 @@ def count(value: Any) -> str:
     return f"{value:.1f}"
 
 
-def signed_count(value: Any) -> str:
+def signed_count(value: float | None) -> str:
     return ("+" if _ok(value) and value > 0 else "") + count(value)
 
 
-def seconds(value: Any) -> str:
+def seconds(value: float | None) -> str:
     return f"{value:.1f} s" if _ok(value) else "–"
 
 
-def signed_seconds(value: Any) -> str:
+def signed_seconds(value: float | None) -> str:
     return f"{value:+.1f} s" if _ok(value) else "–"
 
 
-def p_value(value: Any) -> str:
+def p_value(value: float | None) -> str:
     """``p = 0.013`` or ``p < 0.001``."""
     if not _ok(value):
         return "p –"
     return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
 
 
-def median_p90(spread: Mapping[str, Any] | None, fmt: Any = count) -> str:
-    if not spread or not spread.get("n"):
+def median_p90(spread: Spread | None, fmt: Format = count) -> str:
+    if spread is None or not spread.n:
         return "–"
-    return f"{fmt(spread['median'])} ({fmt(spread['p90'])})"
+    return f"{fmt(spread.median)} ({fmt(spread.p90)})"
 
 
-def ratio(cell: Mapping[str, Any]) -> str:
-    if not _ok(cell.get("ratio")):
+def ratio(cell: Ratio) -> str:
+    if not _ok(cell.value):
         return "–"
-    text = f"×{cell['ratio']:.2f}"
-    if _ok(cell.get("ratio_low")) and _ok(cell.get("ratio_high")):
-        text += f" [{cell['ratio_low']:.2f}, {cell['ratio_high']:.2f}]"
+    text = f"×{cell.value:.2f}"
+    if _ok(cell.low) and _ok(cell.high):
+        text += f" [{cell.low:.2f}, {cell.high:.2f}]"
     return text
 
 
 # -- layout --------------------------------------------------------------------------------------------------
 
 
-def title(summary: Mapping[str, Any]) -> str:
-    heading = f"A/B report: run {summary.get('run_id', '?')}"
-    return heading + (f" ({summary['label']})" if summary.get("floor") else "")
+def title(summary: Summary) -> str:
+    heading = f"A/B report: run {summary.run_id or '?'}"
+    return heading + (f" ({summary.label})" if summary.floor else "")
 
 
-def sections(summary: Mapping[str, Any]) -> list[Section]:
-    arms = summary["arms"]
+def sections(summary: Summary) -> list[Section]:
+    arms = summary.arms
     result = [_arms_section(arms), _tokens_section(arms), _time_section(arms), _tools_section(arms)]
-    by_name = {a["arm"]: a for a in arms}
-    result += [_comparison_section(c, by_name) for c in summary["comparisons"]]
-    if summary["breakdowns"]:
+    by_name = {a.arm: a for a in arms}
+    result += [_comparison_section(c, by_name) for c in summary.comparisons]
+    if summary.breakdowns:
         result.append(_breakdown_section(summary))
     return result
 
 
-def _models(arm: Mapping[str, Any]) -> str:
-    text = ", ".join(arm["models"])
-    return f"{text} (floor)" if arm["floor"] else text
+def _models(arm: ArmSummary) -> str:
+    text = ", ".join(arm.models)
+    return f"{text} (floor)" if arm.floor else text
 
 
-def _arms_section(arms: Sequence[Mapping[str, Any]]) -> Section:
+def _arms_section(arms: Sequence[ArmSummary]) -> Section:
     rows = []
     for arm in arms:
-        status = arm["status"]
-        recall = arm.get("evidence_recall")
+        status = arm.status
         rows.append(
             [
-                arm["arm"],
+                arm.arm,
                 _models(arm),
-                f"{arm['questions']} ({arm['documents']} docs, {arm['epochs']} ep.)",
-                with_interval(arm["accuracy"]),
-                with_interval(arm["f1"]),
-                f"{status['ok']} / {status['error']} / {status['timeout']} / {status['limit']}",
-                with_interval(recall) if recall else "–",
+                f"{arm.questions} ({arm.documents} docs, {arm.epochs} ep.)",
+                with_interval(arm.accuracy),
+                with_interval(arm.f1),
+                f"{status.ok} / {status.error} / {status.timeout} / {status.limit}",
+                with_interval(arm.evidence.recall) if arm.evidence else "–",
             ]
         )
     notes = []
     for arm in arms:
-        if arm["limits"]:
-            hits = ", ".join(f"{k} {v}" for k, v in sorted(arm["limits"].items()))
-            notes.append(f"{arm['arm']}: limits hit: {hits}.")
-        if arm["retries"]:
-            notes.append(f"{arm['arm']}: {arm['retries']} model-call retries.")
+        if arm.limits:
+            hits = ", ".join(f"{k} {v}" for k, v in sorted(arm.limits.items()))
+            notes.append(f"{arm.arm}: limits hit: {hits}.")
+        if arm.retries:
+            notes.append(f"{arm.arm}: {arm.retries} model-call retries.")
     return Section(
         "Arms",
         [
@@ -176,19 +185,18 @@ def _role_order(role: str) -> tuple[int, str]:
     return (ROLE_ORDER.index(role) if role in ROLE_ORDER else len(ROLE_ORDER), role)
 
 
-def _tokens_section(arms: Sequence[Mapping[str, Any]]) -> Section:
-    roles = sorted({r for a in arms for r in a["tokens"]["by_role"]}, key=_role_order)
+def _tokens_section(arms: Sequence[ArmSummary]) -> Section:
+    roles = sorted({r for a in arms for r in a.tokens.by_role}, key=_role_order)
     rows = []
     for arm in arms:
-        tokens = arm["tokens"]
-        definitions = tokens.get("tool_definition_tokens")
-        share = tokens["cache_read_share"]
+        tokens = arm.tokens
+        definitions = tokens.tool_definition_tokens
         rows.append(
-            [arm["arm"], median_p90(tokens["total"])]
-            + [median_p90(tokens["by_role"].get(role)) for role in roles]
+            [arm.arm, median_p90(tokens.total)]
+            + [median_p90(tokens.by_role.get(role)) for role in roles]
             + [
-                pct(share) if share is not None else "–",
-                count(tokens["first_call_input"]["median"]) if tokens["first_call_input"]["n"] else "–",
+                pct(tokens.cache_read_share),
+                count(tokens.first_call_input.median) if tokens.first_call_input.n else "–",
                 count(definitions) if definitions is not None else "not recorded",
             ]
         )
@@ -204,15 +212,15 @@ def _tokens_section(arms: Sequence[Mapping[str, Any]]) -> Section:
     )
 
 
-def _time_section(arms: Sequence[Mapping[str, Any]]) -> Section:
+def _time_section(arms: Sequence[ArmSummary]) -> Section:
     rows = [
         [
-            arm["arm"],
-            median_p90(arm["time"]["wall_s"], seconds),
-            median_p90(arm["time"]["model_s"], seconds),
-            median_p90(arm["time"]["tool_s"], seconds),
-            count(arm["turns"]["median"]),
-            count(arm["tool_calls"]["per_question"]["mean"]),
+            arm.arm,
+            median_p90(arm.time.wall_s, seconds),
+            median_p90(arm.time.model_s, seconds),
+            median_p90(arm.time.tool_s, seconds),
+            count(arm.turns.median),
+            count(arm.tool_calls.per_question.mean),
         ]
         for arm in arms
     ]
@@ -224,58 +232,46 @@ def _time_section(arms: Sequence[Mapping[str, Any]]) -> Section:
     )
 
 
-def _tools_section(arms: Sequence[Mapping[str, Any]]) -> Section:
+def _tools_section(arms: Sequence[ArmSummary]) -> Section:
     rows = []
     for arm in arms:
-        for name, entry in arm["tool_calls"]["by_name"].items():
-            rows.append(
-                [
-                    arm["arm"],
-                    name,
-                    count(entry["calls"]),
-                    seconds(entry["mean_s"]) if entry["mean_s"] is not None else "–",
-                ]
-            )
+        for name, entry in arm.tool_calls.by_name.items():
+            rows.append([arm.arm, name, count(entry.calls), seconds(entry.mean_s)])
     notes = [
-        f"{a['arm']}: {count(a['tool_calls']['truncated'])} tool results cut by the output budget."
+        f"{a.arm}: {count(a.tool_calls.truncated)} tool results cut by the output budget."
         for a in arms
-        if a["tool_calls"]["truncated"]
+        if a.tool_calls.truncated
     ]
     return Section("Tool calls", ["arm", "tool", "calls", "mean duration"], rows, notes)
 
 
-def _comparison_section(comparison: Mapping[str, Any], arms: Mapping[str, Mapping[str, Any]]) -> Section:
-    a, b = comparison["a"], comparison["b"]
-    heading = f"{b} vs {a} (paired, {comparison['paired']} questions)"
-    if "itt" not in comparison:
-        return Section(heading, ["note"], [[comparison.get("note", "nothing to compare")]])
-    itt = comparison["itt"]
-    accuracy, f1, tokens, latency, mcnemar = (
-        itt["accuracy"],
-        itt["f1"],
-        itt["tokens"],
-        itt["latency"],
-        itt["mcnemar"],
-    )
+def _comparison_section(comparison: Comparison, arms: Mapping[str, ArmSummary]) -> Section:
+    a, b = comparison.a, comparison.b
+    heading = f"{b} vs {a} (paired, {comparison.paired} questions)"
+    itt = comparison.itt
+    if itt is None:
+        return Section(heading, ["note"], [[comparison.note or "nothing to compare"]])
+    accuracy, f1, tokens, latency = itt.accuracy, itt.f1, itt.tokens, itt.latency
+    mcnemar = accuracy.mcnemar
     rows = [
         [
             "Accuracy",
-            pct(accuracy["a"]),
-            pct(accuracy["b"]),
-            difference(accuracy["difference"]),
-            f"McNemar {p_value(mcnemar['p_value'])} (b = {mcnemar['b']}, c = {mcnemar['c']})",
+            pct(accuracy.a),
+            pct(accuracy.b),
+            difference(accuracy.difference),
+            f"McNemar {p_value(mcnemar.p_value)} (b = {mcnemar.only_a_correct}, c = {mcnemar.only_b_correct})",
             "",
         ],
-        ["F1", pct(f1["a"]), pct(f1["b"]), difference(f1["difference"]), "", ""],
+        ["F1", pct(f1.a), pct(f1.b), difference(f1.difference), "", ""],
     ]
-    recall = comparison.get("evidence_recall")
-    if recall:
+    if itt.evidence:
+        recall = itt.evidence.recall
         rows.append(
             [
-                f"Evidence recall ({recall['questions']} q)",
-                pct(recall["a"]),
-                pct(recall["b"]),
-                difference(recall["difference"]),
+                f"Evidence recall ({itt.evidence.questions} q)",
+                pct(recall.a),
+                pct(recall.b),
+                difference(recall.difference),
                 "",
                 "",
             ]
@@ -283,54 +279,53 @@ def _comparison_section(comparison: Mapping[str, Any], arms: Mapping[str, Mappin
     rows += [
         [
             "Tokens/q (median)",
-            count(tokens["a"]["median"]),
-            count(tokens["b"]["median"]),
-            difference(tokens["difference"], signed_count, "") + " (mean)",
-            f"Wilcoxon {p_value(tokens['wilcoxon']['p_value'])}",
-            ratio(tokens["ratio"]),
+            count(tokens.a.median),
+            count(tokens.b.median),
+            difference(tokens.difference, signed_count, "") + " (mean)",
+            f"Wilcoxon {p_value(tokens.wilcoxon.p_value)}",
+            ratio(tokens.ratio),
         ],
         [
             "Wall time/q (median)",
-            seconds(latency["a"]["median"]),
-            seconds(latency["b"]["median"]),
-            difference(latency["difference"], signed_seconds, "") + " (mean)",
-            f"Wilcoxon {p_value(latency['wilcoxon']['p_value'])}",
-            ratio(latency["ratio"]),
+            seconds(latency.a.median),
+            seconds(latency.b.median),
+            difference(latency.difference, signed_seconds, "") + " (mean)",
+            f"Wilcoxon {p_value(latency.wilcoxon.p_value)}",
+            ratio(latency.ratio),
         ],
     ]
-    notes = [comparison["mde_statement"]]
-    correlation = itt.get("score_correlation")
-    overhead = comparison.get("first_call_input_difference", {})
-    if overhead.get("n"):
+    notes = [itt.mde.statement]
+    overhead = comparison.first_call_input_difference
+    if overhead is not None and overhead.n:
         notes.append(
-            f"First-call input tokens, {b} minus {a}: median {signed_count(overhead['median'])} "
+            f"First-call input tokens, {b} minus {a}: median {signed_count(overhead.median)} "
             "(the fixed per-turn cost of the extra tool definitions and prompt)."
         )
-    if _ok(correlation):
-        notes.append(f"Correlation of the arms' per-question scores: r = {correlation:.2f}.")
-    dropped = comparison["pairs_dropped"]
-    if "accuracy" in dropped:
+    if _ok(itt.score_correlation):
+        notes.append(f"Correlation of the arms' per-question scores: r = {itt.score_correlation:.2f}.")
+    sensitivity = comparison.sensitivity
+    if sensitivity is not None and sensitivity.accuracy is not None and sensitivity.f1 is not None:
         notes.append(
-            f"Sensitivity, {dropped['dropped']} pair(s) with an error or timeout dropped from both arms "
-            f"(n = {dropped['paired']}): accuracy {difference(dropped['accuracy']['difference'])}, "
-            f"F1 {difference(dropped['f1']['difference'])}."
+            f"Sensitivity, {sensitivity.dropped} pair(s) with an error or timeout dropped from both arms "
+            f"(n = {sensitivity.paired}): accuracy {difference(sensitivity.accuracy.difference)}, "
+            f"F1 {difference(sensitivity.f1.difference)}."
         )
     else:
-        notes.append(f"Sensitivity (pairs with errors dropped): {dropped.get('note', '')}.")
-    if arms.get(a, {}).get("floor") or arms.get(b, {}).get("floor"):
+        notes.append(f"Sensitivity (pairs with errors dropped): {sensitivity.note if sensitivity else ''}.")
+    if (a in arms and arms[a].floor) or (b in arms and arms[b].floor):
         notes.append("An arm here is an offline baseline policy: a floor, not a model result.")
     return Section(heading, ["metric", a, b, "B − A [95 % CI]", "test", "ratio B/A [95 % CI]"], rows, notes)
 
 
-def _breakdown_section(summary: Mapping[str, Any]) -> Section:
-    arm_names = [a["arm"] for a in summary["arms"]]
+def _breakdown_section(summary: Summary) -> Section:
+    arm_names = [a.arm for a in summary.arms]
     others = arm_names[1:]
     rows = []
-    for row in summary["breakdowns"]:
-        cells = [row["dimension"], row["group"]]
-        cells.append(str(max((v["n"] for v in row["arms"].values()), default=0)))
-        cells += [pct(row["arms"][a]["accuracy"]) if a in row["arms"] else "" for a in arm_names]
-        cells += [difference(row["differences"].get(a)) if row["differences"].get(a) else "" for a in others]
+    for row in summary.breakdowns:
+        cells = [row.dimension, row.group]
+        cells.append(str(max((v.n for v in row.arms.values()), default=0)))
+        cells += [pct(row.arms[a].accuracy) if a in row.arms else "" for a in arm_names]
+        cells += [difference(row.differences[a]) if a in row.differences else "" for a in others]
         rows.append(cells)
     headers = [
         "dimension",
@@ -373,18 +368,18 @@ def sections_markdown(parts: Sequence[Section]) -> list[str]:
     return lines
 
 
-def to_markdown(summary: Mapping[str, Any]) -> str:
+def to_markdown(summary: Summary) -> str:
     lines = [f"# {title(summary)}", ""]
-    if summary.get("floor"):
-        lines += [f"> **Floor:** an arm in this run is an {summary['label']}.", ""]
+    if summary.floor:
+        lines += [f"> **Floor:** an arm in this run is an {summary.label}.", ""]
     lines += sections_markdown(sections(summary))
-    if summary.get("warnings"):
-        lines += ["## Warnings", "", *[f"- {w}" for w in summary["warnings"]], ""]
+    if summary.warnings:
+        lines += ["## Warnings", "", *[f"- {w}" for w in summary.warnings], ""]
     lines += ["## Method", "", METHOD_NOTE, ""]
     return "\n".join(lines)
 
 
-def print_sections(parts: Sequence[Section], console: Any) -> None:
+def print_sections(parts: Sequence[Section], console: Console) -> None:
     from rich.table import Table
 
     for section in parts:
@@ -400,16 +395,16 @@ def print_sections(parts: Sequence[Section], console: Any) -> None:
             console.print(f"  {note}", style="dim")
 
 
-def print_console(summary: Mapping[str, Any], console: Any = None) -> None:
+def print_console(summary: Summary, console: Console | None = None) -> None:
     from rich.console import Console
     from rich.panel import Panel
 
     console = console or Console()
     console.print(f"[bold]{title(summary)}[/bold]")
-    if summary.get("floor"):
-        console.print(Panel(f"Floor: an arm in this run is an {summary['label']}.", style="yellow"))
+    if summary.floor:
+        console.print(Panel(f"Floor: an arm in this run is an {summary.label}.", style="yellow"))
     print_sections(sections(summary), console)
-    for warning in summary.get("warnings", []):
+    for warning in summary.warnings:
         console.print(f"warning: {warning}", style="yellow")
     console.print(METHOD_NOTE, style="dim")
 
@@ -417,8 +412,8 @@ def print_console(summary: Mapping[str, Any], console: Any = None) -> None:
 # -- docab compare ----------------------------------------------------------------------------------------
 
 
-def gate_section(comparison: Mapping[str, Any], checks: Sequence[Any]) -> Section:
-    """The gate's verdict per metric (``docab.report.gate.Check`` objects) for one comparison."""
+def gate_section(comparison: Comparison, checks: Sequence[Check]) -> Section:
+    """The gate's verdict per metric for one comparison."""
     rows = []
     for check in checks:
         if check.unit == "points":
@@ -443,7 +438,7 @@ def gate_section(comparison: Mapping[str, Any], checks: Sequence[Any]) -> Sectio
         )
         rows.append([check.metric, *values, change, interval, limit, check.verdict.upper()])
     return Section(
-        f"Gate: {comparison['b']} against {comparison['a']}",
+        f"Gate: {comparison.b} against {comparison.a}",
         ["metric", "A", "B", "change", "95 % CI", "allowed", "verdict"],
         rows,
         [
@@ -454,8 +449,6 @@ def gate_section(comparison: Mapping[str, Any], checks: Sequence[Any]) -> Sectio
     )
 
 
-def compare_sections(
-    comparison: Mapping[str, Any], summary: Mapping[str, Any], checks: Sequence[Any]
-) -> list[Section]:
-    arms = {arm["arm"]: arm for arm in summary["arms"]}
+def compare_sections(comparison: Comparison, summary: Summary, checks: Sequence[Check]) -> list[Section]:
+    arms = {arm.arm: arm for arm in summary.arms}
     return [_comparison_section(comparison, arms), gate_section(comparison, checks)]

@@ -16,7 +16,8 @@ The design (../shared/specs/harness.md, "Statistics for the A/B report"):
   1 + (m - 1) ICC.
 
 Every function takes plain sequences or numpy arrays and returns small frozen dataclasses; nothing
-here reads files or prints.
+here reads files or prints. ``docab.report.summary`` turns the results into the summary's schema
+(``docab.report.schema``), the one JSON form of them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
+
+from docab.report.schema import IntervalMethod
 
 Array = NDArray[np.float64]
 
@@ -45,23 +48,15 @@ _CHUNK = 2_000  # resamples drawn at a time: bounds memory for runs with many do
 class Interval:
     low: float
     high: float
-    method: str  # cluster-t | korn-graubard | clopper-pearson | cluster-bootstrap | none
+    method: IntervalMethod
     confidence: float = 0.95
 
     @property
     def excludes_zero(self) -> bool:
         return bool(self.low > 0 or self.high < 0)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"low": json_number(self.low), "high": json_number(self.high), "method": self.method}
-
 
 NO_INTERVAL = Interval(math.nan, math.nan, "none")
-
-
-def json_number(value: float | None) -> float | None:
-    """A float for JSON: None for NaN and infinities (JSON has neither)."""
-    return None if value is None or not math.isfinite(value) else float(value)
 
 
 def as_array(values: ArrayLike) -> Array:
@@ -182,9 +177,6 @@ class McNemar:
     c: int  # A wrong, B right
     p_value: float
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"b": self.b, "c": self.c, "p_value": json_number(self.p_value)}
-
 
 def mcnemar_exact(correct_a: ArrayLike, correct_b: ArrayLike) -> McNemar:
     """Exact two-sided McNemar: a binomial test of b against b+c discordant pairs at 1/2."""
@@ -203,13 +195,6 @@ class SignedRank:
     p_value: float
     n_nonzero: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "statistic": json_number(self.statistic),
-            "p_value": json_number(self.p_value),
-            "n": self.n_nonzero,
-        }
-
 
 def wilcoxon_signed_rank(a: ArrayLike, b: ArrayLike) -> SignedRank:
     """Wilcoxon signed-rank on b - a (zero differences dropped, exact for small n without ties)."""
@@ -226,9 +211,6 @@ class PairedRatio:
     geometric_mean: float  # exp(mean(log(b / a))) over pairs where both are positive
     n_used: int
     n_excluded: int  # pairs with a zero (or missing) value on either side
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ratio": json_number(self.geometric_mean), "n": self.n_used, "excluded": self.n_excluded}
 
 
 def paired_ratio(a: ArrayLike, b: ArrayLike) -> PairedRatio:
@@ -257,14 +239,6 @@ class Spread:
     mean: float
     median: float
     p90: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "mean": json_number(self.mean),
-            "median": json_number(self.median),
-            "p90": json_number(self.p90),
-        }
 
 
 def spread(values: ArrayLike) -> Spread:
@@ -306,13 +280,6 @@ class BootstrapEstimate:
     interval: Interval
     resamples: int
     undefined: int = 0  # resamples where the statistic was not defined (e.g. no usable pair)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "estimate": json_number(self.estimate),
-            **self.interval.to_dict(),
-            "undefined": self.undefined,
-        }
 
 
 Statistic = Callable[[Mapping[str, Array]], Array]
@@ -573,18 +540,6 @@ class CostComparison:
     ratio_interval: Interval
     wilcoxon: SignedRank
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "a": self.a.to_dict(),
-            "b": self.b.to_dict(),
-            "difference": self.difference.to_dict(),
-            "ratio": {
-                **self.ratio.to_dict(),
-                **{f"ratio_{k}": v for k, v in self.ratio_interval.to_dict().items()},
-            },
-            "wilcoxon": self.wilcoxon.to_dict(),
-        }
-
 
 @dataclass(frozen=True)
 class PairedAnalysis:
@@ -604,31 +559,6 @@ class PairedAnalysis:
     icc: float  # of the differences, within documents
     mde: float  # minimum detectable accuracy difference at this n (alpha 0.05, power 0.8)
     mde_bounded: bool = False  # Var(d) was 0: the MDE uses an upper bound of it, not the estimate
-
-    def to_dict(self) -> dict[str, Any]:
-        t = self.accuracy_difference_t
-        return {
-            "n": self.n,
-            "clusters": self.clusters,
-            "accuracy": {
-                "a": json_number(self.accuracy_a),
-                "b": json_number(self.accuracy_b),
-                "difference": self.accuracy_difference.to_dict(),
-                "difference_clustered_t": {"se": json_number(t.se), **t.interval.to_dict()},
-            },
-            "f1": {
-                "a": json_number(self.f1_a),
-                "b": json_number(self.f1_b),
-                "difference": self.f1_difference.to_dict(),
-            },
-            "mcnemar": self.mcnemar.to_dict(),
-            "score_correlation": json_number(self.score_correlation),
-            "tokens": self.tokens.to_dict(),
-            "latency": self.latency.to_dict(),
-            "icc": json_number(self.icc),
-            "mde": json_number(self.mde),
-            "mde_bounded": self.mde_bounded,
-        }
 
 
 def compare_costs(a: ArrayLike, b: ArrayLike, resampler: ClusterResampler) -> CostComparison:

@@ -2,8 +2,8 @@
 
 ``load_run(RUN_DIR)`` reads ``manifest.json`` and ``records.jsonl`` (tolerating the torn last line
 of a killed run); ``build_report(run)`` turns the records into a summary: per arm, the paired A/B
-comparisons and the breakdowns. The summary is plain JSON data (the ``summary.json`` written into
-the run); ``docab.report.render`` renders it as a terminal table or markdown, and
+comparisons and the breakdowns, as a typed :class:`docab.report.schema.Summary` (written into the
+run as ``summary.json``); ``docab.report.render`` renders it as a terminal table or markdown, and
 ``docab.report.plots`` draws it.
 
 Conventions, from ../shared/specs/harness.md and mmlongbench.md:
@@ -16,11 +16,8 @@ Conventions, from ../shared/specs/harness.md and mmlongbench.md:
 - tokens are per question, all roles (agent, tool-side, extractor) unless a role is named;
 - a run of an offline baseline policy (``baseline/...``) is labelled a floor everywhere.
 
-Summary layout (``REPORT_VERSION``)::
-
-    {"version", "runs", "label", "floor", "reference_arm", "confidence", "resamples", "seed",
-     "arms": [ArmSummary...], "comparisons": [Comparison...], "breakdowns": [Breakdown...],
-     "warnings": [str...]}
+The summary's schema (``summary.json``, versioned) is :mod:`docab.report.schema`: this module is
+its one writer.
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,9 +34,8 @@ import numpy as np
 
 from docab.log.manifest import ArmManifest, ManifestError, load_manifest, readable_manifest
 from docab.log.records import RunRecord
-from docab.report import stats
+from docab.report import schema, stats
 
-REPORT_VERSION = 1
 NOT_ANSWERABLE = "Not answerable"
 FLOOR_LABEL = "offline baseline policy, not a model result"
 INFRASTRUCTURE_FAILURES = frozenset({"error", "timeout"})  # dropped in the sensitivity view
@@ -186,11 +182,23 @@ def _mean(values: Iterable[float]) -> float:
     return sum(items) / len(items) if items else math.nan
 
 
+def _tokens_of(role: str) -> Callable[[RunRecord], float]:
+    return lambda record: record.tokens(role)
+
+
+def _calls_of(tool: str) -> Callable[[RunRecord], float]:
+    return lambda record: sum(call.name == tool for call in record.tool_calls)
+
+
+def _seconds_of(tool: str) -> Callable[[RunRecord], float]:
+    return lambda record: sum(call.duration_s for call in record.tool_calls if call.name == tool)
+
+
 def summarise_question(records: Sequence[RunRecord]) -> QuestionOutcome:
     first = records[0]
     count = len(records)
 
-    def per_epoch_mean(value: Any) -> float:
+    def per_epoch_mean(value: Callable[[RunRecord], float]) -> float:
         return sum(value(r) for r in records) / count
 
     roles = sorted({u.role for r in records for u in r.usage})
@@ -206,7 +214,7 @@ def summarise_question(records: Sequence[RunRecord]) -> QuestionOutcome:
         answerable=first.gold != NOT_ANSWERABLE,
         statuses=tuple(r.status for r in records),
         tokens=per_epoch_mean(lambda r: r.tokens()),
-        tokens_by_role={role: per_epoch_mean(lambda r, role=role: r.tokens(role)) for role in roles},
+        tokens_by_role={role: per_epoch_mean(_tokens_of(role)) for role in roles},
         input_total=per_epoch_mean(lambda r: sum(u.input_total for u in r.usage)),
         cache_read=per_epoch_mean(lambda r: sum(u.cache_read for u in r.usage)),
         first_call_input=_mean(
@@ -217,13 +225,8 @@ def summarise_question(records: Sequence[RunRecord]) -> QuestionOutcome:
         tool_time_s=per_epoch_mean(lambda r: r.tool_time_s),
         turns=per_epoch_mean(lambda r: r.turns),
         tool_calls=per_epoch_mean(lambda r: len(r.tool_calls)),
-        tool_calls_by_name={
-            n: per_epoch_mean(lambda r, n=n: sum(c.name == n for c in r.tool_calls)) for n in names
-        },
-        tool_seconds_by_name={
-            n: per_epoch_mean(lambda r, n=n: sum(c.duration_s for c in r.tool_calls if c.name == n))
-            for n in names
-        },
+        tool_calls_by_name={n: per_epoch_mean(_calls_of(n)) for n in names},
+        tool_seconds_by_name={n: per_epoch_mean(_seconds_of(n)) for n in names},
         truncations=per_epoch_mean(lambda r: sum(c.truncated for c in r.tool_calls)),
         retries=per_epoch_mean(lambda r: r.retries),
         evidence_recall=_mean(evidence_recall(r) for r in records),
@@ -270,8 +273,26 @@ def _manifest_arm(manifest: Mapping[str, Any], arm: str) -> ArmManifest:
     return readable_manifest(manifest).arm(arm) or ArmManifest(name=arm)
 
 
-def _interval(estimate: float, interval: stats.Interval) -> dict[str, Any]:
-    return {"value": stats.json_number(estimate), **interval.to_dict()}
+def estimate(value: float, interval: stats.Interval) -> schema.Estimate:
+    return schema.Estimate(value=value, low=interval.low, high=interval.high, method=interval.method)
+
+
+def difference(boot: stats.BootstrapEstimate) -> schema.Difference:
+    return schema.Difference(
+        value=boot.estimate,
+        low=boot.interval.low,
+        high=boot.interval.high,
+        method=boot.interval.method,
+        undefined_resamples=boot.undefined,
+    )
+
+
+def spread(values: Iterable[float]) -> schema.Spread:
+    return _spread(stats.spread(list(values)))
+
+
+def _spread(found: stats.Spread) -> schema.Spread:
+    return schema.Spread(n=found.n, mean=found.mean, median=found.median, p90=found.p90)
 
 
 def arm_summary(
@@ -282,7 +303,7 @@ def arm_summary(
     *,
     resamples: int,
     seed: int,
-) -> dict[str, Any]:
+) -> schema.ArmSummary:
     items = list(outcomes.values())
     docs = np.array([o.doc_id for o in items], dtype=object)
     scores = np.array([o.score for o in items])
@@ -299,70 +320,70 @@ def arm_summary(
     tool_names = sorted({n for o in items for n in o.tool_calls_by_name})
     tool_overhead = _manifest_arm(manifest, arm).tool_definition_tokens
     f1 = stats.bootstrap_f1(scores, answerable, answered, docs, resamples=resamples, seed=seed)
-    recall_estimate = (
-        stats.bootstrap_mean(recall[with_evidence], docs[with_evidence], resamples=resamples, seed=seed)
-        if with_evidence.any()
-        else None
-    )
-    return {
-        "arm": arm,
-        "models": models,
-        "floor": any(is_floor(m) for m in models),
-        "label": FLOOR_LABEL if any(is_floor(m) for m in models) else "",
-        "records": len(records),
-        "questions": len(items),
-        "documents": len(set(docs.tolist())),
-        "epochs": max((o.epochs for o in items), default=0),
-        "status": {s: statuses.get(s, 0) for s in ("ok", "error", "timeout", "limit")},
-        "limits": dict(limits),
-        "accuracy": _interval(float(scores.mean()), stats.proportion_interval(scores, docs)),
-        "f1": _interval(f1.estimate, f1.interval),
-        "evidence_recall": (
-            {
-                **_interval(recall_estimate.estimate, recall_estimate.interval),
-                "questions": int(with_evidence.sum()),
-            }
-            if recall_estimate
-            else None
+    evidence = None
+    if with_evidence.any():
+        found = stats.bootstrap_mean(
+            recall[with_evidence], docs[with_evidence], resamples=resamples, seed=seed
+        )
+        evidence = schema.EvidenceSummary(
+            questions=int(with_evidence.sum()), recall=estimate(found.estimate, found.interval)
+        )
+    floor = any(is_floor(m) for m in models)
+    return schema.ArmSummary(
+        arm=arm,
+        models=models,
+        floor=floor,
+        label=FLOOR_LABEL if floor else "",
+        records=len(records),
+        questions=len(items),
+        documents=len(set(docs.tolist())),
+        epochs=max((o.epochs for o in items), default=0),
+        status=schema.StatusCounts(
+            ok=statuses["ok"], error=statuses["error"], timeout=statuses["timeout"], limit=statuses["limit"]
         ),
-        "tokens": {
-            "total": stats.spread([o.tokens for o in items]).to_dict(),
-            "by_role": {
-                role: stats.spread([o.tokens_by_role.get(role, 0.0) for o in items]).to_dict()
-                for role in roles
-            },
-            "cache_read_share": stats.json_number(sum(u.cache_read for u in usage) / input_total)
-            if input_total
-            else None,
-            "first_call_input": stats.spread([o.first_call_input for o in items]).to_dict(),
-            "tool_definition_tokens": tool_overhead if isinstance(tool_overhead, int | float) else None,
-        },
-        "time": {
-            "wall_s": stats.spread([o.wall_time_s for o in items]).to_dict(),
-            "model_s": stats.spread([o.model_time_s for o in items]).to_dict(),
-            "tool_s": stats.spread([o.tool_time_s for o in items]).to_dict(),
-        },
-        "turns": stats.spread([o.turns for o in items]).to_dict(),
-        "tool_calls": {
-            "per_question": stats.spread([o.tool_calls for o in items]).to_dict(),
-            "by_name": {
-                name: {
-                    "calls": sum(o.tool_calls_by_name.get(name, 0.0) for o in items),
-                    "mean_s": _mean_duration(items, name),
-                }
+        limits=dict(limits),
+        accuracy=estimate(float(scores.mean()), stats.proportion_interval(scores, docs)),
+        f1=estimate(f1.estimate, f1.interval),
+        evidence=evidence,
+        tokens=schema.TokenSummary(
+            total=spread(o.tokens for o in items),
+            by_role={role: spread(o.tokens_by_role.get(role, 0.0) for o in items) for role in roles},
+            cache_read_share=sum(u.cache_read for u in usage) / input_total if input_total else None,
+            first_call_input=spread(o.first_call_input for o in items),
+            tool_definition_tokens=(
+                round(tool_overhead)
+                if isinstance(tool_overhead, int | float)
+                and not isinstance(tool_overhead, bool)
+                and math.isfinite(tool_overhead)
+                else None
+            ),
+        ),
+        time=schema.TimeSummary(
+            wall_s=spread(o.wall_time_s for o in items),
+            model_s=spread(o.model_time_s for o in items),
+            tool_s=spread(o.tool_time_s for o in items),
+        ),
+        turns=spread(o.turns for o in items),
+        tool_calls=schema.ToolCallSummary(
+            per_question=spread(o.tool_calls for o in items),
+            by_name={
+                name: schema.ToolUse(
+                    calls=sum(o.tool_calls_by_name.get(name, 0.0) for o in items),
+                    mean_s=_mean_duration(items, name),
+                )
                 for name in tool_names
             },
-            "truncated": sum(o.truncations for o in items),
-        },
-        "retries": sum(r.retries for r in records),
-        "answer_protocols": dict(Counter(r.answer_protocol for r in records)),
-    }
+            truncated=sum(o.truncations for o in items),
+        ),
+        retries=sum(r.retries for r in records),
+        answer_protocols=dict(Counter(r.answer_protocol for r in records)),
+    )
 
 
 def _mean_duration(items: Sequence[QuestionOutcome], name: str) -> float | None:
     calls = sum(o.tool_calls_by_name.get(name, 0.0) for o in items)
     seconds = sum(o.tool_seconds_by_name.get(name, 0.0) for o in items)
-    return stats.json_number(seconds / calls) if calls else None
+    return seconds / calls if calls else None
 
 
 # -- paired comparisons -------------------------------------------------------------------------------
@@ -428,6 +449,64 @@ def planning_statement(n: int, assumptions: stats.PlanningAssumptions | None = N
     )
 
 
+def paired_results(
+    analysis: stats.PairedAnalysis, evidence: schema.EvidenceComparison | None = None
+) -> schema.PairedResults:
+    """The summary's form of a paired analysis (``evidence`` comes from another set of questions)."""
+    return schema.PairedResults(
+        questions=analysis.n,
+        documents=analysis.clusters,
+        accuracy=accuracy_comparison(analysis),
+        f1=schema.ScoreComparison(
+            a=analysis.f1_a, b=analysis.f1_b, difference=difference(analysis.f1_difference)
+        ),
+        evidence=evidence,
+        score_correlation=analysis.score_correlation,
+        tokens=cost_comparison(analysis.tokens),
+        latency=cost_comparison(analysis.latency),
+        icc=analysis.icc,
+        mde=schema.DetectableEffect(
+            observed=analysis.mde, bounded=analysis.mde_bounded, statement=mde_statement(analysis)
+        ),
+    )
+
+
+def accuracy_comparison(analysis: stats.PairedAnalysis) -> schema.AccuracyComparison:
+    t = analysis.accuracy_difference_t
+    return schema.AccuracyComparison(
+        a=analysis.accuracy_a,
+        b=analysis.accuracy_b,
+        difference=difference(analysis.accuracy_difference),
+        difference_clustered_t=schema.ClusteredDifference(
+            value=t.mean, low=t.interval.low, high=t.interval.high, method=t.interval.method, se=t.se
+        ),
+        mcnemar=schema.McNemar(
+            only_a_correct=analysis.mcnemar.b,
+            only_b_correct=analysis.mcnemar.c,
+            p_value=analysis.mcnemar.p_value,
+        ),
+    )
+
+
+def cost_comparison(cost: stats.CostComparison) -> schema.CostComparison:
+    return schema.CostComparison(
+        a=_spread(cost.a),
+        b=_spread(cost.b),
+        difference=difference(cost.difference),
+        ratio=schema.Ratio(
+            value=cost.ratio.geometric_mean,
+            low=cost.ratio_interval.low,
+            high=cost.ratio_interval.high,
+            method=cost.ratio_interval.method,
+            pairs=cost.ratio.n_used,
+            excluded=cost.ratio.n_excluded,
+        ),
+        wilcoxon=schema.SignedRank(
+            statistic=cost.wilcoxon.statistic, p_value=cost.wilcoxon.p_value, pairs=cost.wilcoxon.n_nonzero
+        ),
+    )
+
+
 def compare_arms(
     name_a: str,
     name_b: str,
@@ -436,49 +515,61 @@ def compare_arms(
     *,
     resamples: int,
     seed: int,
-) -> dict[str, Any]:
+) -> schema.Comparison:
     common = [q for q in a if q in b]
-    result: dict[str, Any] = {
-        "a": name_a,
-        "b": name_b,
-        "questions_a": len(a),
-        "questions_b": len(b),
-        "paired": len(common),
-    }
     if not common:
-        result["note"] = "the arms share no question; nothing to pair"
-        return result
+        return schema.Comparison(
+            a=name_a,
+            b=name_b,
+            questions_a=len(a),
+            questions_b=len(b),
+            paired=0,
+            note="the arms share no question; nothing to pair",
+        )
     analysis = stats.paired_analysis(paired_data(a, b, common), resamples=resamples, seed=seed)
-    result["itt"] = analysis.to_dict()
-    result["evidence_recall"] = evidence_recall_difference(a, b, common, resamples=resamples, seed=seed)
-    result["mde_statement"] = mde_statement(analysis)
+    evidence = evidence_comparison(a, b, common, resamples=resamples, seed=seed)
     overhead = [b[q].first_call_input - a[q].first_call_input for q in common]
-    finite = [x for x in overhead if math.isfinite(x)]
-    result["first_call_input_difference"] = stats.spread(finite).to_dict()
     kept = [q for q in common if not (a[q].infrastructure_failure or b[q].infrastructure_failure)]
     dropped = len(common) - len(kept)
-    sensitivity: dict[str, Any] = {"dropped": dropped, "paired": len(kept)}
     if dropped and kept:
         sensitive = stats.paired_analysis(paired_data(a, b, kept), resamples=resamples, seed=seed)
-        sensitivity["accuracy"] = sensitive.to_dict()["accuracy"]
-        sensitivity["f1"] = sensitive.to_dict()["f1"]
+        sensitivity = schema.Sensitivity(
+            dropped=dropped,
+            paired=len(kept),
+            accuracy=accuracy_comparison(sensitive),
+            f1=schema.ScoreComparison(
+                a=sensitive.f1_a, b=sensitive.f1_b, difference=difference(sensitive.f1_difference)
+            ),
+        )
     elif dropped:
-        sensitivity["note"] = "every paired question had an error or timeout in an arm"
+        sensitivity = schema.Sensitivity(
+            dropped=dropped, paired=0, note="every paired question had an error or timeout in an arm"
+        )
     else:
-        sensitivity["note"] = "no errors or timeouts: identical to intention-to-treat"
-    result["pairs_dropped"] = sensitivity
-    return result
+        sensitivity = schema.Sensitivity(
+            dropped=0, paired=len(kept), note="no errors or timeouts: identical to intention-to-treat"
+        )
+    return schema.Comparison(
+        a=name_a,
+        b=name_b,
+        questions_a=len(a),
+        questions_b=len(b),
+        paired=len(common),
+        itt=paired_results(analysis, evidence),
+        sensitivity=sensitivity,
+        first_call_input_difference=spread(x for x in overhead if math.isfinite(x)),
+    )
 
 
-def evidence_recall_difference(
+def evidence_comparison(
     a: Mapping[str, QuestionOutcome],
     b: Mapping[str, QuestionOutcome],
     common: Sequence[str],
     *,
     resamples: int,
     seed: int,
-) -> dict[str, Any] | None:
-    """B's evidence recall minus A's on the paired questions that list evidence pages, with the
+) -> schema.EvidenceComparison | None:
+    """B's evidence recall against A's on the paired questions that list evidence pages, with the
     paired cluster bootstrap by document; None when no paired question lists any."""
     with_evidence = [
         q for q in common if math.isfinite(a[q].evidence_recall) and math.isfinite(b[q].evidence_recall)
@@ -492,18 +583,26 @@ def evidence_recall_difference(
         resamples=resamples,
         seed=seed,
     )
-    return {
-        "questions": len(with_evidence),
-        "a": stats.json_number(float(np.mean([a[q].evidence_recall for q in with_evidence]))),
-        "b": stats.json_number(float(np.mean([b[q].evidence_recall for q in with_evidence]))),
-        "difference": gap.to_dict(),
-    }
+    return schema.EvidenceComparison(
+        questions=len(with_evidence),
+        recall=schema.ScoreComparison(
+            a=float(np.mean([a[q].evidence_recall for q in with_evidence])),
+            b=float(np.mean([b[q].evidence_recall for q in with_evidence])),
+            difference=difference(gap),
+        ),
+    )
 
 
 # -- breakdowns -----------------------------------------------------------------------------------------
 
 
-DIMENSIONS = ("evidence source", "evidence pages", "document type", "answer format", "answer path")
+DIMENSIONS: tuple[schema.Dimension, ...] = (
+    "evidence source",
+    "evidence pages",
+    "document type",
+    "answer format",
+    "answer path",
+)
 
 
 def evidence_pages_groups(pages: int, answerable: bool) -> list[str]:
@@ -513,15 +612,21 @@ def evidence_pages_groups(pages: int, answerable: bool) -> list[str]:
     return groups + ([] if answerable else ["unanswerable"])
 
 
-def question_groups(outcome: QuestionOutcome) -> list[tuple[str, str]]:
+def question_groups(outcome: QuestionOutcome) -> list[tuple[schema.Dimension, str]]:
     """The (dimension, group) cells a question counts in; a question may count in several."""
-    groups = [("evidence source", s) for s in outcome.evidence_sources] or [("evidence source", "(none)")]
+    groups: list[tuple[schema.Dimension, str]] = [
+        ("evidence source", s) for s in outcome.evidence_sources
+    ] or [("evidence source", "(none)")]
     groups += [
         ("evidence pages", g) for g in evidence_pages_groups(len(outcome.evidence_pages), outcome.answerable)
     ]
     groups.append(("document type", outcome.doc_type or "(unknown)"))
     groups.append(("answer format", outcome.answer_format or "(unknown)"))
     return groups
+
+
+def _mean_or_none(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if values else None
 
 
 def breakdowns(
@@ -531,23 +636,21 @@ def breakdowns(
     *,
     resamples: int,
     seed: int,
-) -> list[dict[str, Any]]:
-    cells: dict[tuple[str, str], set[str]] = defaultdict(set)
+) -> list[schema.Breakdown]:
+    cells: dict[tuple[schema.Dimension, str], set[str]] = defaultdict(set)
     for arm in arms:
         for outcome in outcomes[arm].values():
             for cell in question_groups(outcome):
                 cells[cell].add(outcome.qid)
-    rows: list[dict[str, Any]] = []
+    rows: list[schema.Breakdown] = []
     for (dimension, group), qids in sorted(
         cells.items(), key=lambda item: (DIMENSIONS.index(item[0][0]), item[0][1])
     ):
-        row: dict[str, Any] = {"dimension": dimension, "group": group, "arms": {}, "differences": {}}
+        by_arm: dict[str, schema.BreakdownCell] = {}
         for arm in arms:
             scores = [outcomes[arm][q].score for q in qids if q in outcomes[arm]]
-            row["arms"][arm] = {
-                "n": len(scores),
-                "accuracy": stats.json_number(float(np.mean(scores))) if scores else None,
-            }
+            by_arm[arm] = schema.BreakdownCell(n=len(scores), accuracy=_mean_or_none(scores))
+        differences: dict[str, schema.BreakdownDifference] = {}
         base = outcomes[reference]
         for arm in arms:
             if arm == reference:
@@ -559,25 +662,32 @@ def breakdowns(
             gap = stats.bootstrap_mean(
                 [outcomes[arm][q].score - base[q].score for q in common], docs, resamples=resamples, seed=seed
             )
-            row["differences"][arm] = {"n": len(common), **gap.to_dict()}
-        rows.append(row)
+            differences[arm] = schema.BreakdownDifference(
+                n=len(common),
+                value=gap.estimate,
+                low=gap.interval.low,
+                high=gap.interval.high,
+                method=gap.interval.method,
+                undefined_resamples=gap.undefined,
+            )
+        rows.append(schema.Breakdown(dimension=dimension, group=group, arms=by_arm, differences=differences))
     # The answer path is each arm's own (tool-submitted or extracted), so it gets no paired difference.
     paths: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for arm in arms:
         for outcome in outcomes[arm].values():
             for protocol in outcome.answer_protocols:
                 paths[protocol][arm].append(outcome.score)
-    for protocol, by_arm in sorted(paths.items()):
+    for protocol, per_arm in sorted(paths.items()):
         rows.append(
-            {
-                "dimension": "answer path",
-                "group": protocol,
-                "arms": {
-                    arm: {"n": len(scores), "accuracy": stats.json_number(float(np.mean(scores)))}
-                    for arm, scores in by_arm.items()
+            schema.Breakdown(
+                dimension="answer path",
+                group=protocol,
+                arms={
+                    arm: schema.BreakdownCell(n=len(scores), accuracy=_mean_or_none(scores))
+                    for arm, scores in per_arm.items()
                 },
-                "differences": {},
-            }
+                differences={},
+            )
         )
     return rows
 
@@ -587,7 +697,7 @@ def breakdowns(
 
 @dataclass(frozen=True)
 class Report:
-    summary: dict[str, Any]  # JSON-ready; see the module docstring
+    summary: schema.Summary  # summary.json
     outcomes: dict[str, dict[str, QuestionOutcome]]  # arm -> qid -> outcome, for plots and notebooks
 
 
@@ -623,7 +733,7 @@ def build_report(
         compare_arms(reference, a, outcomes[reference], outcomes[a], resamples=resamples, seed=seed)
         for a in order[1:]
     ]
-    floor = any(s["floor"] for s in arm_summaries)
+    floor = any(s.floor for s in arm_summaries)
     warnings = list(run.warnings)
     absent = [a for a in declared_arms(run.manifest) if a not in outcomes]
     if absent and not arms:
@@ -638,23 +748,22 @@ def build_report(
             + ", ".join(f"{a}: {n}" for a, n in counts.items())
             + "); comparisons use the questions both arms answered"
         )
-    summary = {
-        "version": REPORT_VERSION,
-        "runs": [str(s) for s in run.sources],
-        "run_id": readable_manifest(run.manifest).run_id or next(iter(run.records)).run_id,
-        "floor": floor,
-        "label": FLOOR_LABEL if floor else "",
-        "reference_arm": reference,
-        "confidence": 0.95,
-        "resamples": resamples,
-        "seed": seed,
-        "arms": arm_summaries,
-        "comparisons": comparisons,
-        "breakdowns": (
+    summary = schema.Summary(
+        runs=[str(s) for s in run.sources],
+        run_id=readable_manifest(run.manifest).run_id or next(iter(run.records)).run_id,
+        floor=floor,
+        label=FLOOR_LABEL if floor else "",
+        reference_arm=reference,
+        confidence=0.95,
+        resamples=resamples,
+        seed=seed,
+        arms=arm_summaries,
+        comparisons=comparisons,
+        breakdowns=(
             breakdowns(order, outcomes, reference, resamples=resamples, seed=seed) if with_breakdowns else []
         ),
-        "warnings": warnings,
-    }
+        warnings=warnings,
+    )
     return Report(summary=summary, outcomes={a: outcomes[a] for a in order})
 
 

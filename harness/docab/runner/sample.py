@@ -38,6 +38,7 @@ from docab.agent.loop import AgentTrace, run_agent
 from docab.agent.toolbox.base import Tool
 from docab.agent.toolbox.mcp_session import MCPSession, MCPStartError
 from docab.config import ArmConfig
+from docab.log.events import AnswerEvent, json_value
 from docab.log.records import RunRecord, Status
 from docab.log.store import SampleTranscript, utc_now
 from docab.log.transcript import transcript_path
@@ -273,19 +274,18 @@ def build_transcript(ctx: RunContext, state: SampleRun) -> SampleTranscript:
     rel = transcript_path(arm_name, sample.qid, epoch)
     events = list(trace.events) if trace else []
     events.append(
-        {
-            "type": "answer",
-            "protocol": config.answer.protocol,
-            "status": status,
-            "raw_answer": raw_answer,
-            "extracted_answer": extracted,
-            "gold": sample.answer,
-            "answer_format": sample.answer_format,
-            "score": score,
-            "errors": errors,
-            "extraction_usage": [u.to_dict() for u in extraction.usage] if extraction else [],
-            "extraction": extraction.details if extraction else None,
-        }
+        AnswerEvent(
+            protocol=config.answer.protocol,
+            status=status,
+            raw_answer=raw_answer,
+            extracted_answer=extracted,
+            gold=sample.answer,
+            answer_format=sample.answer_format,
+            score=score,
+            errors=list(errors),
+            extraction_usage=list(extraction.usage) if extraction else [],
+            extraction=json_value(extraction.details) if extraction else None,
+        )
     )
     return SampleTranscript(
         rel=rel,

@@ -1,7 +1,8 @@
 """The viewer's data: a run's records, transcripts and summary turned into plain JSON-ready dicts.
 
-Pure functions, no I/O: :func:`view_transcript` normalises one transcript document (whatever its
-state: fields missing, wrong types, hostile text) into the fixed shape the page's script draws;
+Pure functions, no I/O: :func:`view_transcript` reads one transcript document through the event
+models of ``docab.log.events`` into the fixed shape the page's script draws (a damaged or older
+transcript is shown as far as it reads, its unreadable parts flagged);
 :func:`build_index` builds the page's embedded data (run header, summary tables, plots, one row per
 question with every arm's epochs). ``docab.viewer.writer`` reads the files and writes the result.
 
@@ -34,10 +35,26 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
+from docab.log.events import (
+    EVENT,
+    TRANSCRIPT_VERSION,
+    Event,
+    ImageBlock,
+    MessageEvent,
+    ModelErrorEvent,
+    ModelTurnEvent,
+    TextBlock,
+    ToolResultEvent,
+    Transcript,
+    TranscriptHeader,
+)
 from docab.log.records import RunRecord
 from docab.log.usage import Usage
 from docab.report.plots import breakdown_file
 from docab.report.render import METHOD_NOTE, sections, title
+from docab.report.schema import Summary
 from docab.report.summary import (
     DIMENSIONS,
     FLOOR_LABEL,
@@ -122,214 +139,217 @@ def pretty(value: Any) -> str:
     return json.dumps(finite(value), indent=2, ensure_ascii=False, sort_keys=False)
 
 
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else str(value)
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _count(value: Any) -> int:
-    number = _number(value)
-    return max(0, int(number)) if number is not None else 0
+def _number(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
 
 
 # -- transcripts ---------------------------------------------------------------------------------------------
 
 
-def _block(block: Any, images: Collection[str]) -> dict[str, Any]:
-    if not isinstance(block, Mapping):
-        return {"type": "other", "json": pretty(block)}
-    kind = block.get("type")
-    if kind == "text":
-        return {"type": "text", "text": _text(block.get("text"))}
-    if kind == "image":
-        path = _text(block.get("path"))
-        safe = IMAGE_PATH.fullmatch(path) is not None
-        return {
-            "type": "image",
-            "path": path,
-            "media_type": _text(block.get("media_type")),
-            # Only a stored image is linked: a path of another shape could point anywhere.
-            "src": f"{VIEWER_TO_RUN}/{path}" if safe and path in images else None,
-            "problem": None if safe and path in images else ("image file missing" if safe else "unsafe path"),
-        }
-    return {"type": "other", "json": pretty(block)}
+@dataclass(frozen=True)
+class TranscriptView:
+    """A transcript as the page draws it, and what the viewer must say about it."""
+
+    data: dict[str, Any]  # the page's JSON for it: viewer/transcripts/<n>.js (layout in view_transcript)
+    problem: str | None = None  # it cannot be shown at all (then ``data`` holds only the problem)
+    notices: tuple[str, ...] = ()  # it is shown, but parts of it did not read (another version, damage)
+    question: str = ""  # the first user message: the question as the agent saw it
 
 
-def _content(blocks: Any, images: Collection[str]) -> list[dict[str, Any]]:
-    if isinstance(blocks, str):
-        return [{"type": "text", "text": blocks}]
-    if not isinstance(blocks, list):
-        return [] if blocks is None else [{"type": "other", "json": pretty(blocks)}]
-    return [_block(b, images) for b in blocks]
+def _block(block: TextBlock | ImageBlock, images: Collection[str]) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    safe = IMAGE_PATH.fullmatch(block.path) is not None
+    return {
+        "type": "image",
+        "path": block.path,
+        "media_type": block.media_type,
+        # Only a stored image is linked: a path of another shape could point anywhere.
+        "src": f"{VIEWER_TO_RUN}/{block.path}" if safe and block.path in images else None,
+        "problem": None
+        if safe and block.path in images
+        else ("image file missing" if safe else "unsafe path"),
+    }
 
 
-def usage_view(usage: Any) -> dict[str, Any] | None:
+def usage_view(usage: Usage) -> dict[str, Any]:
     """One usage record as the page shows it: input (all of it), cache reads and writes, output."""
-    if not isinstance(usage, Mapping):
-        return None
-    read = Usage.from_dict(usage)  # the harness's own reading: junk counts as 0
     return {
-        "role": _text(read.role) or "agent",
-        "model": read.model,
-        "input": read.input_total,
-        "cache_read": read.cache_read,
-        "cache_write": read.cache_write,
-        "output": read.output,
-        "reasoning": read.reasoning,
+        "role": usage.role,
+        "model": usage.model,
+        "input": usage.input_total,
+        "cache_read": usage.cache_read,
+        "cache_write": usage.cache_write,
+        "output": usage.output,
+        "reasoning": usage.reasoning,
     }
 
 
-def _sidecar_usage(meta: Any) -> dict[str, Any] | None:
-    if not isinstance(meta, Mapping):
-        return None
-    usage = Usage.from_tool_meta(meta)
-    return usage_view(usage.to_dict()) if usage else None
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _message(event: Mapping[str, Any], images: Collection[str]) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "role": _text(event.get("role")) or "user",
-        "content": _content(event.get("content"), images),
-    }
-
-
-def _tool_call(call: Any) -> dict[str, Any]:
-    if not isinstance(call, Mapping):
-        return {"id": "", "name": "?", "arguments": pretty(call)}
-    return {
-        "id": _text(call.get("id")),
-        "name": _text(call.get("name")),
-        "arguments": pretty(call.get("arguments")) or "{}",
-    }
-
-
-def _model_turn(event: Mapping[str, Any], images: Collection[str]) -> dict[str, Any]:
-    return {
-        "type": "model_turn",
-        "turn": _count(event.get("turn")),
-        "text": _text(event.get("text")),
-        "tool_calls": [_tool_call(c) for c in _list(event.get("tool_calls"))],
-        "usage": usage_view(event.get("usage")),
-        "tokens_so_far": 0,  # filled in by view_transcript
-        "latency_s": _number(event.get("latency_s")),
-        "retries": _count(event.get("retries")),
-        "stop_reason": _text(event.get("stop_reason")),
-        "raw": pretty(event.get("raw")),
-    }
-
-
-def _tool_result(event: Mapping[str, Any], images: Collection[str]) -> dict[str, Any]:
-    return {
-        "type": "tool_result",
-        "tool_call_id": _text(event.get("tool_call_id")),
-        "name": _text(event.get("name")),
-        "duration_s": _number(event.get("duration_s")),
-        "is_error": event.get("is_error") is True,
-        "truncated": event.get("truncated") is True,
-        "content": _content(event.get("content"), images),
-        "usage": _sidecar_usage(event.get("meta")),
-        "meta": pretty(event.get("meta")),
-    }
-
-
-def _model_error(event: Mapping[str, Any], images: Collection[str]) -> dict[str, Any]:
-    return {
-        "type": "model_error",
-        "kind": _text(event.get("kind")),
-        "error": _text(event.get("error")),
-        "retries": _count(event.get("retries")),
-    }
-
-
-def _answer(event: Mapping[str, Any], images: Collection[str]) -> dict[str, Any]:
+def _event_view(event: Event, images: Collection[str]) -> dict[str, Any]:
+    """One event in the shape the page's script draws (``type`` as in ``docab.log.events``)."""
+    if isinstance(event, MessageEvent):
+        return {"type": "message", "role": event.role, "content": [_block(b, images) for b in event.content]}
+    if isinstance(event, ModelTurnEvent):
+        return {
+            "type": "model_turn",
+            "turn": event.turn,
+            "text": event.text,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "name": c.name,
+                    "arguments": pretty(c.arguments) or "{}",
+                    "problem": c.parse_error,
+                }
+                for c in event.tool_calls
+            ],
+            "usage": usage_view(event.usage),
+            "tokens_so_far": 0,  # filled in by view_transcript
+            "latency_s": _number(event.latency_s),
+            "retries": event.retries,
+            "stop_reason": event.stop_reason,
+            "raw": pretty(event.raw),
+        }
+    if isinstance(event, ToolResultEvent):
+        sidecar = Usage.from_tool_meta(event.meta)
+        return {
+            "type": "tool_result",
+            "tool_call_id": event.tool_call_id,
+            "name": event.name,
+            "duration_s": _number(event.duration_s),
+            "is_error": event.is_error,
+            "truncated": event.truncated,
+            "content": [_block(b, images) for b in event.content],
+            "usage": usage_view(sidecar) if sidecar else None,
+            "meta": pretty(event.meta),
+        }
+    if isinstance(event, ModelErrorEvent):
+        return {"type": "model_error", "kind": event.kind, "error": event.error, "retries": event.retries}
     return {
         "type": "answer",
-        "protocol": _text(event.get("protocol")),
-        "status": _text(event.get("status")),
-        "raw_answer": _text(event.get("raw_answer")),
-        "extracted_answer": _text(event.get("extracted_answer")),
-        "gold": _text(event.get("gold")),
-        "answer_format": _text(event.get("answer_format")),
-        "score": _number(event.get("score")),
-        "errors": [_text(e) for e in _list(event.get("errors")) if e],
-        "extraction_usage": [u for u in map(usage_view, _list(event.get("extraction_usage"))) if u],
-        "extraction": pretty(event.get("extraction")),
+        "protocol": event.protocol,
+        "status": event.status,
+        "raw_answer": event.raw_answer,
+        "extracted_answer": event.extracted_answer,
+        "gold": event.gold,
+        "answer_format": event.answer_format,
+        "score": _number(event.score),
+        "errors": [e for e in event.errors if e],
+        "extraction_usage": [usage_view(u) for u in event.extraction_usage],
+        "extraction": pretty(event.extraction),
     }
 
 
-_EVENTS = {
-    "message": _message,
-    "model_turn": _model_turn,
-    "tool_result": _tool_result,
-    "model_error": _model_error,
-    "answer": _answer,
-}
+def _first_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    said = f"{where}: {first['msg']}" if where else str(first["msg"])
+    count = error.error_count()
+    return said if count == 1 else f"{said}; {count - 1} more problem(s)"
 
 
-def _event(event: Any, images: Collection[str]) -> dict[str, Any]:
-    if not isinstance(event, Mapping):
-        return {"type": "other", "label": type(event).__name__, "json": pretty(event)}
-    convert = _EVENTS.get(event.get("type"))
-    if convert is None:
-        return {"type": "other", "label": _text(event.get("type")) or "event", "json": pretty(event)}
-    return convert(event, images)
+def _unreadable_event(item: object, error: ValidationError) -> dict[str, Any]:
+    """An event that does not match the format: kept, as raw JSON, with the reason."""
+    kind = item.get("type") if isinstance(item, Mapping) else None
+    return {
+        "type": "other",
+        "label": kind if isinstance(kind, str) and kind else type(item).__name__,
+        "problem": f"does not match the transcript format ({_first_error(error)})",
+        "json": pretty(item),
+    }
 
 
-def view_transcript(document: Any, images: Collection[str] = ()) -> dict[str, Any]:
-    """A transcript document (``docab.log.transcript`` layout) in the shape the page draws.
+def _tolerant_read(
+    document: Mapping[str, Any], images: Collection[str]
+) -> tuple[TranscriptHeader | None, list[dict[str, Any]], list[str]]:
+    """A document that is not a whole transcript of this version, read part by part."""
+    notices: list[str] = []
+    version = document.get("version")
+    if version != TRANSCRIPT_VERSION:
+        found = "has no version" if version is None else f"is format version {version!r}"
+        notices.append(
+            f"this transcript {found}; this docab reads version {TRANSCRIPT_VERSION}: "
+            "parts that do not match are shown as raw JSON"
+        )
+    header_fields = {k: v for k, v in document.items() if k != "events"}
+    header: TranscriptHeader | None = None
+    try:
+        header = TranscriptHeader.model_validate({**header_fields, "version": TRANSCRIPT_VERSION})
+    except ValidationError as exc:
+        notices.append(
+            f"its header does not match the format ({_first_error(exc)}): the system prompt and tools are not shown"
+        )
+    items = document.get("events")
+    if not isinstance(items, list):
+        notices.append("it has no list of events")
+        items = []
+    events: list[dict[str, Any]] = []
+    unreadable = 0
+    for item in items:
+        try:
+            event = EVENT.validate_python(item)
+        except ValidationError as exc:
+            unreadable += 1
+            events.append(_unreadable_event(item, exc))
+        else:
+            events.append(_event_view(event, images))
+    if unreadable:
+        notices.append(
+            f"{unreadable} of {len(items)} event(s) do not match the transcript format; they are shown as raw JSON"
+        )
+    return header, events, notices
 
-    Never raises: unknown or malformed parts are kept as JSON text (``{"type": "other"}``), images
-    are linked only when their path is a stored image's (``images`` holds the run's image paths,
-    ``images/<sha256>.<ext>``), and numbers that are not numbers become None.
+
+def view_transcript(document: object, images: Collection[str] = ()) -> TranscriptView:
+    """A transcript file's parsed JSON, read through ``docab.log.events``, in the shape the page draws.
+
+    Never raises. A transcript of this version is shown whole. Any other (an older version, a damaged
+    file) is shown as far as it reads and flagged in ``notices``: an event that does not match its
+    model is kept as raw JSON (``{"type": "other", "label", "problem", "json"}``) with the reason,
+    and a header that does not match leaves out the system prompt and tools. Images are linked only
+    when their path is a stored image's (``images`` holds the run's image paths,
+    ``images/<sha256>.<ext>``).
+
+    ``data``: ``{"problem": None, "notices", "arm", "qid", "epoch", "model", "system",
+    "tools": [{"name", "description", "input_schema"}], "events": [event...]}``.
     """
     if not isinstance(document, Mapping):
-        return {
-            "problem": "transcript unreadable: not a JSON object",
-            "events": [],
-            "tools": [],
-            "system": "",
-        }
-    events = [_event(e, images) for e in _list(document.get("events"))]
+        problem = "transcript unreadable: not a JSON object"
+        return TranscriptView(
+            data={"problem": problem, "notices": [], "events": [], "tools": [], "system": ""}, problem=problem
+        )
+    header: TranscriptHeader | None
+    try:
+        transcript = Transcript.model_validate(document)
+    except ValidationError:
+        header, events, notices = _tolerant_read(document, images)
+    else:
+        header, events, notices = transcript, [_event_view(e, images) for e in transcript.events], []
     spent = 0
     for event in events:
         if event["type"] == "model_turn":
-            spent += event["usage"]["input"] + event["usage"]["output"] if event["usage"] else 0
+            spent += event["usage"]["input"] + event["usage"]["output"]
             event["tokens_so_far"] = spent
-    return {
+    data = {
         "problem": None,
-        "arm": _text(document.get("arm")),
-        "qid": _text(document.get("qid")),
-        "epoch": _count(document.get("epoch")),
-        "model": _text(document.get("model")),
-        "system": _text(document.get("system")),
+        "notices": notices,
+        "arm": header.arm if header else "",
+        "qid": header.qid if header else "",
+        "epoch": header.epoch if header else 0,
+        "model": header.model if header else "",
+        "system": header.system if header else "",
         "tools": [
-            {
-                "name": _text(t.get("name")),
-                "description": _text(t.get("description")),
-                "input_schema": pretty(t.get("input_schema")),
-            }
-            for t in _list(document.get("tools"))
-            if isinstance(t, Mapping)
+            {"name": t.name, "description": t.description, "input_schema": pretty(t.input_schema)}
+            for t in (header.tools if header else [])
         ],
         "events": events,
     }
+    return TranscriptView(data=data, notices=tuple(notices), question=question_text(events))
 
 
-def question_text(view: Mapping[str, Any]) -> str:
-    """The first user message's text: the question as the agent saw it."""
-    for event in view.get("events", ()):
+def question_text(events: Sequence[Mapping[str, Any]]) -> str:
+    """The first user message's text (of a transcript's event views): the question as the agent saw it."""
+    for event in events:
         if event.get("type") == "message" and event.get("role") == "user":
             text = "\n".join(b["text"] for b in event["content"] if b.get("type") == "text").strip()
             return text[:QUESTION_PREVIEW_CHARS]
@@ -352,6 +372,7 @@ def _epoch(record: RunRecord, transcript: TranscriptEntry | None) -> dict[str, A
     for usage in record.usage:
         by_role[usage.role] = by_role.get(usage.role, 0) + usage.total
     recall = evidence_recall(record)
+    problem: str | None
     if transcript is None:
         number = None
         problem = "transcript missing" if record.transcript else "no transcript was recorded for this sample"
@@ -400,16 +421,28 @@ def _groups(cells: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
     return groups
 
 
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _table(manifest: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = manifest.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(manifest: Mapping[str, Any], key: str) -> list[Any]:
+    value = manifest.get(key)
+    return value if isinstance(value, list) else []
+
+
 def _run_header(
     manifest: Mapping[str, Any], records: Sequence[RunRecord], arms: Sequence[str]
 ) -> dict[str, Any]:
-    config = manifest.get("config") if isinstance(manifest.get("config"), Mapping) else {}
-    dataset = manifest.get("dataset") if isinstance(manifest.get("dataset"), Mapping) else {}
-    git = manifest.get("git") if isinstance(manifest.get("git"), Mapping) else {}
-    sessions = manifest.get("sessions") if isinstance(manifest.get("sessions"), list) else []
-    shard = manifest.get("shard") if isinstance(manifest.get("shard"), Mapping) else None
+    config, dataset, git, shard = (_table(manifest, k) for k in ("config", "dataset", "git", "shard"))
     declared = {}
-    for entry in config.get("arms") or manifest.get("arms") or []:
+    for entry in _list(config, "arms") or _list(manifest, "arms"):
         if isinstance(entry, Mapping) and entry.get("name"):
             tools = [*(entry.get("tools") or []), *(entry.get("mcp_servers") or [])]
             declared[str(entry["name"])] = ", ".join(str(t) for t in tools)
@@ -421,9 +454,9 @@ def _run_header(
         "models": sorted({r.model for r in records}),
         "created_at": _text(manifest.get("created_at")),
         "git": f"{commit[:12]}{' (with local changes)' if git.get('dirty') else ''}" if commit else "",
-        "sessions": len(sessions),
+        "sessions": len(_list(manifest, "sessions")),
         "shard": f"{shard.get('index')} of {shard.get('count')}" if shard else "",
-        "merged_from": len(manifest.get("merged_from") or []),
+        "merged_from": len(_list(manifest, "merged_from")),
         "records": len(records),
         "questions": len({r.qid for r in records}),
         "epochs": max((r.epoch for r in records), default=-1) + 1,
@@ -479,12 +512,9 @@ def _question_row(
     }
 
 
-def summary_view(summary: Mapping[str, Any] | None, *, source: str, note: str = "") -> dict[str, Any]:
-    """The report summary as the tables ``docab report`` prints (``docab.report.render.sections``).
-
-    Raises KeyError or TypeError for a summary of another layout; the writer then recomputes it.
-    """
-    if not summary:
+def summary_view(summary: Summary | None, *, source: str, note: str = "") -> dict[str, Any]:
+    """The report summary as the tables ``docab report`` prints (``docab.report.render.sections``)."""
+    if summary is None:
         return {"source": source, "note": note, "title": "", "sections": [], "method": "", "warnings": []}
     return {
         "source": source,
@@ -495,7 +525,7 @@ def summary_view(summary: Mapping[str, Any] | None, *, source: str, note: str = 
             for s in sections(summary)
         ],
         "method": METHOD_NOTE,
-        "warnings": [str(w) for w in summary.get("warnings") or []],
+        "warnings": list(summary.warnings),
     }
 
 
@@ -503,7 +533,7 @@ def build_index(
     records: Sequence[RunRecord],
     *,
     manifest: Mapping[str, Any] | None = None,
-    summary: Mapping[str, Any] | None = None,
+    summary: Summary | None = None,
     summary_source: str = "summary.json",
     summary_note: str = "",
     transcripts: Mapping[tuple[str, str, int], TranscriptEntry] | None = None,
@@ -513,14 +543,14 @@ def build_index(
     """The page's data: header, summary tables, plots, and one row per question (first-seen order).
 
     ``transcripts`` maps a record's key (arm, qid, epoch) to what the writer made of its transcript;
-    a record without an entry shows "transcript missing". ``summary`` is a ``docab.report.summary`` summary
+    a record without an entry shows "transcript missing". ``summary`` is the run's report summary
     (``summary.json``) or None; the page then shows the question table alone.
     """
     manifest = manifest or {}
     transcripts = transcripts or {}
     arms = arm_order(manifest, list(dict.fromkeys(r.arm for r in records)))
-    reference = (summary or {}).get("reference_arm")
-    reference = reference if reference in arms else (arms[0] if arms else None)
+    wanted = summary.reference_arm if summary else None
+    reference = wanted if wanted in arms else (arms[0] if arms else None)
     outcomes = question_outcomes(records)
     by_question: dict[str, dict[str, list[RunRecord]]] = {}
     for record in records:
@@ -531,7 +561,7 @@ def build_index(
     ]
     filters = {d: sorted({g for q in questions for g in q["groups"][d]}) for d in FILTER_DIMENSIONS}
     seen_outcomes = {e["outcome"] for q in questions for a in q["arms"].values() for e in a["epochs"]}
-    floor = bool((summary or {}).get("floor")) or any(is_floor(r.model) for r in records)
+    floor = (summary is not None and summary.floor) or any(is_floor(r.model) for r in records)
     header = _run_header(manifest, records, arms)
     return {
         "format": VIEWER_FORMAT,

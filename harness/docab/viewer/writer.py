@@ -10,19 +10,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from docab.log.records import RunRecord
 from docab.log.store import inside_run
+from docab.report.schema import Summary, SummaryFormatError, parse_summary
 from docab.viewer.html import render_index, transcript_script
 from docab.viewer.page import (
     TranscriptEntry,
     build_index,
     plot_order,
-    question_text,
-    summary_view,
     view_transcript,
 )
 
@@ -43,12 +42,12 @@ class ViewerResult:
     questions: int
     records: int
     transcripts: int  # transcripts written into the viewer
-    problems: list[str] = field(default_factory=list)  # transcripts that could not be shown, and why
+    problems: list[str] = field(default_factory=list)  # transcripts not shown, or shown in part, and why
     plots_drawn: list[Path] = field(default_factory=list)
     summary_source: str = ""
 
 
-def read_transcript(path: Path, *, max_bytes: int = MAX_TRANSCRIPT_BYTES) -> tuple[Any, str | None]:
+def read_transcript(path: Path, *, max_bytes: int = MAX_TRANSCRIPT_BYTES) -> tuple[object, str | None]:
     """A transcript's JSON, or None and the reason it cannot be shown (missing, too large, not JSON)."""
     try:
         size = path.stat().st_size
@@ -70,33 +69,30 @@ def _stale(path: Path, source: Path) -> bool:
     return not path.exists() or path.stat().st_mtime < source.stat().st_mtime
 
 
-def _load_summary(run_dir: Path, records_path: Path) -> tuple[dict[str, Any] | None, str]:
-    """summary.json when present and not older than the records; else None and why."""
+def _load_summary(run_dir: Path, records_path: Path) -> tuple[Summary | None, str]:
+    """summary.json when present, not older than the records, of this schema version and written
+    for this folder alone; else None and why."""
     path = run_dir / "summary.json"
     if not path.exists():
         return None, "summary.json is missing"
     if _stale(path, records_path):
         return None, "summary.json is older than records.jsonl"
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        summary = parse_summary(path.read_bytes())
+    except OSError:
         return None, "summary.json is unreadable"
-    if not isinstance(summary, dict):
-        return None, "summary.json is not a report summary"
+    except SummaryFormatError as exc:
+        return None, f"summary.json {exc}"
     if not _written_for(summary, run_dir):
         # `docab report shard1 shard2` writes the merged summary (and plots) into shard1.
         return None, "summary.json was written for other folders (a merged report)"
     return summary, ""
 
 
-def _written_for(summary: dict[str, Any], run_dir: Path) -> bool:
-    """False when the summary names the folders it was computed from and they are not just this one
-    (a summary without the list is judged by its layout instead)."""
-    runs = summary.get("runs")
-    if not isinstance(runs, list) or not all(isinstance(run, str) for run in runs):
-        return True
+def _written_for(summary: Summary, run_dir: Path) -> bool:
+    """False when the summary was computed from other folders than just this one."""
     try:
-        return [Path(run).resolve() for run in runs] == [run_dir.resolve()]
+        return [Path(run).resolve() for run in summary.runs] == [run_dir.resolve()]
     except (OSError, ValueError):
         return False
 
@@ -112,8 +108,8 @@ def write_viewer(
 ) -> ViewerResult:
     """Write ``run_dir/viewer/index.html`` and ``viewer/transcripts/<n>.js``; returns what was written.
 
-    The summary comes from ``summary.json`` when it is at least as new as ``records.jsonl``, else
-    it is computed with ``docab.report.summary`` (``resamples``, ``seed``) and not written back. With
+    The summary comes from ``summary.json`` when it is at least as new as ``records.jsonl`` and reads
+    as a summary of this schema version (``docab.report.schema.parse_summary``), else it is computed with ``docab.report.summary`` (``resamples``, ``seed``) and not written back. With
     ``draw_plots``, plots missing or older than the records are drawn into ``run_dir/plots/``.
     Raises ``docab.report.summary.ReportError`` for a folder without records, :class:`ViewerError` when
     the viewer cannot be written.
@@ -123,11 +119,6 @@ def write_viewer(
     run = load_run(run_dir)  # raises ReportError with a message fit to show
     records_path = run_dir / "records.jsonl"
     summary, why = _load_summary(run_dir, records_path)
-    if summary is not None:
-        try:
-            summary_view(summary, source="summary.json")
-        except (KeyError, TypeError, ValueError, AttributeError):
-            summary, why = None, "summary.json has another layout"
     plots_dir = run_dir / "plots"
     existing_plots = sorted(p.name for p in plots_dir.glob("*.png")) if plots_dir.is_dir() else []
     foreign = why.startswith("summary.json was written for other folders")  # so were its plots
@@ -194,7 +185,7 @@ def write_viewer(
 
 def _write_transcripts(
     run_dir: Path,
-    records: Any,
+    records: Sequence[RunRecord],
     folder: Path,
     images: set[str],
     progress: Progress | None,
@@ -213,14 +204,16 @@ def _write_transcripts(
         else:
             document, problem = read_transcript(path, max_bytes=max_bytes)
             view = view_transcript(document, images) if problem is None else None
-            problem = problem or (view or {}).get("problem")
+            problem = problem or (view.problem if view else None)
             if problem or view is None:
                 entries[record.key] = TranscriptEntry(problem=problem)
                 problems.append(f"{label}: {problem} ({record.transcript})")
             else:
+                # Shown, and flagged: an older format or a damaged part is named on the page and here.
+                problems += [f"{label}: {notice} ({record.transcript})" for notice in view.notices]
                 number = len(entries)
-                (folder / f"{number}.js").write_text(transcript_script(number, view), encoding="utf-8")
-                entries[record.key] = TranscriptEntry(number=number, question=question_text(view))
+                (folder / f"{number}.js").write_text(transcript_script(number, view.data), encoding="utf-8")
+                entries[record.key] = TranscriptEntry(number=number, question=view.question)
         if progress:
             progress(done, total)
     return entries, problems

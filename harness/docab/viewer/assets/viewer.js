@@ -390,6 +390,7 @@
           e.text ? el("div", { class: "said", text: e.text }) : null,
           e.tool_calls.map((c) => el("div", { class: "call" },
             el("span", { class: "name", text: "→ " + c.name }), el("span", { class: "faint small", text: "  " + c.id }),
+            c.problem ? el("div", { class: "notice problem", text: "not run: " + c.problem }) : null,
             textBlock(c.arguments, ""))),
           !e.text && !e.tool_calls.length ? el("div", { class: "notice", text: "(no text, no tool call)" }) : null,
           e.raw ? fold("raw provider data", textBlock(e.raw)) : null,
@@ -421,13 +422,15 @@
           e.extraction ? fold("extraction details", textBlock(e.extraction)) : null,
         ]);
       default:
-        return eventCard(e.label || "event", "other", [], [textBlock(e.json)]);
+        return eventCard(e.label || "event", "other", [],
+          [e.problem ? el("div", { class: "notice problem", text: e.problem }) : null, textBlock(e.json)]);
     }
   }
 
   function transcriptView(data) {
     if (data.problem) return el("div", { class: "notice problem", text: data.problem });
     return el("div", { class: "events" },
+      (data.notices || []).map((n) => el("div", { class: "notice problem", text: n })),
       el("div", {},
         data.system ? fold("system prompt", textBlock(data.system)) : null,
         data.tools.length ? fold("tools offered (" + data.tools.length + ")", el("dl", { class: "tools-list" },
