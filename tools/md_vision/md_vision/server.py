@@ -16,10 +16,12 @@ from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, T
 from pydantic import Field
 
 from md_vision import __version__
+from md_vision.paging import MIN_RESULT_TOKENS
 from md_vision.service import ImageBlock, IndexResult, MdVision, ReadResult, ToolFailure
 from md_vision.settings import Settings
 
 META_KEY = "io.github.docab/md-vision"
+TOKENS_HELP = "Text budget of this result, in tokens (default: the server's --max-result-tokens, 25,000)"
 
 INSTRUCTIONS = """\
 Read markdown documentation with its images. Typical flow: call index_md on a file, folder or URL
@@ -38,16 +40,25 @@ image blocks, in document order (each image follows the line that references it,
 - `line_range`: [start, end], 1-based and inclusive; used when `section` is absent or not found
   (the result then says so).
 - `max_images`: images to inline (0-50, default 10); the rest stay as markdown in the text.
-The text is the file's own source, unchanged. An image that cannot be shown becomes a one-line
-placeholder with the reason. Images are scaled or re-encoded when needed to keep the whole result
-within the response size limit, and the line before each image says so."""
+- `max_tokens`: the text budget of this result (default 25,000 tokens, set by the server): a longer
+  selection is returned up to a line end, and a note names the line_range that reads the rest.
+- `raw_data_uris`: keep embedded `data:` URIs in the text (by default each long one is a short
+  placeholder naming the image block that shows it).
+The text is the file's own source, unchanged but for those placeholders. An image that cannot be
+shown becomes a one-line placeholder with the reason. Images are scaled or re-encoded when needed
+to keep the whole result within the response size limit, and the line before each image says so."""
 
 INDEX_DESCRIPTION = """\
 Index the headings of a markdown file, an http(s) URL, or a folder (searched recursively for .md
 and .markdown files, in sorted order; hidden folders, node_modules and .gitignore'd files are
 skipped). For each file: <file path="..." lines=N chars=M>, the YAML frontmatter if any, then a
 tsv block with heading, line_start, n_images and char_count (counts include subsections).
-Use the headings or line numbers with read_md_with_images."""
+Use the headings or line numbers with read_md_with_images.
+
+An index larger than one result (`max_tokens`, default 25,000 tokens) comes in pages: the result
+then starts with a note giving the `cursor` for the next page. A large folder's pages start with an
+overview (its subfolders, then each file with its top-level headings), then each file's full
+index; calling index_md on one file or subfolder is often quicker than reading every page."""
 
 ANNOTATIONS = ToolAnnotations(
     title=None,
@@ -65,12 +76,18 @@ def _error(message: str) -> CallToolResult:
 
 
 def read_result_to_mcp(result: ReadResult) -> CallToolResult:
+    """The read as MCP blocks, with ``_meta[META_KEY]``: source, lines, heading, image counts, the
+    role of each block, ``elided`` (for each ``data-uri`` block, its index and the URI it stands
+    for: the ``source`` blocks with these in place are the exact source) and ``next_line_range``."""
     content: list[ContentBlock] = []
-    for block in result.blocks:
+    elided: list[dict[str, object]] = []
+    for number, block in enumerate(result.blocks):
         if isinstance(block, ImageBlock):
             content.append(ImageContent(type="image", data=block.base64, mime_type=block.mime_type))
         else:
             content.append(TextContent(type="text", text=block.text))
+            if block.role == "data-uri":
+                elided.append({"block": number, "text": block.original})
     meta = {
         META_KEY: {
             "source": result.source,
@@ -83,13 +100,21 @@ def read_result_to_mcp(result: ReadResult) -> CallToolResult:
             "roles": [
                 block.role if not isinstance(block, ImageBlock) else "image" for block in result.blocks
             ],
+            "elided": elided,
+            "next_line_range": list(result.next_line_range) if result.next_line_range else None,
         }
     }
     return CallToolResult(content=content, is_error=False, _meta=meta)
 
 
 def index_result_to_mcp(result: IndexResult) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=result.text)], is_error=False)
+    """The index text; ``_meta[META_KEY]["next_cursor"]`` repeats the next page's cursor (MCP's
+    ``nextCursor``) for programs."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=result.text)],
+        is_error=False,
+        _meta={META_KEY: {"next_cursor": result.next_cursor}},
+    )
 
 
 def build_server(settings: Settings, vision: MdVision | None = None) -> MCPServer:
@@ -113,9 +138,26 @@ def build_server(settings: Settings, vision: MdVision | None = None) -> MCPServe
             Field(min_length=2, max_length=2, description="[start, end]: 1-based inclusive line range"),
         ] = None,
         max_images: Annotated[int, Field(ge=0, le=50, description="Images to inline (0-50)")] = 10,
+        max_tokens: Annotated[
+            int | None,
+            Field(
+                ge=MIN_RESULT_TOKENS,
+                description=TOKENS_HELP,
+            ),
+        ] = None,
+        raw_data_uris: Annotated[
+            bool, Field(description="Keep embedded data: URIs in the text instead of short placeholders")
+        ] = False,
     ) -> CallToolResult:
         try:
-            result = await vision.read(uri, section=section, line_range=line_range, max_images=max_images)
+            result = await vision.read(
+                uri,
+                section=section,
+                line_range=line_range,
+                max_images=max_images,
+                max_tokens=max_tokens,
+                raw_data_uris=raw_data_uris,
+            )
         except ToolFailure as exc:
             return _error(str(exc))
         except Exception:
@@ -128,9 +170,20 @@ def build_server(settings: Settings, vision: MdVision | None = None) -> MCPServe
     @app.tool(name="index_md", description=INDEX_DESCRIPTION, annotations=ANNOTATIONS)
     async def index_md(
         uri: Annotated[str, Field(description="Markdown file, folder, or http(s) URL")],
+        cursor: Annotated[
+            str | None,
+            Field(description="The cursor a previous page gave, to get the next page (unchanged)"),
+        ] = None,
+        max_tokens: Annotated[
+            int | None,
+            Field(
+                ge=MIN_RESULT_TOKENS,
+                description=TOKENS_HELP,
+            ),
+        ] = None,
     ) -> CallToolResult:
         try:
-            result = await vision.index(uri)
+            result = await vision.index(uri, cursor=cursor, max_tokens=max_tokens)
         except ToolFailure as exc:
             return _error(str(exc))
         except Exception:
