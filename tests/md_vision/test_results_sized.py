@@ -156,7 +156,9 @@ def test_a_long_section_comes_in_pages_that_join_to_the_source(tmp_path: Path) -
 
 def _noise_png(width: int, height: int) -> bytes:
     rng = random.Random(5)
-    image = Image.frombytes("RGB", (width, height), bytes(rng.getrandbits(8) for _ in range(width * height * 3)))
+    image = Image.frombytes(
+        "RGB", (width, height), bytes(rng.getrandbits(8) for _ in range(width * height * 3))
+    )
     buffer = io.BytesIO()
     image.save(buffer, "PNG")
     return buffer.getvalue()
@@ -173,7 +175,9 @@ def test_a_100kb_data_uri_image_is_a_short_placeholder_naming_its_image_block(tm
     assert len(text) < 2_000
     roles = [block.role if isinstance(block, TextBlock) else "image" for block in result.blocks]
     assert roles == ["source", "data-uri", "source", "image", "source"]
-    assert result.blocks[1].text == f"data:image/png;base64,… [{len(uri):,} characters: image 1 of this result]"
+    assert (
+        result.blocks[1].text == f"data:image/png;base64,… [{len(uri):,} characters: image 1 of this result]"
+    )
     assert isinstance(result.blocks[3], ImageBlock)
     section = source.split("## Next")[0].split("# Guide\n\n")[1]
     assert result.source_text == section  # the source blocks with the elided URI in place
@@ -186,7 +190,9 @@ def test_a_100kb_data_uri_image_is_a_short_placeholder_naming_its_image_block(tm
     )
     assert rebuilt == section
 
-    raw = read(settings_for(tmp_path), "shot.md", section="## Screenshot", raw_data_uris=True, max_tokens=60_000)
+    raw = read(
+        settings_for(tmp_path), "shot.md", section="## Screenshot", raw_data_uris=True, max_tokens=60_000
+    )
     assert uri in raw.blocks[0].text and "data-uri" not in [getattr(b, "role", "") for b in raw.blocks]
 
 
@@ -205,3 +211,31 @@ def test_data_uris_not_shown_as_images_say_why_and_short_ones_stay(tmp_path: Pat
     assert "raw_data_uris=true" in placeholders[3]
     assert tiny in result.source_text and len(placeholders) == 4
     assert result.source_text == (tmp_path / "d.md").read_text()
+
+
+def test_limits_at_their_edges(tmp_path: Path) -> None:
+    from md_vision.datauri import MIN_ELIDED_CHARS, data_uri_spans
+    from md_vision.service import OVERVIEW_PAGE_FILES
+
+    prefix = "data:image/png;base64,"
+    at_edge = prefix + "A" * (MIN_ELIDED_CHARS - len(prefix))
+    assert [len(span) for span in data_uri_spans(f"![x]({at_edge})")] == [MIN_ELIDED_CHARS]
+    assert data_uri_spans(f"![x]({at_edge[:-1]})") == []
+
+    # Files whose full index is large but whose overview line is short (one title, subsections
+    # below the level the overview shows): the overview page stops at OVERVIEW_PAGE_FILES files.
+    for number in range(OVERVIEW_PAGE_FILES + 1):
+        rows = "".join(f"### Detail {n} of file {number}\n\ntext\n\n" for n in range(30))
+        (tmp_path / f"f{number:04d}.md").write_text(f"# File {number}\n\n{rows}")
+    first, second = index_pages(settings_for(tmp_path, index_workers=1), str(tmp_path))[:2]
+    assert len(first.text) < 80_000  # room to spare (100,000), yet the page ends at the cap
+    assert f"shown=1-{OVERVIEW_PAGE_FILES}>" in first.text
+    assert f"shown={OVERVIEW_PAGE_FILES + 1}-{OVERVIEW_PAGE_FILES + 1}>" in second.text
+
+
+def test_max_tokens_cannot_exceed_the_response_limit(tmp_path: Path) -> None:
+    lines = "".join(f"line {n} " + "x" * 70 + "\n" for n in range(3000))  # ~240,000 characters
+    (tmp_path / "doc.md").write_text(lines)
+    result = read(settings_for(tmp_path, max_response_bytes=100_000), "doc.md", max_tokens=1_000_000)
+    assert result.next_line_range is not None  # 1,000,000 tokens asked, 25,000 (100,000 bytes / 4) given
+    assert sum(len(b.text) for b in result.blocks if isinstance(b, TextBlock)) <= 100_000
