@@ -14,7 +14,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeVar, TypeVarTuple
@@ -321,6 +321,7 @@ class MdVision:
             max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="md-vision"
         )
         self._parsers: Executor | None = None  # for large folders: made by warm_up() or on first use
+        self._warming: Future[int] | None = None  # warm_up()'s first task: done when the workers are up
         self._parsers_lock = threading.Lock()
 
     async def __aenter__(self) -> MdVision:
@@ -772,7 +773,7 @@ class MdVision:
             else:
                 missing.append((position, file))
         if missing:
-            pool = self._parser_pool() if len(missing) >= POOL_THRESHOLD else None
+            pool = self._pool_for(len(missing))
             fresh = index_many(
                 [file.path for _, file in missing],
                 limits.max_markdown_bytes,
@@ -908,6 +909,16 @@ class MdVision:
         body = "\n\n".join(parts)
         return IndexResult(tuple(shown_entries), (note,), f"Note: {note}\n\n{body}", following)
 
+    def _pool_for(self, files: int) -> Executor | None:
+        """The worker processes for parsing ``files`` files, or None to parse them here: when they
+        are few, or while the workers the server started at start-up are still starting (a page of
+        an index parses at most a few hundred files, quicker here than waiting for them)."""
+        if files < POOL_THRESHOLD:
+            return None
+        if self._warming is not None and not self._warming.done():
+            return None
+        return self._parser_pool()
+
     def _parser_pool(self) -> Executor | None:
         workers = self.settings.limits.index_workers
         if workers <= 1:
@@ -930,3 +941,4 @@ class MdVision:
         pool = self._parser_pool()
         if pool is not None:
             warm_up(pool)
+            self._warming = pool.submit(int)  # done once a worker has answered
