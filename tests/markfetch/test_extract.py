@@ -384,7 +384,9 @@ def test_a_site_name_h1_that_is_only_a_link_does_not_title_the_article() -> None
         "<h1><a href='/'>Harbour news</a></h1><h2>Winter timetable for the ferries</h2></body></html>"
     )
     assert page_title(tree) == "Winter timetable for the ferries"
-    tree = parse_html("<html><head><title>Big news - Site</title></head><body><h1><a href='/x'>Big news</a></h1>")
+    tree = parse_html(
+        "<html><head><title>Big news - Site</title></head><body><h1><a href='/x'>Big news</a></h1>"
+    )
     assert page_title(tree) == "Big news"  # a linked headline the document title confirms
 
 

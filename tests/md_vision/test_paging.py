@@ -67,5 +67,6 @@ def test_listing_fingerprint_follows_names_and_order_only() -> None:
     names = ["/d/a.md", "/d/b.md"]
     assert listing_fingerprint(names) == listing_fingerprint(list(names))
     assert listing_fingerprint(names) != listing_fingerprint([*names, "/d/c.md"])
-    assert listing_fingerprint(names) != listing_fingerprint(["/d/a.mdx", "/d/b.md"][:1] + ["/d/b.md"])
+    assert listing_fingerprint(names) != listing_fingerprint(["/d/a.mdx", "/d/b.md"])
+    assert listing_fingerprint(names) != listing_fingerprint(list(reversed(names)))
     assert uri_key("/a") != uri_key("/b") and len(uri_key("/a")) == 16
