@@ -208,7 +208,7 @@ def test_data_uris_not_shown_as_images_say_why_and_short_ones_stay(tmp_path: Pat
     assert placeholders[0].endswith(": image 1 of this result]")
     assert "could not be shown" in placeholders[1]
     assert "beyond max_images" in placeholders[2]
-    assert "raw_data_uris=true" in placeholders[3]
+    assert "not an image shown here" in placeholders[3]
     assert tiny in result.source_text and len(placeholders) == 4
     assert result.source_text == (tmp_path / "d.md").read_text()
 
@@ -239,3 +239,16 @@ def test_max_tokens_cannot_exceed_the_response_limit(tmp_path: Path) -> None:
     result = read(settings_for(tmp_path, max_response_bytes=100_000), "doc.md", max_tokens=1_000_000)
     assert result.next_line_range is not None  # 1,000,000 tokens asked, 25,000 (100,000 bytes / 4) given
     assert sum(len(b.text) for b in result.blocks if isinstance(b, TextBlock)) <= 100_000
+
+
+def test_the_raw_data_uris_flag_keeps_them_in_the_text(tmp_path: Path) -> None:
+    from md_vision.__main__ import parse_settings
+
+    uri = "data:image/png;base64," + base64.b64encode(png_bytes((60, 60)) + b"\0" * 600).decode()
+    (tmp_path / "d.md").write_text(f"![a]({uri})\n")
+    flagged = parse_settings(["--allow-path", str(tmp_path), "--allow-domain", "none", "--raw-data-uris"])
+    plain = parse_settings(["--allow-path", str(tmp_path), "--allow-domain", "none"])
+    assert flagged.raw_data_uris and not plain.raw_data_uris
+    kept = read(flagged, "d.md")
+    assert kept.blocks[0].text == f"![a]({uri})\n" and isinstance(kept.blocks[-1], ImageBlock)
+    assert uri not in read(plain, "d.md").blocks[0].text

@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="all|none|HOST",
         help="hosts the server may fetch (repeatable; at least one)",
     )
+    parser.add_argument(
+        "--raw-data-uris",
+        action="store_true",
+        help="keep embedded data: URIs in the text of reads (by default each long one is a short "
+        "placeholder naming the image block that shows it; _meta gives the original)",
+    )
     limits = parser.add_argument_group("limits (defaults in brackets)")
     defaults = Limits()
     for item in LIMIT_FLAGS:
@@ -150,6 +156,7 @@ def parse_settings(argv: Sequence[str]) -> Settings:
             allow_domains=args.allow_domain,
             limits=limits,
             local_names=local_names,
+            raw_data_uris=args.raw_data_uris,
         )
     except ValueError as exc:
         raise FlagError(str(exc)) from None

@@ -10,8 +10,8 @@ placeholder that keeps its media type and names the image block carrying it, e.g
 The reference server did the same (it drops an inlined image's markup from the text). The
 placeholder is a block of its own (role ``data-uri``), so the source blocks around it stay the
 file's own bytes, and the server gives each elided URI in ``_meta`` (``elided``): the ``source``
-blocks with those texts in place of the placeholders are the exact source. A read with
-``raw_data_uris`` keeps them in the text.
+blocks with those texts in place of the placeholders are the exact source. A server started
+with ``--raw-data-uris`` (a read with ``raw_data_uris``, in-process) keeps them in the text.
 """
 
 from __future__ import annotations

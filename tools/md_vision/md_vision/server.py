@@ -16,12 +16,11 @@ from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, T
 from pydantic import Field
 
 from md_vision import __version__
-from md_vision.paging import MIN_RESULT_TOKENS
 from md_vision.service import ImageBlock, IndexResult, MdVision, ReadResult, ToolFailure
 from md_vision.settings import Settings
 
 META_KEY = "io.github.docab/md-vision"
-TOKENS_HELP = "Text budget of this result, in tokens (default: the server's --max-result-tokens, 25,000)"
+TOKENS_HELP = "Text budget in tokens (0: the server's, 25,000 by default)"
 
 INSTRUCTIONS = """\
 Read markdown documentation with its images. Typical flow: call index_md on a file, folder or URL
@@ -40,25 +39,18 @@ image blocks, in document order (each image follows the line that references it,
 - `line_range`: [start, end], 1-based and inclusive; used when `section` is absent or not found
   (the result then says so).
 - `max_images`: images to inline (0-50, default 10); the rest stay as markdown in the text.
-- `max_tokens`: the text budget of this result (default 25,000 tokens, set by the server): a longer
-  selection is returned up to a line end, and a note names the line_range that reads the rest.
-- `raw_data_uris`: keep embedded `data:` URIs in the text (by default each long one is a short
-  placeholder naming the image block that shows it).
-The text is the file's own source, unchanged but for those placeholders. An image that cannot be
-shown becomes a one-line placeholder with the reason. Images are scaled or re-encoded when needed
-to keep the whole result within the response size limit, and the line before each image says so."""
+The text is the file's own source, unchanged. An image that cannot be shown becomes a one-line
+placeholder with the reason. Images are scaled or re-encoded when needed to keep the whole result
+within the response size limit, and the line before each image says so. Over max_tokens, the text
+stops at a line end and a note gives the rest's line_range."""
 
 INDEX_DESCRIPTION = """\
 Index the headings of a markdown file, an http(s) URL, or a folder (searched recursively for .md
 and .markdown files, in sorted order; hidden folders, node_modules and .gitignore'd files are
 skipped). For each file: <file path="..." lines=N chars=M>, the YAML frontmatter if any, then a
 tsv block with heading, line_start, n_images and char_count (counts include subsections).
-Use the headings or line numbers with read_md_with_images.
-
-An index larger than one result (`max_tokens`, default 25,000 tokens) comes in pages: the result
-then starts with a note giving the `cursor` for the next page. A large folder's pages start with an
-overview (its subfolders, then each file with its top-level headings), then each file's full
-index; calling index_md on one file or subfolder is often quicker than reading every page."""
+Use the headings or line numbers with read_md_with_images. Over max_tokens, it comes in pages: pass
+back the cursor its note gives."""
 
 ANNOTATIONS = ToolAnnotations(
     title=None,
@@ -138,16 +130,7 @@ def build_server(settings: Settings, vision: MdVision | None = None) -> MCPServe
             Field(min_length=2, max_length=2, description="[start, end]: 1-based inclusive line range"),
         ] = None,
         max_images: Annotated[int, Field(ge=0, le=50, description="Images to inline (0-50)")] = 10,
-        max_tokens: Annotated[
-            int | None,
-            Field(
-                ge=MIN_RESULT_TOKENS,
-                description=TOKENS_HELP,
-            ),
-        ] = None,
-        raw_data_uris: Annotated[
-            bool, Field(description="Keep embedded data: URIs in the text instead of short placeholders")
-        ] = False,
+        max_tokens: Annotated[int, Field(ge=0, description=TOKENS_HELP)] = 0,
     ) -> CallToolResult:
         try:
             result = await vision.read(
@@ -155,8 +138,7 @@ def build_server(settings: Settings, vision: MdVision | None = None) -> MCPServe
                 section=section,
                 line_range=line_range,
                 max_images=max_images,
-                max_tokens=max_tokens,
-                raw_data_uris=raw_data_uris,
+                max_tokens=max_tokens or None,
             )
         except ToolFailure as exc:
             return _error(str(exc))
@@ -170,20 +152,11 @@ def build_server(settings: Settings, vision: MdVision | None = None) -> MCPServe
     @app.tool(name="index_md", description=INDEX_DESCRIPTION, annotations=ANNOTATIONS)
     async def index_md(
         uri: Annotated[str, Field(description="Markdown file, folder, or http(s) URL")],
-        cursor: Annotated[
-            str | None,
-            Field(description="The cursor a previous page gave, to get the next page (unchanged)"),
-        ] = None,
-        max_tokens: Annotated[
-            int | None,
-            Field(
-                ge=MIN_RESULT_TOKENS,
-                description=TOKENS_HELP,
-            ),
-        ] = None,
+        cursor: Annotated[str, Field(description="From the previous page's note")] = "",
+        max_tokens: Annotated[int, Field(ge=0, description=TOKENS_HELP)] = 0,
     ) -> CallToolResult:
         try:
-            result = await vision.index(uri, cursor=cursor, max_tokens=max_tokens)
+            result = await vision.index(uri, cursor=cursor or None, max_tokens=max_tokens or None)
         except ToolFailure as exc:
             return _error(str(exc))
         except Exception:

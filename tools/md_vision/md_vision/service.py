@@ -242,7 +242,7 @@ def _elide_data_uris(
             number += carried
         if uri in skipped_targets:
             return placeholder(uri, None, "beyond max_images; raise max_images to see the image")
-        return placeholder(uri, None, "pass raw_data_uris=true for the text")
+        return placeholder(uri, None, "not an image shown here")
 
     return [
         TextBlock(piece.text) if piece.original is None else TextBlock(piece.text, "data-uri", piece.original)
@@ -401,13 +401,14 @@ class MdVision:
         max_images: int = 10,
         *,
         max_tokens: int | None = None,
-        raw_data_uris: bool = False,
+        raw_data_uris: bool | None = None,
     ) -> ReadResult:
         """The read behind ``read_md_with_images``; raises :class:`ToolFailure`.
 
         The text stays within ``max_tokens`` (default: ``--max-result-tokens``): a longer selection
         is read up to a line end and ``next_line_range`` names the rest. Long ``data:`` URIs are
-        placeholders in the text unless ``raw_data_uris`` (:mod:`md_vision.datauri`).
+        placeholders in the text unless ``raw_data_uris`` (default: the server's
+        ``--raw-data-uris``; :mod:`md_vision.datauri`).
         """
         if not 0 <= max_images <= 50:
             raise ToolFailure("max_images must be between 0 and 50")
@@ -419,8 +420,9 @@ class MdVision:
             selection = select(document, section=section, line_range=line_range, name=loaded.location.display)
         except (SourceError, SelectionError) as exc:
             raise ToolFailure(str(exc)) from exc
+        raw = self.settings.raw_data_uris if raw_data_uris is None else raw_data_uris
         return await self._read_selection(
-            loaded, document, selection, max_images, tokens=tokens, raw_data_uris=raw_data_uris
+            loaded, document, selection, max_images, tokens=tokens, raw_data_uris=raw
         )
 
     def _page_end(

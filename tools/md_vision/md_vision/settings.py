@@ -70,6 +70,7 @@ class Settings:
     paths: PathPolicy
     hosts: HostPolicy
     limits: Limits = field(default_factory=Limits)
+    raw_data_uris: bool = False  # keep data: URIs in read text instead of placeholders (--raw-data-uris)
 
     @classmethod
     def build(
@@ -79,6 +80,7 @@ class Settings:
         allow_domains: Iterable[str] = ("none",),
         limits: Limits | None = None,
         local_names: frozenset[str] = frozenset(),
+        raw_data_uris: bool = False,
     ) -> Settings:
         """Validate allowed paths and hosts; raises ``ValueError`` with a start-up message.
 
@@ -88,6 +90,7 @@ class Settings:
             paths=PathPolicy.from_dirs(allow_paths, what="--allow-path"),
             hosts=host_policy(allow_domains, local_names),
             limits=limits or Limits(),
+            raw_data_uris=raw_data_uris,
         )
 
 
