@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 import random
 import re
 from pathlib import Path
@@ -252,3 +253,15 @@ def test_the_raw_data_uris_flag_keeps_them_in_the_text(tmp_path: Path) -> None:
     kept = read(flagged, "d.md")
     assert kept.blocks[0].text == f"![a]({uri})\n" and isinstance(kept.blocks[-1], ImageBlock)
     assert uri not in read(plain, "d.md").blocks[0].text
+
+
+def test_a_file_that_cannot_be_read_is_listed_on_the_smallest_pages(tmp_path: Path) -> None:
+    deep = tmp_path / ("a" * 200) / ("b" * 200) / ("c" * 200)  # its entries are longer than a page
+    deep.mkdir(parents=True)
+    for number in range(30):
+        (deep / f"doc{number:02d}.md").write_text(f"# Doc {number}\n\n## Part\n")
+    os.mkfifo(deep / "pipe.md")  # listed with its reason, never opened
+    pages = index_pages(settings_for(tmp_path, index_workers=1), str(tmp_path), max_tokens=500)
+    shown = "".join(page.text for page in pages)
+    assert 'pipe.md" error="not a regular file"' in shown
+    assert all(f'doc{number:02d}.md" lines=' in shown for number in range(30))

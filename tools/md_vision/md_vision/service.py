@@ -692,7 +692,8 @@ class MdVision:
             position.uri_key != key or position.listing or position.part != "detail"
         ):
             raise ToolFailure(_FOREIGN_CURSOR)
-        assert isinstance(entry, FileIndex)  # a problem's one-line text always fits
+        if isinstance(entry, FileProblem):  # a folder's entry; one line, shown whole
+            return IndexResult((entry,), (), text)
         start = position.row if position is not None else 0
         if start >= len(entry.rows):
             raise ToolFailure(_FOREIGN_CURSOR)
@@ -886,7 +887,12 @@ class MdVision:
                 if parts:  # the next file starts the next page
                     done = True
                     break
-                assert isinstance(entry, FileIndex)  # a problem's one line always fits
+                if isinstance(entry, FileProblem):  # one line: shown whole, whatever the budget
+                    parts.append(text)
+                    shown_entries.append(entry)
+                    position += 1
+                    done = True
+                    break
                 end = _rows_that_fit(entry, next_row, room)
                 parts.append(format_file_index(entry, next_row, end))
                 shown_entries.append(entry)
