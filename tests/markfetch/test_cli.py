@@ -89,7 +89,9 @@ def test_bad_environment_and_bad_arguments_exit_2(tmp_path: Path) -> None:
 def test_version_and_help(tmp_path: Path) -> None:
     from markfetch import __version__
 
-    assert markfetch("-V", cwd=tmp_path).stdout == f"markfetch {__version__}\n"
+    for flag in ("-V", "--version"):  # the bare version, as the reference prints it
+        done = markfetch(flag, cwd=tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (0, f"{__version__}\n", "")
     help_text = markfetch("--help", cwd=tmp_path).stdout
     assert (
         "usage: markfetch" in help_text and "MCP stdio server" in help_text and "network_error" in help_text

@@ -344,3 +344,53 @@ def test_scripts_and_styles_go_before_extraction_but_json_ld_and_the_text_around
     assert tree.xpath("string(//p)") == "Before after."
     assert [s.get("type").strip().lower() for s in tree.iter("script")] == ["application/ld+json"]
     assert not list(tree.iter("style"))
+
+
+# -- the article's own H1 is the title (issue 18) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("title", "h1"),
+    [
+        ("Site name", "json — JSON encoder and decoder"),
+        ("Notes | Example blog", "Tuning the ferry timetable for winter"),
+        ("Multibyte Test", "Café — résumé — façade · Москва"),
+    ],
+)
+def test_the_articles_own_h1_is_kept_when_the_title_element_differs(title: str, h1: str) -> None:
+    html = article_page(f"<h1>{h1}</h1>{paragraphs(3)}<h2>Details</h2>{paragraphs(2, 'quay')}", title=title)
+    article = extract_article(html, URL)
+    assert article.title == h1
+    assert article.markdown.startswith(f"# {h1}\n\nParagraph 0 about the harbour")
+    assert article.markdown.count(f"# {h1}") == 1 and title not in article.markdown
+    assert "## Details" in article.markdown
+
+
+def test_the_h1_is_the_title_without_its_permalink_even_outside_the_reader_view() -> None:
+    # A short Sphinx page: the reader view drops its headings, the page's single <h1> still titles it.
+    html = (
+        "<html><head><title>Python docs</title></head><body><div class='body'>"
+        "<h1>json — JSON encoder and decoder<a class='headerlink' href='#module-json'>¶</a></h1>"
+        f"{paragraphs(2)}</div></body></html>"
+    )
+    article = extract_article(html, URL)
+    assert article.title == "json — JSON encoder and decoder"
+    assert article.markdown.startswith("# json — JSON encoder and decoder\n\n")
+
+
+def test_a_site_name_h1_that_is_only_a_link_does_not_title_the_article() -> None:
+    tree = parse_html(
+        "<html><head><title>Winter timetable for the ferries | Harbour news</title></head><body>"
+        "<h1><a href='/'>Harbour news</a></h1><h2>Winter timetable for the ferries</h2></body></html>"
+    )
+    assert page_title(tree) == "Winter timetable for the ferries"
+    tree = parse_html(
+        "<html><head><title>Big news - Site</title></head><body><h1><a href='/x'>Big news</a></h1>"
+    )
+    assert page_title(tree) == "Big news"  # a linked headline the document title confirms
+
+
+def test_the_title_is_not_repeated_when_the_body_holds_it_as_an_h1_after_a_kicker() -> None:
+    body = "[Tech](https://example.org/tech)\n\n# Big *launch* today\n\ntext\n"
+    assert Article("Big launch today", body, "reader").markdown == body
+    assert Article("Other", "intro\n\n# Big launch today\n", "reader").markdown.startswith("# Other\n\nintro")

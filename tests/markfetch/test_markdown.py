@@ -133,3 +133,34 @@ def test_images_absolute_with_alt() -> None:
 def test_empty_input_is_empty() -> None:
     assert md("") == ""
     assert md("<p>  </p>") == ""
+
+
+def test_block_content_in_table_cells_keeps_every_word_on_br_separated_lines() -> None:
+    # The reader view drops lists inside cells; the preparation makes them lines of the cell, and
+    # the renderer joins a cell's lines with <br> (GitHub renders it as a line break in a table).
+    from markfetch.htmlprep import inline_table_cells
+
+    tree = html.fromstring(
+        "<div><table><tr><th>JSON</th><th>Python</th></tr>"
+        "<tr><td>object</td><td><ul><li>dict</li><li>OrderedDict (with <code>object_pairs_hook</code>)</li></ul></td></tr>"
+        "<tr><td>steps</td><td><ol start='3'><li>unpack<ul><li>into <em>/opt</em></li></ul></li><li>a | b</li></ol></td></tr>"
+        "<tr><td>text</td><td><p>str</p>or bytes<br>when raw</td></tr></table></div>"
+    )
+    inline_table_cells(tree)
+    assert html_to_markdown(tree).splitlines() == [
+        "| JSON | Python |",
+        "|---|---|",
+        "| object | • dict<br>• OrderedDict (with `object_pairs_hook`) |",
+        "| steps | 3\\. unpack<br>• into */opt*<br>4\\. a \\| b |",
+        "| text | str<br>or bytes<br>when raw |",
+    ]
+
+
+def test_layout_tables_and_cells_with_headings_keep_their_blocks() -> None:
+    from markfetch.htmlprep import inline_table_cells
+
+    tree = html.fromstring(
+        "<div><table><tr><td><h2>Story</h2><p>One.</p><ul><li>a</li></ul></td><td><p>Side</p></td></tr></table></div>"
+    )
+    inline_table_cells(tree)
+    assert html_to_markdown(tree) == "## Story\n\nOne.\n\n- a\n\nSide\n"

@@ -134,7 +134,13 @@ def _start(*args: str) -> subprocess.CompletedProcess:
             "must stand alone",
         ),
         (["--allow-path", "{tmp}", "--allow-domain", "none", "--allow-domain", "all"], "must stand alone"),
-        (["--allow-path", "{tmp}", "--allow-domain", "*"], "wildcards are not supported"),
+        # `*` is `all` and `*.example.com` is example.com (tests/md_vision/test_reference_conformance.py);
+        # a star anywhere else is refused.
+        (["--allow-path", "{tmp}", "--allow-domain", "docs.*.com"], "a wildcard can only be"),
+        (
+            ["--allow-path", "{tmp}", "--allow-domain", "*", "--allow-domain", "example.com"],
+            "must stand alone",
+        ),
         (["--allow-path", "{tmp}", "--allow-domain", "https://example.com"], "not a URL"),
         (["--allow-path", "{tmp}", "--allow-domain", "example.com:8080"], "without a port"),
         (["--allow-path", "{tmp}", "--allow-domain", "none", "--max-files", "zero"], "expects a number"),

@@ -218,7 +218,15 @@ def test_response_budget_scales_images_and_says_so(tmp_path: Path) -> None:
     assert all("to fit the 0.3 MB response budget" in label for label in labels)
 
 
-def test_text_over_the_response_budget_is_refused_with_advice(tmp_path: Path) -> None:
+def test_text_over_the_response_budget_comes_in_pages_and_an_overlong_line_is_cut(tmp_path: Path) -> None:
+    # Before results were paged (issue 18) such a read was refused; now the first page is what fits
+    # and names the rest, and a single line over the limit is cut with advice.
     (tmp_path / "long.md").write_text("# Long\n" + "word " * 5000)
-    with pytest.raises(ToolFailure, match="read one section"):
-        read(settings_for(tmp_path, max_response_bytes=10_000), "long.md")
+    settings = settings_for(tmp_path, max_response_bytes=10_000)
+    first = read(settings, "long.md")
+    assert first.source_text == "# Long\n" and first.next_line_range == (2, 2)
+    assert "line_range=[2, 2]" in first.notes[-1]
+    cut = read(settings, "long.md", line_range=[2, 2])
+    assert cut.next_line_range is None and "max_tokens" in cut.notes[-1]
+    assert cut.source_text == ("word " * 5000)[: len(cut.source_text)]
+    assert sum(len(b.text) for b in cut.blocks if isinstance(b, TextBlock)) <= 10_000

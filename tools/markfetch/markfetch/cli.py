@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", metavar="PATH", help="write the document to PATH (relative to the current folder)"
     )
     parser.add_argument("--raw", action="store_true", help="return the body as text, without extraction")
-    parser.add_argument("-V", "--version", action="version", version=f"markfetch {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=__version__)  # bare, as the reference
     return parser
 
 

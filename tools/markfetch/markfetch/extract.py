@@ -17,6 +17,11 @@ The chain:
    straight to this conversion.
 4. Only when that is empty too does extraction fail.
 
+The title (the document's ``#`` heading) is the article's own H1: the one the reader view kept at
+the top of the body, else the page's single ``<h1>`` (unless it is only a link, a site name),
+else og:title, else ``<title>``. The ``<title>`` is the browser tab's label (often another wording,
+or the site's name): it is used only when the page has no H1 of its own, and never shown besides.
+
 trafilatura and lxml load on first use, so the MCP server starts without them.
 """
 
@@ -66,8 +71,9 @@ class ExtractionFailed(Exception):
 class Article:
     """The extracted page.
 
-    ``title``: the page's title (empty when it has none). ``body``: the article as markdown, without
-    a headline that only repeats the title. ``method``: ``"reader"`` or ``"full-body"``.
+    ``title``: the article's title (empty when it has none; see :func:`extract_article` for where it
+    comes from), as markdown inline text. ``body``: the article as markdown, without the headline
+    block that the title replaces. ``method``: ``"reader"`` or ``"full-body"``.
     """
 
     title: str
@@ -76,8 +82,10 @@ class Article:
 
     @property
     def markdown(self) -> str:
-        """The document markfetch returns: the title as ``#`` heading unless the body has an H1."""
-        if not self.title or _has_h1(self.body):
+        """The document markfetch returns: the title as ``#`` heading, then the body; no title is
+        added when the body starts with an H1 of its own or already holds the title as an H1 (after
+        a kicker, say)."""
+        if not self.title or _starts_with_h1(self.body) or _has_h1_reading(self.body, self.title):
             return self.body
         return f"# {self.title}\n\n{self.body}"
 
@@ -120,6 +128,9 @@ def extract_article(
         raise ExtractionFailed(
             "the page has no readable text (it may be rendered by JavaScript in the browser)"
         )
+    # The article's own H1, as the reader view kept it at the top of the body, is its title: the
+    # <title> (the browser tab's label, often another wording or the site's name) never replaces it.
+    title = leading_h1(body) or title
     body = drop_title_headline(body, title, headline_texts(tree))
     return Article(title=title, body=body, method=method)
 
@@ -243,7 +254,15 @@ def cut_final_coda(body: etree._Element) -> etree._Element:
 
 # trafilatura's XML vocabulary -> HTML
 _HI_TAGS = {"#b": "strong", "#i": "em", "#u": "u", "#t": "code", "#sub": "sub", "#sup": "sup"}
-_INLINE_PARENTS = frozenset({"p", "hi", "ref", "head", "del", "cell", "item", "quote"})
+# Parents under which a one-line <code> is inline. The mapping runs in document order, so a code
+# element's parent already has its HTML name: both vocabularies are listed.
+_INLINE_PARENTS = frozenset(
+    {
+        "p", "hi", "ref", "head", "del", "cell", "item", "quote",
+        "td", "th", "li", "dt", "dd", "blockquote", "a", "strong", "em", "span", "h1", "h2", "h3", "h4", "h5", "h6",
+        "u", "sub", "sup",
+    }
+)  # fmt: skip
 
 
 def to_html(body: etree._Element) -> etree._Element:
@@ -319,17 +338,30 @@ _TITLE_SEPARATORS = re.compile(r"\s+[|\-–—:·»]\s+")
 
 
 def page_title(tree: html.HtmlElement) -> str:
-    """The page's title: its single ``<h1>`` when the document title contains it, else og:title or <title>."""
+    """The page's title, before extraction: its single ``<h1>`` (the article's own headline), else
+    og:title, else ``<title>`` (its first part when that is substantial).
+
+    A single ``<h1>`` that is nothing but a link (a site name linking home, a logo) is the site's,
+    not the article's, and counts only when og:title or the first part of ``<title>`` (before a
+    separator such as `` | ``, where the site's name usually follows) contains it.
+    """
 
     def clean(text: str | None) -> str:
         return " ".join((text or "").split())
 
-    h1s = [clean(h.text_content()) for h in tree.iter("h1")]
-    h1s = [h for h in h1s if h]
+    from markfetch.htmlprep import heading_text
+
+    h1_elements = [h for h in tree.iter("h1") if heading_text(h)]
+    h1s = [heading_text(h) for h in h1_elements]
     meta = tree.xpath("//meta[@property='og:title' or @name='og:title' or @name='twitter:title']/@content")
     og_title = clean(meta[0]) if meta else ""
     head_title = clean(tree.findtext(".//title"))
-    if len(h1s) == 1 and (h1s[0].lower() in head_title.lower() or h1s[0].lower() in og_title.lower()):
+    head_first = _TITLE_SEPARATORS.split(head_title)[0]
+    if len(h1s) == 1 and (
+        not _is_link_only(h1_elements[0])
+        or h1s[0].lower() in head_first.lower()
+        or h1s[0].lower() in og_title.lower()
+    ):
         return h1s[0]
     if og_title:
         return og_title
@@ -340,6 +372,13 @@ def page_title(tree: html.HtmlElement) -> str:
             return parts[0]
         return head_title
     return h1s[0] if h1s else ""
+
+
+def _is_link_only(element: html.HtmlElement) -> bool:
+    """All of the element's text is inside links."""
+    text = "".join(element.text_content().split())
+    linked = "".join("".join(a.text_content().split()) for a in element.iter("a"))
+    return bool(text) and len(linked) >= len(text)
 
 
 _HEADING_LINE = re.compile(r"^(#{1,6}) (.*)$")
@@ -367,8 +406,35 @@ def _outside_code_lines(markdown: str) -> list[tuple[int, str, bool]]:
     return out
 
 
-def _has_h1(markdown: str) -> bool:
-    return any(not in_code and line.startswith("# ") for _i, line, in_code in _outside_code_lines(markdown))
+def _starts_with_h1(markdown: str) -> bool:
+    first = next((line for line in markdown.split("\n") if line.strip()), "")
+    return first.startswith("# ")
+
+
+def _has_h1_reading(markdown: str, title: str) -> bool:
+    """Whether ``markdown`` has an H1 whose text is ``title`` (ignoring case, punctuation, markup)."""
+    wanted = _comparable(_LINK_TARGET.sub("]", title))
+    return any(
+        not in_code and line.startswith("# ") and _comparable(_LINK_TARGET.sub("]", line[2:])) == wanted
+        for _i, line, in_code in _outside_code_lines(markdown)
+    )
+
+
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+
+
+def leading_h1(body: str) -> str | None:
+    """The text of the H1 in the headline block that opens ``body`` (the run of headings before its
+    first other block), or None. A kicker or section label may stand above the headline."""
+    for line in body.split("\n"):
+        if not line.strip():
+            continue
+        match = _HEADING_LINE.match(line)
+        if match is None:
+            return None
+        if len(match.group(1)) == 1 and match.group(2).strip():
+            return match.group(2).strip()
+    return None
 
 
 def tidy_markdown(markdown: str) -> str:

@@ -143,6 +143,26 @@ def clean_heading_anchors(tree: html.HtmlElement) -> None:
             anchor.drop_tag()
 
 
+def heading_text(heading: etree._Element) -> str:
+    """A heading's text as a reader sees it: without its permalink anchors (¶, #, 🔗 ...), whitespace
+    collapsed. For reading the page's headline before :func:`clean_heading_anchors` runs."""
+    parts: list[str] = []
+
+    def walk(element: etree._Element) -> None:
+        if element.tag == "a" and "".join(element.itertext()).strip().lower() in _PERMALINK_TEXT:
+            return
+        if element.text:
+            parts.append(element.text)
+        for child in element:
+            if isinstance(child.tag, str):
+                walk(child)
+            if child.tail:
+                parts.append(child.tail)
+
+    walk(heading)
+    return " ".join("".join(parts).split())
+
+
 def normalise_code_blocks(tree: etree._Element) -> dict[str, str]:
     """Rewrite each ``<pre>`` as ``<pre><code>plain text</code></pre>``; return code -> language."""
     languages: dict[str, str] = {}
@@ -381,6 +401,111 @@ _SCRIPTS = etree.XPath(
 )
 
 
+# Block elements that a data table's cell may hold; a pipe-table cell is one line of inline text.
+_CELL_BLOCKS = frozenset(
+    {
+        "p", "div", "ul", "ol", "dl", "li", "dt", "dd", "blockquote", "section", "article", "figure",
+        "figcaption", "address", "center", "details", "summary", "hr", "menu",
+    }
+)  # fmt: skip
+_CELL_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_CellPiece = str | etree._Element | None  # text, an inline element, or a line break
+
+
+def inline_table_cells(tree: etree._Element) -> None:
+    """Rewrite the block content of data-table cells as one paragraph of inline text per line.
+
+    A GFM table cell holds one line of inline text, and the extractor drops lists inside cells
+    outright. So in a data table (two rows or more, two columns or more, no table nested in it)
+    a cell's paragraphs, list items, other blocks and ``<br>`` lines become flat paragraphs of
+    inline text, list items marked ``•`` (``1.``, ``2.`` ... in ordered lists): every word stays,
+    and the markdown renderer joins them with ``<br>`` in the cell (GitHub renders ``<br>`` in
+    tables as a line break; see ``MarkdownRenderer._cell_text``).
+    A cell holding a heading is a layout cell (an article laid out in a table) and is left whole,
+    as are the cells of one-row or one-column tables, which are rendered as ordinary blocks.
+    """
+    from markfetch.markdown import is_layout_table, table_rows
+
+    for table in list(tree.iter("table")):
+        if table.find(".//table") is not None:
+            continue
+        rows = [cells for _row, cells in table_rows(table)]
+        if not rows or is_layout_table(rows):
+            continue
+        for cells in rows:
+            for cell in cells:
+                if any(True for _ in cell.iter(*_CELL_HEADINGS)):
+                    continue
+                if any(True for element in cell.iterdescendants() if element.tag in _CELL_BLOCKS):
+                    _flatten_cell(cell)
+
+
+def _flatten_cell(cell: etree._Element) -> None:
+    from copy import deepcopy
+
+    pieces: list[_CellPiece] = []
+
+    def walk(element: etree._Element) -> None:
+        if element.text:
+            pieces.append(element.text)
+        number = _list_start(element) if element.tag == "ol" else 0
+        for child in element:
+            if not isinstance(child.tag, str):
+                pass
+            elif child.tag == "br":
+                pieces.append(None)
+            elif child.tag in _CELL_BLOCKS:
+                pieces.append(None)
+                if child.tag == "li":
+                    pieces.append(f"{number}. " if element.tag == "ol" else "\u2022 ")
+                    number += 1
+                walk(child)
+                pieces.append(None)
+            else:
+                inline = deepcopy(child)
+                inline.tail = None
+                pieces.append(inline)
+            if child.tail:
+                pieces.append(child.tail)
+
+    walk(cell)
+    # Breaks only between runs of text: none at either end, one for several in a row.
+    lines: list[list[str | etree._Element]] = [[]]
+    for piece in pieces:
+        if piece is None:
+            if lines[-1]:
+                lines.append([])
+        elif isinstance(piece, str) and not piece.strip() and not lines[-1]:
+            continue
+        else:
+            lines[-1].append(piece)
+    lines = [line for line in lines if any(not isinstance(p, str) or p.strip() for p in line)]
+    for child in list(cell):
+        cell.remove(child)
+    cell.text = None
+    for line in lines:
+        # One paragraph per line: the extractor keeps a cell's paragraphs with their inline markup
+        # (a <br> would make it split the line's markup from its text).
+        paragraph = etree.SubElement(cell, "p") if len(lines) > 1 else cell
+        last: etree._Element | None = None
+        for piece in line:
+            if isinstance(piece, str):
+                if last is None:
+                    paragraph.text = (paragraph.text or "") + piece
+                else:
+                    last.tail = (last.tail or "") + piece
+            else:
+                paragraph.append(piece)
+                last = piece
+
+
+def _list_start(listing: etree._Element) -> int:
+    try:
+        return int(listing.get("start", "1"))
+    except ValueError:
+        return 1
+
+
 def prepare(tree: html.HtmlElement) -> PreparedPage:
     drop_scripts(tree)
     remove_hidden(tree)
@@ -392,6 +517,7 @@ def prepare(tree: html.HtmlElement) -> PreparedPage:
     drop_microdata_dates(tree)
     keep_footnote_asides(tree)
     mark_task_items(tree)
+    inline_table_cells(tree)
     return PreparedPage(code_languages=normalise_code_blocks(tree))
 
 

@@ -350,8 +350,15 @@ class MarkdownRenderer:
         return out
 
     def _cell_text(self, cell: etree._Element) -> str:
-        blocks = self._blocks(cell)
-        text = " ".join(block.replace("\n", " ") for block in blocks)
+        """A cell as one line of GFM: its lines (``<br>`` in the HTML, blocks, list items) joined by
+        ``<br>``, which GitHub renders as line breaks in a table; a code block's lines by spaces."""
+        lines: list[str] = []
+        for block in self._blocks(cell):
+            if block.startswith(("```", "~~~")):
+                lines.append(block.replace("\n", " "))
+            else:
+                lines.extend(line.strip() for line in block.replace("\\\n", "\n").split("\n") if line.strip())
+        text = "<br>".join(lines)
         return re.sub(r"(?<!\\)\|", r"\\|", text).strip()
 
     # -- inline --------------------------------------------------------------------------------

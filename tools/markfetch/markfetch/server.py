@@ -62,6 +62,9 @@ def build_server(service: Markfetch, write_policy: PathPolicy) -> MCPServer:
             Field(
                 min_length=1,
                 max_length=8192,
+                # A URL's shape is checked by the schema, as the reference does: "not-a-url" is an
+                # invalid argument, not a failed fetch.
+                pattern=r"^[A-Za-z][A-Za-z0-9+.\-]*://\S+$",
                 description="Absolute http(s) URL of the page. No cookies or credentials are sent.",
             ),
         ],

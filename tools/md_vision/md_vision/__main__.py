@@ -6,6 +6,7 @@ Nothing here imports the MCP SDK until the flags are valid and the server is abo
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -36,7 +37,8 @@ Access (both flags are required and may be repeated; --flag VALUE and --flag=VAL
                          its subdomains (example.com allows docs.example.com, not badexample.com).
                          A host you name may be a local one (e.g. 127.0.0.1 or intranet.lan);
                          loopback, private and cloud-metadata addresses are refused otherwise.
-                         Write `all`, never a bare * (your shell expands it).
+                         `*` (quoted) means all, `*.example.com` means example.com; an unquoted *
+                         that the shell expanded into file names is refused at start.
 
 Sizes accept k/M/G suffixes (decimal): --max-response-bytes 4M.
 
@@ -105,6 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="show local paths in results relative to the first --allow-path folder (for sandboxed "
         "agents that should not see where their files live)",
     )
+    parser.add_argument(
+        "--raw-data-uris",
+        action="store_true",
+        help="keep embedded data: URIs in the text of reads (by default each long one is a short "
+        "placeholder naming the image block that shows it; _meta gives the original)",
+    )
     limits = parser.add_argument_group("limits (defaults in brackets)")
     defaults = Limits()
     for item in LIMIT_FLAGS:
@@ -119,9 +127,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_settings(argv: Sequence[str]) -> Settings:
     """Flags to :class:`~md_vision.settings.Settings`; raises FlagError with a start-up message."""
-    from md_vision.settings import LIMIT_FLAGS, Limits, Settings
+    from md_vision.settings import LIMIT_FLAGS, Limits, Settings, shell_expansion_error
 
-    args = build_parser().parse_args(list(argv))
+    args, extra = build_parser().parse_known_args(list(argv))
+    local_names = _working_folder_names()
+    if extra:
+        # `--allow-domain *` expanded by the shell leaves the second and later file names as stray
+        # arguments.
+        stray = [value for value in extra if not value.startswith("-")]
+        expanded = shell_expansion_error([*args.allow_domain[-1:], *stray], local_names) if stray else None
+        if args.allow_domain and expanded is not None:
+            raise FlagError(expanded)
+        raise FlagError(f"unrecognized arguments: {' '.join(extra)}")
     if not args.allow_path:
         raise FlagError(
             "--allow-path is required: name at least one folder the server may read, e.g. --allow-path ~/docs"
@@ -145,9 +162,19 @@ def parse_settings(argv: Sequence[str]) -> Settings:
             allow_domains=args.allow_domain,
             limits=limits,
             relative_paths=args.relative_paths,
+            local_names=local_names,
+            raw_data_uris=args.raw_data_uris,
         )
     except ValueError as exc:
         raise FlagError(str(exc)) from None
+
+
+def _working_folder_names() -> frozenset[str]:
+    """The entries of the working folder: what an unquoted ``*`` expands to."""
+    try:
+        return frozenset(os.listdir(os.getcwd()))
+    except OSError:
+        return frozenset()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -79,18 +79,31 @@ def _fence_for(body: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def format_file_index(index: FileIndex) -> str:
-    """``<file path=… lines=N chars=M>``, the frontmatter, a fenced ``tsv`` block, ``</file>``."""
+TSV_HEADER = "heading\tline_start\tn_images\tchar_count\n"
+
+
+def format_row(row: IndexRow) -> str:
+    return f"{_cell(row.heading)}\t{row.line_start}\t{row.image_count}\t{row.char_count}\n"
+
+
+def format_file_index(index: FileIndex, first_row: int = 0, end_row: int | None = None) -> str:
+    """``<file path=… lines=N chars=M>``, the frontmatter, a fenced ``tsv`` block, ``</file>``.
+
+    With a row window (a page of a file whose index is larger than one result) the tag says which
+    rows it holds, ``rows=101-200/950`` (1-based), and the frontmatter comes with the first rows.
+    """
     path = f' path="{_attribute(index.path)}"' if index.path is not None else ""
-    parts = [f"<file{path} lines={index.line_count} chars={index.char_count}>\n"]
-    if index.frontmatter is not None:
+    end = len(index.rows) if end_row is None else end_row
+    window = ""
+    if first_row > 0 or end < len(index.rows):
+        window = f" rows={first_row + 1}-{end}/{len(index.rows)}"
+    parts = [f"<file{path} lines={index.line_count} chars={index.char_count}{window}>\n"]
+    if index.frontmatter is not None and first_row == 0:
         frontmatter = index.frontmatter
         if frontmatter and not frontmatter.endswith(("\n", "\r")):
             frontmatter += "\n"
         parts.append(f"---\n{frontmatter}---\n")
-    table = "heading\tline_start\tn_images\tchar_count\n" + "".join(
-        f"{_cell(row.heading)}\t{row.line_start}\t{row.image_count}\t{row.char_count}\n" for row in index.rows
-    )
+    table = TSV_HEADER + "".join(format_row(row) for row in index.rows[first_row:end])
     fence = _fence_for(table) if "```" in table else "```"
     parts.append(f"{fence}tsv\n{table}{fence}\n</file>")
     return "".join(parts)
@@ -106,3 +119,61 @@ def format_index(entries: Iterable[FileIndex | FileProblem]) -> str:
         format_file_index(entry) if isinstance(entry, FileIndex) else format_problem(entry)
         for entry in entries
     )
+
+
+# -- the compact overview of a large folder ---------------------------------------------------
+
+OVERVIEW_HEADINGS = 8  # headings listed per file in the overview; more are counted
+
+
+def top_headings(index: FileIndex, limit: int = OVERVIEW_HEADINGS) -> str:
+    """A file's top-level headings, ``; ``-separated: those of its highest level, and when that is a
+    lone title, the level below it too; beyond ``limit``, how many more there are."""
+    if not index.rows:
+        return ""
+    levels = [len(row.heading) - len(row.heading.lstrip("#")) for row in index.rows]
+    top = min(levels)
+    chosen = [row.heading for row, level in zip(index.rows, levels, strict=True) if level == top]
+    if len(chosen) == 1:
+        below = [level for level in levels if level > top]
+        if below:
+            second = min(below)
+            chosen = [
+                row.heading for row, level in zip(index.rows, levels, strict=True) if level in (top, second)
+            ]
+    shown = "; ".join(_cell(heading) for heading in chosen[:limit])
+    if len(chosen) > limit:
+        shown += f"; … (+{len(chosen) - limit})"
+    return shown
+
+
+OVERVIEW_HEADER = "file\tlines\tchars\ttop_headings\n"
+
+
+def format_overview_row(relative: str, entry: FileIndex | FileProblem) -> str:
+    """One file of the overview: its path in the folder, size and top-level headings (or the
+    reason it could not be indexed)."""
+    if isinstance(entry, FileProblem):
+        return f"{_cell(relative)}\t\t\t(not indexed: {_cell(entry.reason)})\n"
+    return f"{_cell(relative)}\t{entry.line_count}\t{entry.char_count}\t{top_headings(entry)}\n"
+
+
+def format_overview(path: str, total: int, first: int, rows: list[str]) -> str:
+    """``<overview path=… files=N shown=A-B>`` around a ``tsv`` block of :func:`format_overview_row`
+    lines (files ``first``+1 onwards, 1-based in the tag)."""
+    table = OVERVIEW_HEADER + "".join(rows)
+    fence = _fence_for(table) if "```" in table else "```"
+    shown = f"{first + 1}-{first + len(rows)}"
+    return f'<overview path="{_attribute(path)}" files={total} shown={shown}>\n{fence}tsv\n{table}{fence}\n</overview>'
+
+
+def format_folders(path: str, counts: list[tuple[str, int]], limit: int = 200) -> str:
+    """The subfolders of a folder with how many markdown files each holds (``.`` for files at its
+    top), for narrowing a large folder down before reading its overview."""
+    lines = [f"{_cell(name)}\t{count}\n" for name, count in counts[:limit]]
+    if len(counts) > limit:
+        rest = sum(count for _name, count in counts[limit:])
+        lines.append(f"({len(counts) - limit} more folders)\t{rest}\n")
+    table = "folder\tfiles\n" + "".join(lines)
+    fence = _fence_for(table) if "```" in table else "```"
+    return f'<folders path="{_attribute(path)}">\n{fence}tsv\n{table}{fence}\n</folders>'

@@ -20,6 +20,7 @@ from md_vision.service import ImageBlock, IndexResult, MdVision, ReadResult, Too
 from md_vision.settings import Settings
 
 META_KEY = "io.github.docab/md-vision"
+TOKENS_HELP = "Text budget in tokens (0: the server's, 25,000 by default)"
 
 INSTRUCTIONS = """\
 Read markdown documentation with its images. Typical flow: call index_md on a file, folder or URL
@@ -40,14 +41,16 @@ image blocks, in document order (each image follows the line that references it,
 - `max_images`: images to inline (0-50, default 10); the rest stay as markdown in the text.
 The text is the file's own source, unchanged. An image that cannot be shown becomes a one-line
 placeholder with the reason. Images are scaled or re-encoded when needed to keep the whole result
-within the response size limit, and the line before each image says so."""
+within the response size limit, and the line before each image says so. Over max_tokens, the text
+stops at a line end and a note gives the rest's line_range."""
 
 INDEX_DESCRIPTION = """\
 Index the headings of a markdown file, an http(s) URL, or a folder (searched recursively for .md
 and .markdown files, in sorted order; hidden folders, node_modules and .gitignore'd files are
 skipped). For each file: <file path="..." lines=N chars=M>, the YAML frontmatter if any, then a
 tsv block with heading, line_start, n_images and char_count (counts include subsections).
-Use the headings or line numbers with read_md_with_images."""
+Use the headings or line numbers with read_md_with_images. Over max_tokens, it comes in pages: pass
+back the cursor its note gives."""
 
 ANNOTATIONS = ToolAnnotations(
     title=None,
@@ -65,12 +68,18 @@ def _error(message: str) -> CallToolResult:
 
 
 def read_result_to_mcp(result: ReadResult) -> CallToolResult:
+    """The read as MCP blocks, with ``_meta[META_KEY]``: source, lines, heading, image counts, the
+    role of each block, ``elided`` (for each ``data-uri`` block, its index and the URI it stands
+    for: the ``source`` blocks with these in place are the exact source) and ``next_line_range``."""
     content: list[ContentBlock] = []
-    for block in result.blocks:
+    elided: list[dict[str, object]] = []
+    for number, block in enumerate(result.blocks):
         if isinstance(block, ImageBlock):
             content.append(ImageContent(type="image", data=block.base64, mime_type=block.mime_type))
         else:
             content.append(TextContent(type="text", text=block.text))
+            if block.role == "data-uri":
+                elided.append({"block": number, "text": block.original})
     meta = {
         META_KEY: {
             "source": result.source,
@@ -83,13 +92,21 @@ def read_result_to_mcp(result: ReadResult) -> CallToolResult:
             "roles": [
                 block.role if not isinstance(block, ImageBlock) else "image" for block in result.blocks
             ],
+            "elided": elided,
+            "next_line_range": list(result.next_line_range) if result.next_line_range else None,
         }
     }
     return CallToolResult(content=content, is_error=False, _meta=meta)
 
 
 def index_result_to_mcp(result: IndexResult) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=result.text)], is_error=False)
+    """The index text; ``_meta[META_KEY]["next_cursor"]`` repeats the next page's cursor (MCP's
+    ``nextCursor``) for programs."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=result.text)],
+        is_error=False,
+        _meta={META_KEY: {"next_cursor": result.next_cursor}},
+    )
 
 
 def build_server(settings: Settings, vision: MdVision | None = None) -> MCPServer:
@@ -113,9 +130,16 @@ def build_server(settings: Settings, vision: MdVision | None = None) -> MCPServe
             Field(min_length=2, max_length=2, description="[start, end]: 1-based inclusive line range"),
         ] = None,
         max_images: Annotated[int, Field(ge=0, le=50, description="Images to inline (0-50)")] = 10,
+        max_tokens: Annotated[int, Field(ge=0, description=TOKENS_HELP)] = 0,
     ) -> CallToolResult:
         try:
-            result = await vision.read(uri, section=section, line_range=line_range, max_images=max_images)
+            result = await vision.read(
+                uri,
+                section=section,
+                line_range=line_range,
+                max_images=max_images,
+                max_tokens=max_tokens or None,
+            )
         except ToolFailure as exc:
             return _error(str(exc))
         except Exception:
@@ -128,9 +152,11 @@ def build_server(settings: Settings, vision: MdVision | None = None) -> MCPServe
     @app.tool(name="index_md", description=INDEX_DESCRIPTION, annotations=ANNOTATIONS)
     async def index_md(
         uri: Annotated[str, Field(description="Markdown file, folder, or http(s) URL")],
+        cursor: Annotated[str, Field(description="From the previous page's note")] = "",
+        max_tokens: Annotated[int, Field(ge=0, description=TOKENS_HELP)] = 0,
     ) -> CallToolResult:
         try:
-            result = await vision.index(uri)
+            result = await vision.index(uri, cursor=cursor or None, max_tokens=max_tokens or None)
         except ToolFailure as exc:
             return _error(str(exc))
         except Exception:

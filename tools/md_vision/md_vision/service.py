@@ -14,17 +14,39 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeVar, TypeVarTuple
 
 from docab_mcpguard import FetchLimits, GuardedClient, Resolver, SystemResolver
 from md_vision.cache import SizedLRU
+from md_vision.datauri import MIN_ELIDED_CHARS, elide, placeholder, shown_chars
 from md_vision.document import Document, ImageRef, parse_document
 from md_vision.folder import POOL_THRESHOLD, FoundFile, index_many, parser_pool, scan_folder, warm_up
 from md_vision.imaging import ImageRejected, PreparedImage, prepare_image
-from md_vision.index import FileIndex, FileProblem, format_file_index, format_problem, index_document
+from md_vision.index import (
+    FileIndex,
+    FileProblem,
+    format_file_index,
+    format_folders,
+    format_overview,
+    format_overview_row,
+    format_problem,
+    format_row,
+    index_document,
+)
+from md_vision.paging import (
+    CHARS_PER_TOKEN,
+    MIN_RESULT_TOKENS,
+    CursorError,
+    IndexCursor,
+    char_budget,
+    decode_cursor,
+    items_that_fit,
+    listing_fingerprint,
+    uri_key,
+)
 from md_vision.selection import Selection, SelectionError, select
 from md_vision.settings import Settings
 from md_vision.sources import (
@@ -53,7 +75,7 @@ from md_vision.sources import (
 _T = TypeVar("_T")
 _Args = TypeVarTuple("_Args")
 
-TextRole = Literal["source", "label", "placeholder", "note"]
+TextRole = Literal["source", "label", "placeholder", "note", "data-uri"]
 _BLOCK_OVERHEAD = 120  # JSON framing per content block, counted against the response budget
 _MIN_IMAGE_SHARE = 12_000
 USER_AGENT = "md-vision/0.1 (docab; read-only markdown reader)"  # below this many encoded bytes per image, images are not attempted
@@ -65,8 +87,13 @@ class ToolFailure(Exception):
 
 @dataclass(frozen=True, slots=True)
 class TextBlock:
+    """A text block of a read. ``role``: ``source``, the file's own text; ``data-uri``, a placeholder
+    for the data URI ``original`` (see :mod:`md_vision.datauri`); ``label``, "Image: …" before an
+    image; ``placeholder``, an image that could not be shown; ``note``, about the read."""
+
     text: str
-    role: TextRole = "source"  # source: the file's own text; label: "Image: …"; note: about the read
+    role: TextRole = "source"
+    original: str = ""  # the elided data URI, for role "data-uri"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,20 +122,85 @@ class ReadResult:
     images_inlined: int = 0
     images_skipped: int = 0  # beyond max_images, left as markdown
     images_failed: int = 0  # placeholders
+    next_line_range: tuple[int, int] | None = None  # the rest of the selection, when this page is not all
 
     @property
     def source_text(self) -> str:
-        """The selected source, byte for byte: the concatenation of the ``source`` blocks."""
+        """The source shown, byte for byte: the ``source`` blocks, with the elided data URIs back in
+        place of their placeholders."""
         return "".join(
-            block.text for block in self.blocks if isinstance(block, TextBlock) and block.role == "source"
+            block.text if block.role == "source" else block.original
+            for block in self.blocks
+            if isinstance(block, TextBlock) and block.role in ("source", "data-uri")
         )
 
 
 @dataclass(frozen=True)
 class IndexResult:
+    """An index, or one page of it. ``entries``: the files it shows; ``text``: the ``index_md`` text;
+    ``next_cursor``: what to pass back for the next page (None on a whole index or the last page)."""
+
     entries: tuple[FileIndex | FileProblem, ...]
     notes: tuple[str, ...] = ()
     text: str = ""
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True)
+class _FolderPages:
+    """What every page of one folder's index needs."""
+
+    root: Path
+    shown: str
+    files: list[FoundFile]
+    key: str
+    listing: str
+    tokens: int
+    notes: list[str]
+
+
+# A folder's overview page lists at most this many files, so that it parses few and comes fast
+# (the first page of a 10,000-file folder: tests/perf/md_vision_pages.py).
+OVERVIEW_PAGE_FILES = 200
+_PARSE_BATCH = 64  # files parsed at a time while a page fills
+_INDEX_NOTES_RESERVE = 1_500  # characters of an index page kept for its notes
+_EMPTY_ENTRY_CHARS = 72  # `<file path="" lines=N chars=M>`, an empty tsv block and `</file>`
+_FOREIGN_CURSOR = (
+    "this cursor belongs to another index_md call (another uri, or pages that have ended); pass the uri "
+    "it came with, or call index_md without a cursor to start from the first page"
+)
+
+
+def _next_page(cursor: str | None) -> str:
+    if cursor is None:
+        return "This is the last page."
+    return f'Next page: call index_md again with the same uri and cursor="{cursor}".'
+
+
+def _rows_that_fit(entry: FileIndex, start: int, budget: int) -> int:
+    """End (exclusive) of the heading rows from ``start`` that fit ``budget`` with their file's tag."""
+    frame = len(format_file_index(entry, start, start))
+    return start + items_that_fit((len(format_row(row)) for row in entry.rows[start:]), budget - frame)
+
+
+def _relative(root: Path, file: FoundFile, prefix: str = "") -> str:
+    """The file's path in the folder (by prefix: ``relpath`` cost a tenth of a second on 10,000
+    files); ``prefix``: the root with a trailing separator, when the caller has it."""
+    path, prefix = str(file.path), prefix or os.path.join(str(root), "")
+    relative = path[len(prefix) :] if path.startswith(prefix) else os.path.relpath(path, root)
+    return relative.replace(os.sep, "/") if os.sep != "/" else relative
+
+
+def _subfolder_counts(root: Path, files: list[FoundFile]) -> list[tuple[str, int]]:
+    """(first folder of each file's path in the folder, how many files) in sorted order; files at
+    the top count under ``.``."""
+    counts: dict[str, int] = {}
+    prefix = os.path.join(str(root), "")
+    for file in files:
+        relative = _relative(root, file, prefix)
+        name = relative.split("/", 1)[0] + "/" if "/" in relative else "."
+        counts[name] = counts.get(name, 0) + 1
+    return sorted(counts.items())
 
 
 _Indexed = tuple[FileIndex | FileProblem, str]  # an index entry and its text in the index_md format
@@ -124,6 +216,77 @@ class _Slot:
     block_index: int
     budget: int = 0  # raw bytes
     outcome: list[Block] = field(default_factory=list)
+
+
+_NOTES_RESERVE = 1_200  # characters of a page's budget kept for its notes
+_LABEL_CHARS = 100  # an image label's words around its path, and the block's framing
+
+
+def _elide_data_uris(
+    text: str, following: list[_Slot], shown_before: int, skipped_targets: set[str]
+) -> list[Block]:
+    """``text`` (a source block) with its long data URIs as placeholders naming the image block
+    that carries each: one of ``following`` (the images placed after this block's last line),
+    numbered after the ``shown_before`` images already in the result."""
+    unused = list(following)
+
+    def describe(uri: str) -> str:
+        number = shown_before
+        for slot in unused:
+            carried = any(isinstance(block, ImageBlock) for block in slot.outcome)
+            if slot.image.target == uri:
+                unused.remove(slot)
+                if carried:
+                    return placeholder(uri, number + 1)
+                return placeholder(uri, None, "the image could not be shown; the line after says why")
+            number += carried
+        if uri in skipped_targets:
+            return placeholder(uri, None, "beyond max_images; raise max_images to see the image")
+        return placeholder(uri, None, "not an image shown here")
+
+    return [
+        TextBlock(piece.text) if piece.original is None else TextBlock(piece.text, "data-uri", piece.original)
+        for piece in elide(text, describe)
+    ]
+
+
+def _text_chars(blocks: list[Block]) -> int:
+    return sum(len(block.text) for block in blocks if isinstance(block, TextBlock))
+
+
+def _source_bytes(blocks: list[Block]) -> int:
+    """Bytes of source a read carries: its text, and the data URIs its placeholders stand for."""
+    return sum(
+        len((block.original or block.text).encode("utf-8", "surrogatepass"))
+        for block in blocks
+        if isinstance(block, TextBlock)
+    )
+
+
+def _cut_text(blocks: list[Block], budget: int, raw_budget: int) -> list[Block]:
+    """The blocks with their text cut after ``budget`` characters (images kept); an elided data URI
+    that would take the result over ``raw_budget`` bytes is not carried (its placeholder stays)."""
+    out: list[Block] = []
+    used = raw = 0
+    for block in blocks:
+        if isinstance(block, ImageBlock):
+            out.append(block)
+            continue
+        room = budget - used
+        if room <= 0:
+            continue
+        if len(block.text) > room:
+            if block.role == "data-uri":
+                continue  # a placeholder is never cut in two
+            block = replace(block, text=block.text[:room])
+        size = len((block.original or block.text).encode("utf-8", "surrogatepass"))
+        if block.original and raw + size > raw_budget:
+            block = replace(block, original="")
+            size = len(block.text)
+        out.append(block)
+        used += len(block.text)
+        raw += size
+    return out
 
 
 def _size_of_prepared(prepared: PreparedImage) -> int:
@@ -158,6 +321,7 @@ class MdVision:
             max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="md-vision"
         )
         self._parsers: Executor | None = None  # for large folders: made by warm_up() or on first use
+        self._warming: Future[int] | None = None  # warm_up()'s first task: done when the workers are up
         self._parsers_lock = threading.Lock()
 
     async def __aenter__(self) -> MdVision:
@@ -224,18 +388,37 @@ class MdVision:
 
     # --- read -------------------------------------------------------------------------------
 
+    def result_tokens(self, max_tokens: int | None) -> int:
+        """The token budget of one result: the call's ``max_tokens`` or the server's default,
+        within what the response byte limit allows."""
+        limits = self.settings.limits
+        tokens = limits.max_result_tokens if max_tokens is None else max_tokens
+        if tokens < MIN_RESULT_TOKENS:
+            raise ToolFailure(f"max_tokens must be at least {MIN_RESULT_TOKENS:,}, got {tokens:,}")
+        return min(tokens, limits.max_response_bytes // CHARS_PER_TOKEN)
+
     async def read(
         self,
         uri: str,
         section: str | None = None,
         line_range: tuple[int, int] | list[int] | None = None,
         max_images: int = 10,
+        *,
+        max_tokens: int | None = None,
+        raw_data_uris: bool | None = None,
     ) -> ReadResult:
-        """The read behind ``read_md_with_images``; raises :class:`ToolFailure`."""
+        """The read behind ``read_md_with_images``; raises :class:`ToolFailure`.
+
+        The text stays within ``max_tokens`` (default: ``--max-result-tokens``): a longer selection
+        is read up to a line end and ``next_line_range`` names the rest. Long ``data:`` URIs are
+        placeholders in the text unless ``raw_data_uris`` (default: the server's
+        ``--raw-data-uris``; :mod:`md_vision.datauri`).
+        """
         if not 0 <= max_images <= 50:
             raise ToolFailure("max_images must be between 0 and 50")
         if line_range is not None and len(line_range) != 2:
             raise ToolFailure("line_range must be two integers: [start, end] (1-based, inclusive)")
+        tokens = self.result_tokens(max_tokens)
         try:
             loaded, document = await self._load(uri)
             selection = select(
@@ -243,30 +426,73 @@ class MdVision:
             )
         except (SourceError, SelectionError) as exc:
             raise ToolFailure(str(exc)) from exc
-        return await self._read_selection(loaded, document, selection, max_images)
+        raw = self.settings.raw_data_uris if raw_data_uris is None else raw_data_uris
+        return await self._read_selection(
+            loaded, document, selection, max_images, tokens=tokens, raw_data_uris=raw
+        )
+
+    def _page_end(
+        self, document: Document, selection: Selection, budget: int, raw_budget: int, raw_data_uris: bool
+    ) -> int:
+        """Last line of the page that starts the selection: as many whole lines as fit both the
+        token budget (``budget`` characters, data URIs counted as their placeholders, each image
+        with its label) and the response limit (``raw_budget`` bytes of source), at least one."""
+        first, last = selection.first, selection.last
+        whole = document.char_count_of(first, last)
+        if whole <= budget and whole * 4 <= raw_budget:
+            return last  # the common case: the whole selection fits, nothing to measure
+        starts = document.line_starts
+        image_lines: dict[int, int] = {}
+        for image in document.images_between(first, last):
+            label = min(len(image.target), MAX_SHOWN_REFERENCE) + _LABEL_CHARS
+            image_lines[image.line] = image_lines.get(image.line, 0) + label
+        fitting = shown = raw = 0
+        for line in range(first, last + 1):
+            size = starts[line] - starts[line - 1]
+            text = document.lines(line, line) if size >= MIN_ELIDED_CHARS else ""
+            shown += (size if raw_data_uris or not text else shown_chars(text)) + image_lines.get(line, 0)
+            raw += len(text.encode("utf-8", "surrogatepass")) if text else size * 4
+            if shown > budget or raw > raw_budget:
+                break
+            fitting += 1
+        return first + max(1, fitting) - 1
 
     async def _read_selection(
-        self, loaded: LoadedMarkdown, document: Document, selection: Selection, max_images: int
+        self,
+        loaded: LoadedMarkdown,
+        document: Document,
+        whole: Selection,
+        max_images: int,
+        *,
+        tokens: int,
+        raw_data_uris: bool,
     ) -> ReadResult:
         limits = self.settings.limits
+        notes = list(whole.notes)
+        budget = char_budget(tokens) - _NOTES_RESERVE
+        raw_budget = limits.max_response_bytes - _NOTES_RESERVE
+        end = self._page_end(document, whole, budget, raw_budget, raw_data_uris)
+        selection = replace(whole, last=end)
+        next_range = (end + 1, whole.last) if end < whole.last else None
         images = document.images_between(selection.first, selection.last)
         inlined, skipped = images[:max_images], images[max_images:]
-        notes = list(selection.notes)
         if skipped:
             notes.append(
                 f"{len(skipped)} more image(s) in this range were not inlined (max_images={max_images}); they "
                 "remain as markdown in the text. Raise max_images (up to 50) or read a smaller section."
             )
+        if next_range is not None:
+            notes.append(
+                f"This result holds lines {selection.first}-{end} of the {whole.first}-{whole.last} requested, "
+                f"to stay within {tokens:,} tokens (max_tokens). Read the rest with line_range="
+                f"[{next_range[0]}, {next_range[1]}] (same uri)."
+            )
         text = document.lines(selection.first, selection.last)
-        text_bytes = len(text.encode("utf-8", errors="surrogatepass")) + sum(
+        # The source travels whole (data URIs in _meta, see md_vision.datauri); a single line over
+        # the response limit is cut below to the budget.
+        text_bytes = min(len(text.encode("utf-8", errors="surrogatepass")), raw_budget) + sum(
             len(note) + _BLOCK_OVERHEAD for note in notes
         )
-        if text_bytes > limits.max_response_bytes:
-            raise ToolFailure(
-                f"the selected text is {text_bytes:,} bytes, over the response limit of "
-                f"{limits.max_response_bytes:,} bytes. Call index_md on this uri and read one section "
-                "(or a line_range) at a time."
-            )
 
         # Split the source after each line that ends an inlined image; images follow their line.
         blocks: list[Block] = []
@@ -292,17 +518,37 @@ class MdVision:
             await asyncio.gather(*(self._fill(slot, loaded.location, share) for slot in slots))
 
         out: list[Block] = []
-        if notes:
-            out.append(TextBlock("Note: " + " ".join(notes), role="note"))
-        filled = {slot.block_index: slot.outcome for slot in slots}
+        filled = {slot.block_index: slot for slot in slots}
         failed = 0
+        shown_images = 0
+        skipped_targets = {image.target for image in skipped}
         for index, block in enumerate(blocks):
             if index in filled:
-                outcome = filled[index]
+                outcome = filled[index].outcome
                 failed += sum(1 for b in outcome if isinstance(b, TextBlock) and b.role == "placeholder")
+                shown_images += sum(1 for b in outcome if isinstance(b, ImageBlock))
                 out.extend(outcome)
             elif isinstance(block, TextBlock) and block.text:
-                out.append(block)
+                if raw_data_uris:
+                    out.append(block)
+                    continue
+                following: list[_Slot] = []
+                for after in range(index + 1, len(blocks)):
+                    if after not in filled:
+                        break
+                    following.append(filled[after])
+                out.extend(_elide_data_uris(block.text, following, shown_images, skipped_targets))
+        if selection.first == selection.last and (
+            _text_chars(out) > budget or _source_bytes(out) > raw_budget
+        ):
+            notes.append(
+                f"Line {selection.first} is longer than one result allows ({tokens:,} tokens, "
+                f"{limits.max_response_bytes:,} bytes): it is cut after about {budget:,} characters. "
+                "Pass a larger max_tokens to read more of it."
+            )
+            out = _cut_text(out, budget, raw_budget)
+        if notes:
+            out.insert(0, TextBlock("Note: " + " ".join(notes), role="note"))
         if not any(isinstance(block, TextBlock) and block.role == "source" for block in out):
             out.append(TextBlock("", role="source"))
         return ReadResult(
@@ -315,6 +561,7 @@ class MdVision:
             images_inlined=len(inlined) - failed,
             images_skipped=len(skipped),
             images_failed=failed,
+            next_line_range=next_range,
         )
 
     async def _fill(self, slot: _Slot, base: LocalFile | RemoteFile, share: int) -> None:
@@ -403,30 +650,70 @@ class MdVision:
 
     # --- index ------------------------------------------------------------------------------
 
-    async def index(self, uri: str) -> IndexResult:
-        """The index behind ``index_md``: a file, a folder or a URL; raises :class:`ToolFailure`."""
+    async def index(self, uri: str, cursor: str | None = None, max_tokens: int | None = None) -> IndexResult:
+        """The index behind ``index_md``: a file, a folder or a URL; raises :class:`ToolFailure`.
+
+        An index that fits ``max_tokens`` (default ``--max-result-tokens``) is returned whole, in the
+        reference's format. A larger one comes in pages (``next_cursor`` names the next): a folder's
+        starts with an overview (each file with its top-level headings), then each file's full
+        index; one file's index is split by heading rows.
+        """
+        tokens = self.result_tokens(max_tokens)
+        try:
+            position = decode_cursor(cursor) if cursor else None
+        except CursorError as exc:
+            raise ToolFailure(str(exc)) from None
         try:
             uri = check_uri(uri)
             if is_url(uri):
                 loaded = await fetch_markdown(self._http(), self.settings, uri)
                 document = await self._run(parse_document, loaded.text)
-                entry = index_document(document, loaded.location.display)
-                return self._finish_index([_indexed(entry)], [])
+                entry = _indexed(index_document(document, loaded.location.display))
+                return self._file_page(entry, uri, position, tokens)
             path = resolve_local(self.settings, uri)
             info = stat_file(path, uri)
             if path.is_dir():
-                return await self._run(self._index_folder, path, uri)
+                return await self._run(self._index_folder, path, uri, position, tokens)
             location = LocalFile(path, info.st_size, info.st_mtime_ns)
             cached = self._indexes.get(location.key)
             if cached is None:
                 _, document = await self._load(str(path))
                 cached = _indexed(index_document(document, self.settings.show(path)))
                 self._indexes.put(location.key, cached)
-            return self._finish_index([cached], [])
+            return self._file_page(cached, str(path), position, tokens)
         except SourceError as exc:
             raise ToolFailure(str(exc)) from exc
 
-    def _index_folder(self, root: Path, shown: str) -> IndexResult:
+    def _file_page(
+        self, indexed: _Indexed, resolved: str, position: IndexCursor | None, tokens: int
+    ) -> IndexResult:
+        """One file's index: whole when it fits the budget, else the page of heading rows that
+        ``position`` names."""
+        entry, text = indexed
+        budget = char_budget(tokens)
+        key = uri_key(resolved)
+        if position is None and len(text) <= budget:
+            return IndexResult((entry,), (), text)
+        if position is not None and (
+            position.uri_key != key or position.listing or position.part != "detail"
+        ):
+            raise ToolFailure(_FOREIGN_CURSOR)
+        if isinstance(entry, FileProblem):  # a folder's entry; one line, shown whole
+            return IndexResult((entry,), (), text)
+        start = position.row if position is not None else 0
+        if start >= len(entry.rows):
+            raise ToolFailure(_FOREIGN_CURSOR)
+        end = _rows_that_fit(entry, start, budget - _INDEX_NOTES_RESERVE)
+        following = IndexCursor(key, "", "detail", 0, end).encode() if end < len(entry.rows) else None
+        note = (
+            f"The index of {entry.path} has {len(entry.rows):,} headings, more than one result holds "
+            f"({tokens:,} tokens, max_tokens): this page lists headings {start + 1}-{end}. "
+            + _next_page(following)
+        )
+        body = format_file_index(entry, start, end)
+        return IndexResult((entry,), (note,), f"Note: {note}\n\n{body}", following)
+
+    def _index_folder(self, root: Path, shown: str, position: IndexCursor | None, tokens: int) -> IndexResult:
         limits = self.settings.limits
         scan = scan_folder(root, self.settings.paths.contains, limits.max_folder_files)
         notes: list[str] = []
@@ -446,10 +733,45 @@ class MdVision:
             notes.append(
                 f"{scan.outside} file(s) were skipped because they are symlinks leading outside the allowed paths."
             )
+        files = scan.files
+        folder = _FolderPages(
+            root=root,
+            shown=shown,
+            files=files,
+            key=uri_key(str(root)),
+            listing=listing_fingerprint(str(file.path) for file in files),
+            tokens=tokens,
+            notes=notes,
+        )
+        budget = char_budget(tokens) - sum(len(note) + 8 for note in notes)
+        if position is None:
+            whole = self._entries_within(files, budget)
+            if whole is not None:
+                body = "\n\n".join(text for _entry, text in whole)
+                if notes:
+                    body = "\n".join(f"Note: {note}" for note in notes) + "\n\n" + body
+                return IndexResult(tuple(entry for entry, _text in whole), tuple(notes), body)
+            return self._overview_page(folder, 0)
+        if position.uri_key != folder.key:
+            raise ToolFailure(_FOREIGN_CURSOR)
+        if position.listing != folder.listing:
+            raise ToolFailure(
+                f"files were added to or removed from {shown} since this cursor was given, so its pages "
+                "would no longer line up; call index_md without a cursor to start again"
+            )
+        if position.file >= len(files):
+            raise ToolFailure(_FOREIGN_CURSOR)
+        if position.part == "overview":
+            return self._overview_page(folder, position.file)
+        return self._detail_page(folder, position.file, position.row)
 
-        entries: list[_Indexed | None] = [None] * len(scan.files)
+    def _entries(self, files: list[FoundFile]) -> list[_Indexed]:
+        """The index entries of ``files``, in order: cached ones as they are, the others parsed (by
+        the worker processes when there are many)."""
+        limits = self.settings.limits
+        entries: list[_Indexed | None] = [None] * len(files)
         missing: list[tuple[int, FoundFile]] = []
-        for position, file in enumerate(scan.files):
+        for position, file in enumerate(files):
             if file.problem is not None:
                 problem = FileProblem(self.settings.show(file.path), file.problem)
                 entries[position] = (problem, format_problem(problem))
@@ -460,7 +782,7 @@ class MdVision:
             else:
                 missing.append((position, file))
         if missing:
-            pool = self._parser_pool() if len(missing) >= POOL_THRESHOLD else None
+            pool = self._pool_for(len(missing))
             fresh = index_many(
                 [file.path for _, file in missing],
                 limits.max_markdown_bytes,
@@ -473,7 +795,145 @@ class MdVision:
                 entries[position] = indexed = _indexed(entry)
                 if isinstance(entry, FileIndex):
                     self._indexes.put(file.key, indexed)
-        return self._finish_index([entry for entry in entries if entry is not None], notes)
+        return [entry for entry in entries if entry is not None]
+
+    def _entries_within(self, files: list[FoundFile], budget: int) -> list[_Indexed] | None:
+        """Every file's entry when together they fit ``budget`` characters, else None. A folder
+        whose entries cannot fit even with no headings is not parsed at all; otherwise parsing stops
+        at the first batch that goes over, so the cost is bounded by the budget."""
+        floor = sum(len(str(file.path)) + _EMPTY_ENTRY_CHARS for file in files)
+        if floor > budget:
+            return None
+        entries: list[_Indexed] = []
+        used = -2
+        for start in range(0, len(files), _PARSE_BATCH):
+            batch = self._entries(files[start : start + _PARSE_BATCH])
+            used += sum(len(text) + 2 for _entry, text in batch)
+            if used > budget:
+                return None
+            entries.extend(batch)
+        return entries
+
+    def _overview_page(self, folder: _FolderPages, first: int) -> IndexResult:
+        """Files ``first``... with their top-level headings, as many as fit a page (and at most
+        OVERVIEW_PAGE_FILES, so a page parses few files and comes fast)."""
+        files = folder.files
+        notes = list(folder.notes) if first == 0 else []
+        folders = ""
+        if first == 0:
+            counts = _subfolder_counts(folder.root, files)
+            if len(counts) > 1:
+                folders = format_folders(folder.shown, counts) + "\n\n"
+        room = (
+            char_budget(folder.tokens) - _INDEX_NOTES_RESERVE - len(folders) - sum(len(n) + 8 for n in notes)
+        )
+        rows: list[str] = []
+        shown_entries: list[FileIndex | FileProblem] = []
+        used = 0
+        position = first
+        while position < len(files) and len(rows) < OVERVIEW_PAGE_FILES:
+            batch = files[position : min(len(files), position + _PARSE_BATCH, first + OVERVIEW_PAGE_FILES)]
+            full = False
+            for file, (entry, _text) in zip(batch, self._entries(batch), strict=True):
+                row = format_overview_row(_relative(folder.root, file), entry)
+                if rows and used + len(row) > room:
+                    full = True
+                    break
+                rows.append(row)
+                shown_entries.append(entry)
+                used += len(row)
+            position = first + len(rows)
+            if full:
+                break
+        end = first + len(rows)
+        if end < len(files):
+            following: str = IndexCursor(folder.key, folder.listing, "overview", end).encode()
+        else:
+            following = IndexCursor(folder.key, folder.listing, "detail", 0).encode()
+        if first == 0:
+            notes.append(
+                f"{folder.shown} holds {len(files):,} markdown files; their index is more than one result "
+                f"holds ({folder.tokens:,} tokens, max_tokens), so it comes in pages: first an overview "
+                "(each file with its top-level headings), then each file's full index. This page: overview "
+                f"of files {first + 1}-{end}. " + _next_page(following) + " To go straight to one file or "
+                "subfolder, call index_md on it; read a section with read_md_with_images."
+            )
+        else:
+            notes.append(
+                f"Overview of {folder.shown}, files {first + 1}-{end} of {len(files):,}"
+                + ("" if end < len(files) else " (the last; the full index of each file follows)")
+                + ". "
+                + _next_page(following)
+            )
+        body = folders + format_overview(folder.shown, len(files), first, rows)
+        return IndexResult(
+            tuple(shown_entries),
+            tuple(notes),
+            "\n".join(f"Note: {note}" for note in notes) + "\n\n" + body,
+            following,
+        )
+
+    def _detail_page(self, folder: _FolderPages, first: int, row: int) -> IndexResult:
+        """The full index of files ``first``... (from heading ``row`` of the first) as fits a page; a
+        file larger than a page is split by heading rows."""
+        files = folder.files
+        room = char_budget(folder.tokens) - _INDEX_NOTES_RESERVE
+        parts: list[str] = []
+        shown_entries: list[FileIndex | FileProblem] = []
+        used = 0
+        position, next_row = first, row
+        done = False
+        while position < len(files) and not done:
+            batch = files[position : position + _PARSE_BATCH]
+            for entry, text in self._entries(batch):
+                if next_row == 0 and used + len(text) + 2 <= room:
+                    parts.append(text)
+                    shown_entries.append(entry)
+                    used += len(text) + 2
+                    position += 1
+                    continue
+                if parts:  # the next file starts the next page
+                    done = True
+                    break
+                if isinstance(entry, FileProblem):  # one line: shown whole, whatever the budget
+                    parts.append(text)
+                    shown_entries.append(entry)
+                    position += 1
+                    done = True
+                    break
+                end = _rows_that_fit(entry, next_row, room)
+                parts.append(format_file_index(entry, next_row, end))
+                shown_entries.append(entry)
+                if end < len(entry.rows):
+                    next_row = end
+                else:
+                    position, next_row = position + 1, 0
+                done = True
+                break
+        following = (
+            IndexCursor(folder.key, folder.listing, "detail", position, next_row).encode()
+            if position < len(files)
+            else None
+        )
+        last_file = position if next_row == 0 else position + 1
+        note = (
+            f"Full index of {folder.shown}, files {first + 1}-{last_file} of {len(files):,}"
+            + (f" (from heading {row + 1} of file {first + 1})" if row else "")
+            + ". "
+            + _next_page(following)
+        )
+        body = "\n\n".join(parts)
+        return IndexResult(tuple(shown_entries), (note,), f"Note: {note}\n\n{body}", following)
+
+    def _pool_for(self, files: int) -> Executor | None:
+        """The worker processes for parsing ``files`` files, or None to parse them here: when they
+        are few, or while the workers the server started at start-up are still starting (a page of
+        an index parses at most a few hundred files, quicker here than waiting for them)."""
+        if files < POOL_THRESHOLD:
+            return None
+        if self._warming is not None and not self._warming.done():
+            return None
+        return self._parser_pool()
 
     def _parser_pool(self) -> Executor | None:
         workers = self.settings.limits.index_workers
@@ -497,23 +957,4 @@ class MdVision:
         pool = self._parser_pool()
         if pool is not None:
             warm_up(pool)
-
-    def _finish_index(self, entries: list[_Indexed], notes: list[str]) -> IndexResult:
-        budget = self.settings.limits.max_response_bytes
-        parts: list[str] = []
-        used = sum(len(note) + 8 for note in notes)
-        kept = 0
-        for _entry, text in entries:
-            if used + len(text) + 2 > budget and kept:
-                notes.append(
-                    f"The index was cut after {kept} of {len(entries)} files to stay within the "
-                    f"{budget:,}-byte response limit. Index a subfolder to see the rest."
-                )
-                break
-            parts.append(text)
-            used += len(text) + 2
-            kept += 1
-        body = "\n\n".join(parts)
-        if notes:
-            body = "\n".join(f"Note: {note}" for note in notes) + "\n\n" + body
-        return IndexResult(tuple(entry for entry, _text in entries[:kept]), tuple(notes), body)
+            self._warming = pool.submit(int)  # done once a worker has answered

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from docab_mcpguard import HostPolicy, PathPolicy, normalise_host
+from md_vision.paging import DEFAULT_RESULT_TOKENS, MIN_RESULT_TOKENS
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,10 @@ class Limits:
     max_image_pixels: int = 50_000_000  # width x height, checked before decoding (bombs)
     max_image_side: int = 1568  # output images fit in this square; SVGs are rendered into it
     max_response_bytes: int = 5_000_000  # text plus base64 images in one read result
-    max_folder_files: int = 2000  # markdown files in one folder index
+    max_result_tokens: int = DEFAULT_RESULT_TOKENS  # text of one result, for a model (md_vision.paging)
+    # Markdown files in one folder index. A large folder's index comes in pages, each parsing only
+    # the files it shows, so the cap only bounds the walk and the listing.
+    max_folder_files: int = 20_000
     index_workers: int = field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)))  # processes
 
 
@@ -43,6 +47,13 @@ LIMIT_FLAGS: tuple[LimitFlag, ...] = (
     LimitFlag("--max-image-pixels", "max_image_pixels", int, "width x height of one image (bomb guard)", 1),
     LimitFlag("--max-image-side", "max_image_side", int, "long side of images sent, SVGs included", 16),
     LimitFlag("--max-response-bytes", "max_response_bytes", int, "text + base64 images in one read", 10_000),
+    LimitFlag(
+        "--max-result-tokens",
+        "max_result_tokens",
+        int,
+        "text of one index_md or read_md_with_images result, in tokens (characters / 4); more comes in pages",
+        MIN_RESULT_TOKENS,
+    ),
     LimitFlag("--max-files", "max_folder_files", int, "markdown files in one folder index", 1),
     LimitFlag(
         "--workers",
@@ -62,6 +73,7 @@ class Settings:
     # --relative-paths: show local paths relative to the first allowed folder, so a sandboxed agent
     # does not learn where its files live (a harness's workspace path can name the run).
     relative_paths: bool = False
+    raw_data_uris: bool = False  # keep data: URIs in read text instead of placeholders (--raw-data-uris)
 
     @classmethod
     def build(
@@ -71,13 +83,19 @@ class Settings:
         allow_domains: Iterable[str] = ("none",),
         limits: Limits | None = None,
         relative_paths: bool = False,
+        local_names: frozenset[str] = frozenset(),
+        raw_data_uris: bool = False,
     ) -> Settings:
-        """Validate allowed paths and hosts; raises ``ValueError`` with a start-up message."""
+        """Validate allowed paths and hosts; raises ``ValueError`` with a start-up message.
+
+        ``local_names``: the entries of the working folder, to recognise a ``*`` the shell expanded.
+        """
         return cls(
             paths=PathPolicy.from_dirs(allow_paths, what="--allow-path"),
-            hosts=host_policy(allow_domains),
+            hosts=host_policy(allow_domains, local_names),
             limits=limits or Limits(),
             relative_paths=relative_paths,
+            raw_data_uris=raw_data_uris,
         )
 
     def show(self, path: str | os.PathLike[str]) -> str:
@@ -101,11 +119,90 @@ class Settings:
         return message.replace(root + os.sep, "").replace(root, ".")
 
 
-def host_policy(values: Iterable[str]) -> HostPolicy:
-    """``all``, ``none`` or host names (suffix match). Listed hosts may also be internal."""
+# File extensions that no host name ends with (none is a top-level domain): a value ending in one
+# is a file name. ``md`` is Moldova's domain, so it counts only among several values (below).
+FILE_EXTENSIONS = frozenset(
+    {
+        "json", "lock", "lockb", "yaml", "yml", "toml", "txt", "ts", "tsx", "js", "jsx", "mjs", "cjs",
+        "cfg", "ini", "markdown", "html", "htm", "log", "csv", "xml", "pdf", "png", "jpg", "jpeg", "gif",
+        "svg", "npmrc", "env", "sh", "bat", "rst",
+    }
+)  # fmt: skip
+# Entries that a project folder has and that are no public host: with several values, one of
+# these means the shell expanded a `*`.
+PROJECT_ENTRIES = frozenset({"node_modules", "dist", "src", "test", "tests", "build", "lib", "bin", "out"})
+
+
+def normalise_domain_value(value: str) -> str:
+    """One ``--allow-domain`` value as the reference read it: quotes around it dropped (a config
+    that passed ``"*"`` through no shell), ``*`` is ``all``, ``*.example.com`` is ``example.com``
+    (a host already allows its subdomains)."""
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1].strip()
+    lowered = value.lower()
+    if lowered in ("*", "all"):
+        return "all"
+    if lowered == "none":
+        return "none"
+    if lowered.startswith("*."):
+        return value[2:]
+    return value
+
+
+def _file_like(value: str, *, among_several: bool, local_names: frozenset[str]) -> bool:
+    name = value.strip()
+    extension = name.rsplit(".", 1)[1].lower() if "." in name else ""
+    if extension in FILE_EXTENSIONS:
+        return True
+    if not among_several:
+        return False
+    return (
+        "/" in name
+        or "\\" in name
+        or extension in ("md", "py", "rs", "go")
+        or name.lower() in PROJECT_ENTRIES
+        or name in local_names
+    )
+
+
+def shell_expansion_error(values: Iterable[str], local_names: frozenset[str] = frozenset()) -> str | None:
+    """The start-up message when ``--allow-domain`` values are the names of local files, as when an
+    unquoted ``*`` is expanded by the shell (``--allow-domain package.json --allow-domain README.md``).
+
+    A value is a file name when it ends in an extension that no host name has (``.json``,
+    ``.lock``, ``.yaml`` ...); among several values also when it names an entry of the working
+    folder (``local_names``), has a path separator, ends in ``.md`` (or ``.py``, ``.rs``, ``.go``:
+    country domains, but rare beside a file) or is a usual project folder (``src``, ``dist`` ...).
+    A single value that merely names a local entry is taken as a host (a folder may be named
+    after a site).
+    """
     values = [value.strip() for value in values]
-    if not values:
+    several = len(values) > 1
+    suspects = [v for v in values if _file_like(v, among_several=several, local_names=local_names)]
+    if not suspects:
+        return None
+    shown = ", ".join(repr(v) for v in suspects[:3]) + (" ..." if len(suspects) > 3 else "")
+    return (
+        f"--allow-domain got {shown}, which look like file names: an unquoted * was probably expanded by "
+        "the shell into the files of this folder. Write `--allow-domain all` for any public host (or quote "
+        "it: --allow-domain '*'), `none` for no URLs, or name hosts such as example.com."
+    )
+
+
+def host_policy(values: Iterable[str], local_names: frozenset[str] = frozenset()) -> HostPolicy:
+    """``all``, ``none`` or host names (suffix match). Listed hosts may also be internal.
+
+    Values are read as the reference read them (:func:`normalise_domain_value`); names of local
+    files, from a ``*`` the shell expanded, are refused (:func:`shell_expansion_error`).
+    """
+    raw = [value.strip() for value in values]
+    if not raw:
         raise ValueError("at least one --allow-domain is required (all, none, or a host name)")
+    expanded = shell_expansion_error(raw, local_names)
+    if expanded is not None:
+        raise ValueError(expanded)
+    values = [normalise_domain_value(value) for value in raw]
     lowered = [value.lower() for value in values]
     for special in ("all", "none"):
         if special in lowered and len(values) > 1:
@@ -125,10 +222,10 @@ def host_policy(values: Iterable[str]) -> HostPolicy:
 def _check_host(value: str) -> str:
     if not value:
         raise ValueError("an empty --allow-domain was given")
-    if value == "*" or "*" in value:
+    if "*" in value:
         raise ValueError(
-            f"--allow-domain {value!r}: wildcards are not supported; use 'all' for any host, or a domain "
-            "such as example.com (it also allows its subdomains)"
+            f"--allow-domain {value!r}: a wildcard can only be `*` (any host, like `all`) or lead the "
+            "name (`*.example.com`, the same as example.com, which also allows its subdomains)"
         )
     if "://" in value or "/" in value:
         raise ValueError(f"--allow-domain {value!r}: give a host name such as example.com, not a URL or path")
