@@ -27,7 +27,7 @@ from docab_benchmark.mmlongbench.corpus.model import (
     TextLine,
 )
 
-REVISION: Final = "1"
+REVISION: Final = "2"
 """Bump when this converter's output changes for the same PDF (it invalidates resumed corpora)."""
 
 _LINE = re.compile(r"[^\r\n]+")

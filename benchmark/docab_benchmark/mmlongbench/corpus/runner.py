@@ -374,7 +374,7 @@ def _finish(job: _Job, out_dir: Path, converter: Converter, max_pages: int | Non
     if job.error:
         return DocumentResult(job.name, job.pdf.name, job.sha256, "error", job.error, job.pages)
     pages = [page for first in sorted(job.results) for page in job.results[first]]
-    assembled = assemble_document(pages, metadata_title=job.title, fallback_title=job.pdf.stem)
+    assembled = assemble_document(pages, metadata_title=job.title, source_name=job.pdf.name)
     (job.staging / DOCUMENT_FILE).write_text(assembled.markdown, encoding="utf-8")
     meta = {
         "format": "docab-corpus-document/1",
