@@ -57,8 +57,16 @@ def register(subparsers: Any) -> None:
         description="Turn each PDF into OUT/<stem>/document.md ('## Page N' per page, the page image at "
         "144 dpi under it, the page text with headings from font sizes), pages/, figures/ and meta.json; "
         "OUT/manifest.json records every document's status. Re-running skips documents already "
-        "converted from the same PDF with the same converter version and settings.",
-        epilog="example: docab convert ../shared/data/mmlongbench-dev/documents --out corpus/dev",
+        "converted from the same PDF with the same converter version and settings. Pages whose text "
+        "layer is missing or garbled are read by OCR (Tesseract), marked as such in document.md and "
+        "meta.json.",
+        epilog="examples:\n"
+        "  docab convert ../shared/data/mmlongbench-dev/documents --out corpus/dev\n"
+        "  docab convert scans/ --out corpus/scans --ocr always --ocr-languages eng+deu\n\n"
+        "OCR needs the tesserocr package (a docab dependency) and Tesseract's language data\n"
+        "(Debian: apt-get install tesseract-ocr-eng; one package per language; or set TESSDATA_PREFIX).\n"
+        "Without them conversion goes on with the PDF text and says so once.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     convert.add_argument("input", type=Path, metavar="INPUT", help="a PDF or a folder of PDFs")
     convert.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder (created)")
@@ -70,6 +78,22 @@ def register(subparsers: Any) -> None:
     convert.add_argument("--no-figures", action="store_true", help="do not extract embedded figures")
     convert.add_argument("--force", action="store_true", help="convert again even if up to date")
     convert.add_argument("--converter", default="pypdfium2", help="converter name (default pypdfium2)")
+    convert.add_argument(
+        "--ocr",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="auto (default): OCR pages with almost no text but ink on them, or garbled text; "
+        "always: every page's text comes from OCR; never: PDF text only",
+    )
+    convert.add_argument(
+        "--ocr-languages",
+        default="eng",
+        metavar="LANGS",
+        help="Tesseract languages joined by '+', e.g. eng+deu (default eng)",
+    )
+    convert.add_argument(
+        "--ocr-dpi", type=float, default=None, metavar="DPI", help="render resolution for OCR (default 200)"
+    )
     convert.set_defaults(func=_run_convert)
 
     score = subparsers.add_parser(
@@ -151,7 +175,16 @@ def _run_convert(args: argparse.Namespace) -> int:
         convert_corpus,
         get_converter,
     )
+    from docab_benchmark.mmlongbench.corpus.ocr import DEFAULT_OCR_DPI, OcrSettings
 
+    ocr_dpi = DEFAULT_OCR_DPI if args.ocr_dpi is None else args.ocr_dpi
+    if not 72 <= ocr_dpi <= 600:
+        raise CommandError("--ocr-dpi must be between 72 and 600")
+    languages = args.ocr_languages.strip()
+    if not languages or not all(part.replace("_", "").isalnum() for part in languages.split("+")):
+        raise CommandError(
+            f"--ocr-languages {args.ocr_languages!r}: give Tesseract codes joined by '+', e.g. eng+deu"
+        )
     if args.jobs is not None and args.jobs < 1:
         raise CommandError("--jobs must be at least 1")
     if args.max_pages is not None and args.max_pages < 1:
@@ -162,7 +195,12 @@ def _run_convert(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.input} does not exist")
     start = time.perf_counter()
     try:
-        converter = get_converter(args.converter, RenderSettings(dpi=args.dpi, figures=not args.no_figures))
+        ocr = OcrSettings(mode=args.ocr, languages=languages, dpi=ocr_dpi)
+        converter = get_converter(
+            args.converter, RenderSettings(dpi=args.dpi, figures=not args.no_figures, ocr=ocr)
+        )
+        for warning in converter.preflight():
+            print(f"docab convert: warning: {warning}", file=sys.stderr)
         with _progress_bar() as on_progress:
             report = convert_corpus(
                 args.input,
@@ -180,8 +218,9 @@ def _run_convert(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     pages = report.pages_converted
     rate = f" ({pages / elapsed:.1f} pages/s)" if pages and elapsed > 0 else ""
+    ocr_pages = f", {report.pages_ocr} read by OCR" if report.pages_ocr else ""
     print(
-        f"converted {len(report.converted)} document(s), {pages} pages in {elapsed:.1f} s{rate}; "
+        f"converted {len(report.converted)} document(s), {pages} pages{ocr_pages} in {elapsed:.1f} s{rate}; "
         f"{len(report.skipped)} up to date; {len(report.failed)} failed -> {args.out}"
     )
     for failed in report.failed:

@@ -10,6 +10,10 @@ Layout (the corpus contract in docs/architecture.md)::
 
     <the page's text in reading order; headings found on the page are ### or deeper>
 
+    _OCR text (Tesseract 5.5.4, eng, 200 dpi, mean word confidence 91 %): recognised from the page image, it may contain errors._
+
+    <text recognised on the page, when it was OCR'd>
+
     ![Figure 1.1](figures/page-0001-01.jpg)
 
     ## Page 2
@@ -17,7 +21,9 @@ Layout (the corpus contract in docs/architecture.md)::
 
 ``## Page N`` is the only level-2 heading and nothing above it but the title is level 1, so a
 heading index lists the pages and every line maps back to its page (``meta.json`` keeps the line
-spans). Page text cannot break that structure: a line that markdown would read as a heading, a
+spans). Text recognised by OCR follows the page's PDF text (if any was kept), opened by ``ocr_note``'s
+italic line that names the engine and its confidence; it runs to the end of the page's text.
+Page text cannot break that structure: a line that markdown would read as a heading, a
 fence, an HTML block, a list or a quote (any of which could swallow or fake a page heading) has
 its first marker escaped with a backslash, which renders as the literal character.
 
@@ -200,6 +206,16 @@ def choose_title(
     return NEUTRAL_TITLE
 
 
+def ocr_note(page: PageContent) -> str:
+    """The line that opens a page's OCR text in document.md, so a reader knows it was recognised."""
+    ocr = page.ocr
+    assert ocr is not None
+    return (
+        f"_OCR text ({ocr.engine} {ocr.version.split()[0]}, {ocr.languages}, {ocr.dpi:g} dpi, "
+        f"mean word confidence {ocr.confidence:.0f} %): recognised from the page image, it may contain errors._"
+    )
+
+
 @dataclass(frozen=True)
 class PageSpan:
     """Lines of ``document.md`` (1-based, inclusive) from a page's ``## Page N`` to its last line."""
@@ -373,8 +389,14 @@ def assemble_document(
         headings += len(found)
         if body:
             lines.extend([*body, ""])
-        elif not page.error:
-            lines.extend(["_No text layer on this page: see the page image._", ""])
+        ocr = page.ocr
+        if ocr is not None and ocr.words:
+            lines.extend([ocr_note(page), ""])
+            for paragraph in ocr.paragraphs:
+                lines.extend([*(escape_line(text) for text in paragraph), ""])
+        elif not body and not page.error:
+            found_nothing = ", and OCR found no text" if ocr is not None else ""
+            lines.extend([f"_No text layer on this page{found_nothing}: see the page image._", ""])
         for index, figure in enumerate(page.figures, start=1):
             lines.extend([f"![Figure {page.number}.{index}]({figure.path})", ""])
         if page.error:
