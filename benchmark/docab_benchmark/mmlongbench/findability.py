@@ -99,26 +99,31 @@ class QuestionFinding:
 
     qid: str
     sources: tuple[str, ...]
-    on_evidence: bool
+    on_evidence: bool | None  # None: the converter's text has no page boundaries for this document
     anywhere: bool
 
 
 @dataclass(frozen=True)
 class Tally:
-    """Questions counted, and how many were found on evidence pages and anywhere."""
+    """Questions counted, how many were found on evidence pages and anywhere, and how many had page
+    boundaries to look for evidence pages in (``paged``)."""
 
     questions: int = 0
     on_evidence: int = 0
     anywhere: int = 0
+    paged: int = 0
 
     def add(self, finding: QuestionFinding) -> Tally:
         return Tally(
-            self.questions + 1, self.on_evidence + finding.on_evidence, self.anywhere + finding.anywhere
+            self.questions + 1,
+            self.on_evidence + bool(finding.on_evidence),
+            self.anywhere + finding.anywhere,
+            self.paged + (finding.on_evidence is not None),
         )
 
     @property
     def evidence_share(self) -> float:
-        return self.on_evidence / self.questions if self.questions else 0.0
+        return self.on_evidence / self.paged if self.paged else 0.0
 
     @property
     def anywhere_share(self) -> float:
@@ -144,6 +149,9 @@ def find_answers(
 ) -> ConverterFindings:
     """Tally ``questions`` against one converter's ``page_texts`` (doc_id -> text of pages 1..N).
 
+    A document whose text does not come as one entry per page (its page count differs) can still
+    be searched as a whole; its questions have no evidence-page finding (``on_evidence`` None).
+
     Questions are those ``is_findable_question`` accepts for ``page_counts`` (the PDFs' page
     counts, the same for every converter). A document the converter could not convert (missing or
     None) counts its questions as not found and is listed in ``documents_missing``.
@@ -164,15 +172,16 @@ def find_answers(
                 normalised[question.doc_id] = (per_page, " \n ".join(per_page))
         texts = normalised[question.doc_id]
         items = [normalise(item) for item in answer_items(question)]
-        if texts is None:
-            on_evidence = anywhere = False
-        else:
+        on_evidence: bool | None = False
+        anywhere = False
+        if texts is not None:
             per_page, whole = texts
-            evidence = " \n ".join(
-                per_page[page - 1] for page in question.evidence_pages if page - 1 < len(per_page)
-            )
-            on_evidence = all(occurs(item, evidence) for item in items)
-            anywhere = on_evidence or all(occurs(item, whole) for item in items)
+            anywhere = all(occurs(item, whole) for item in items)
+            if len(per_page) != page_counts.get(question.doc_id, 0):
+                on_evidence = None
+            else:
+                evidence = " \n ".join(per_page[page - 1] for page in question.evidence_pages)
+                on_evidence = all(occurs(item, evidence) for item in items)
         findings.append(
             QuestionFinding(question.qid, question.evidence_sources or (NO_SOURCE,), on_evidence, anywhere)
         )
@@ -200,7 +209,7 @@ def format_findings(results: Sequence[ConverterFindings], seconds: Mapping[str, 
         tally = result.overall
         row = (
             f"{result.converter:22s} {tally.questions:9d} "
-            f"{_share(tally.on_evidence, tally.questions):>16s} {_share(tally.anywhere, tally.questions):>16s}"
+            f"{_share(tally.on_evidence, tally.paged):>16s} {_share(tally.anywhere, tally.questions):>16s}"
         )
         if seconds:
             row += f" {seconds.get(result.converter, 0.0):8.1f}"
@@ -213,9 +222,15 @@ def format_findings(results: Sequence[ConverterFindings], seconds: Mapping[str, 
         cells = []
         for result in results:
             tally = result.by_source.get(source, Tally())
-            cells.append(f" {_share(tally.on_evidence, tally.questions):>16s}")
+            cells.append(f" {_share(tally.on_evidence, tally.paged):>16s}")
         lines.append(f"{source[:28]:28s}" + "".join(cells))
     for result in results:
+        unpaged = result.overall.questions - result.overall.paged
+        if unpaged:
+            lines.append(
+                f"{result.converter}: {unpaged} question(s) in documents without page boundaries in its "
+                "output count only anywhere; its evidence-page share is over the rest"
+            )
         if result.documents_missing:
             lines.append(
                 f"{result.converter}: {len(result.documents_missing)} document(s) not converted, "
@@ -225,4 +240,4 @@ def format_findings(results: Sequence[ConverterFindings], seconds: Mapping[str, 
 
 
 def _share(found: int, total: int) -> str:
-    return f"{100 * found / total:5.1f} % ({found:3d})" if total else "n/a"
+    return f"{100 * found / total:5.1f} % ({found:3d})" if total else "n/a (no pages)"

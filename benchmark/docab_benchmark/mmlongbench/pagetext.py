@@ -9,8 +9,8 @@ only, never dependencies of docab: each is imported when selected, and a missing
 |---|---|---|
 | ``pypdf`` | pypdf | ``PdfReader(pdf).pages[i].extract_text()`` |
 | ``pdfplumber`` | pdfplumber | ``pdfplumber.open(pdf).pages[i].extract_text()`` |
-| ``markitdown`` | markitdown[pdf] | ``MarkItDown().convert(pdf)``, split at pdfminer's form feeds; whole-document only when the pages cannot be told apart |
-| ``pymupdf4llm`` | pymupdf4llm<2 (2.0 installs no module) | ``to_markdown(pdf, page_chunks=True)``, one chunk per page |
+| ``markitdown`` | markitdown[pdf] | ``MarkItDown().convert(pdf)``, split at form feeds; searched as a whole only when its output has no page boundaries |
+| ``pymupdf4llm`` | pymupdf4llm<2 (2.0 installs no module) | classic: ``use_layout(False)`` then ``to_markdown(pdf, page_chunks=True)``, one chunk per page |
 """
 
 from __future__ import annotations
@@ -57,17 +57,20 @@ def _pdfplumber(pdf: Path, pages: int) -> PageTexts:
 
 
 def _markitdown(pdf: Path, pages: int) -> PageTexts | None:
-    text = _import("markitdown").MarkItDown().convert(str(pdf)).text_content
+    text = str(_import("markitdown").MarkItDown().convert(str(pdf)).text_content)
     parts = text.split("\f")
     if len(parts) == pages + 1 and not parts[-1].strip():
         parts = parts[:-1]
     if len(parts) == pages:
         return parts
-    return [text] + [""] * (pages - 1)  # no page boundaries: the whole text stands as page 1
+    return [text]  # no page boundaries: searched as a whole only
 
 
 def _pymupdf4llm(pdf: Path, pages: int) -> PageTexts:
-    chunks = _import("pymupdf4llm").to_markdown(str(pdf), page_chunks=True, show_progress=False)
+    module = _import("pymupdf4llm")
+    if hasattr(module, "use_layout"):  # 1.27+: the classic text path, without the layout model and its OCR
+        module.use_layout(False)
+    chunks = module.to_markdown(str(pdf), page_chunks=True, show_progress=False)
     return [str(chunk.get("text", "")) for chunk in chunks]
 
 

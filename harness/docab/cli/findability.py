@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import tempfile
@@ -63,23 +64,48 @@ def register(subparsers: Any) -> None:
         "docab-no-ocr uses DIR-no-ocr",
     )
     parser.add_argument("--jobs", type=int, default=None, help="worker processes for docab convert")
+    parser.add_argument(
+        "--ocr-dpi", type=float, default=None, metavar="DPI", help="docab's OCR resolution (default 200)"
+    )
+    parser.add_argument(
+        "--ocr-languages", default="eng", metavar="LANGS", help="docab's OCR languages (default eng)"
+    )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON")
     parser.set_defaults(func=_run)
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the conversion's worker processes)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
 def _docab_texts(
-    pdfs: list[Path], corpus: Path, ocr_mode: str, jobs: int | None
-) -> dict[str, list[str] | None]:
+    pdfs: list[Path], corpus: Path, ocr: Any, jobs: int | None
+) -> tuple[dict[str, list[str] | None], str]:
+    """Page texts of docab's corpus (converted or resumed into ``corpus``) and a line on what it cost."""
     from docab_benchmark.mmlongbench.corpus import RenderSettings, convert_corpus, corpus_index, get_converter
-    from docab_benchmark.mmlongbench.corpus.ocr import OcrSettings
     from docab_benchmark.mmlongbench.pagetext import corpus_page_texts
 
-    converter = get_converter("pypdfium2", RenderSettings(ocr=OcrSettings(mode=ocr_mode)))  # type: ignore[arg-type]
+    converter = get_converter("pypdfium2", RenderSettings(ocr=ocr))
     for warning in converter.preflight():
         print(f"docab findability: warning: {warning}", file=sys.stderr)
-    convert_corpus(pdfs, corpus, converter=converter, jobs=jobs)
+    cpu = _cpu_seconds()
+    report = convert_corpus(pdfs, corpus, converter=converter, jobs=jobs)
+    cpu = _cpu_seconds() - cpu
     index = corpus_index(corpus)
-    return {pdf.name: corpus_page_texts(index[pdf.name]) if pdf.name in index else None for pdf in pdfs}
+    texts = {pdf.name: corpus_page_texts(index[pdf.name]) if pdf.name in index else None for pdf in pdfs}
+    ocr_pages = sum(
+        1
+        for folder in index.values()
+        for page in json.loads((folder / "meta.json").read_text(encoding="utf-8"))["pages"]
+        if page.get("text_source", "pdf") != "pdf"
+    )
+    if report.converted:
+        cost = f"converted {report.pages_converted} pages in {cpu:.1f} CPU-s"
+    else:
+        cost = "resumed from the corpus (no conversion time)"
+    return texts, f"{cost}; {ocr_pages} pages with OCR text; corpus {corpus}"
 
 
 def _peer_texts(
@@ -151,15 +177,23 @@ def _run(args: argparse.Namespace) -> int:
                 peer(name, command)
             except PeerMissing as exc:
                 raise CommandError(str(exc)) from None
-    results, seconds = [], {}
+    from docab_benchmark.mmlongbench.corpus.ocr import DEFAULT_OCR_DPI, OcrSettings
+
+    ocr_dpi = DEFAULT_OCR_DPI if args.ocr_dpi is None else args.ocr_dpi
+    if not 72 <= ocr_dpi <= 600:
+        raise CommandError("--ocr-dpi must be between 72 and 600")
+    results, seconds, notes = [], {}, []
     with tempfile.TemporaryDirectory(prefix="docab-findability-") as scratch:
         for name in names:
             start = time.perf_counter()
             if name in ("docab", "docab-no-ocr"):
-                mode = "auto" if name == "docab" else "never"
+                ocr = OcrSettings(
+                    mode="auto" if name == "docab" else "never", languages=args.ocr_languages, dpi=ocr_dpi
+                )
                 base = args.corpus if args.corpus is not None else Path(scratch) / "corpus"
                 corpus = base if name == "docab" else base.with_name(base.name + "-no-ocr")
-                texts = _docab_texts(present, corpus, mode, args.jobs)
+                texts, note = _docab_texts(present, corpus, ocr, args.jobs)
+                notes.append(f"{name}: {note}")
             else:
                 texts = _peer_texts(name, present, counts, command)
             seconds[name] = time.perf_counter() - start
@@ -180,4 +214,6 @@ def _run(args: argparse.Namespace) -> int:
         pages = sum(counts.values())
         print(f"{qset.version}: {len(present)} PDFs, {pages} pages; seconds = time to produce the page texts")
         print(format_findings(results, seconds))
+        for note in notes:
+            print(note)
     return 0

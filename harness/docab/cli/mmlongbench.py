@@ -7,10 +7,17 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docab.cli.errors import CommandError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from docab_benchmark.mmlongbench.corpus import Progress as ConversionProgress
+    from docab_benchmark.mmlongbench.questions import QuestionSet
 
 DATA_ENV = "DOCAB_DATA"
 
@@ -131,7 +138,7 @@ def resolve_data(data: str | None) -> str:
     return str(ensure_suite())
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace) -> QuestionSet:
     from docab_benchmark.mmlongbench.errors import DataError
     from docab_benchmark.mmlongbench.questions import load_questions
 
@@ -231,14 +238,14 @@ def _run_convert(args: argparse.Namespace) -> int:
 class _progress_bar:
     """A rich progress bar on stderr when it is a terminal; a no-op callback otherwise."""
 
-    def __enter__(self):
-        self._progress = None
+    def __enter__(self) -> Callable[[ConversionProgress], None]:
+        self._progress: Progress | None = None
         if not sys.stderr.isatty():
             return lambda event: None
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        self._progress = Progress(
+        progress = Progress(
             TextColumn("converting"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -248,11 +255,12 @@ class _progress_bar:
             console=Console(stderr=True),
             transient=True,
         )
-        self._progress.start()
-        task = self._progress.add_task("", total=None)
+        self._progress = progress
+        progress.start()
+        task = progress.add_task("", total=None)
 
-        def update(event) -> None:
-            self._progress.update(
+        def update(event: ConversionProgress) -> None:
+            progress.update(
                 task, completed=event.pages_done, total=event.pages_total, description=event.document
             )
 

@@ -17,7 +17,6 @@ does no OCR. When the engine is unavailable (``preflight`` says so once), the PD
 from __future__ import annotations
 
 import ctypes
-import functools
 import hashlib
 import math
 import re
@@ -57,13 +56,18 @@ def _pdfium() -> Any:
     return pypdfium2
 
 
-@functools.lru_cache(maxsize=16)
+_ENGINE_STATUS: dict[tuple[OcrEngine, str], EngineInfo | str] = {}
+
+
 def engine_status(engine: OcrEngine, languages: str) -> EngineInfo | str:
-    """The engine's identity, or why it cannot run (cached per process: engines are frozen values)."""
-    try:
-        return engine.identify(languages)
-    except OcrUnavailable as exc:
-        return str(exc)
+    """The engine's identity, or why it cannot run (cached per process: engines are frozen, hashable values)."""
+    key = (engine, languages)
+    if key not in _ENGINE_STATUS:
+        try:
+            _ENGINE_STATUS[key] = engine.identify(languages)
+        except OcrUnavailable as exc:
+            _ENGINE_STATUS[key] = str(exc)
+    return _ENGINE_STATUS[key]
 
 
 def _describe_open_error(exc: Exception) -> str:

@@ -19,14 +19,16 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 DEFAULT_PDFS = (
     Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mmlongbench-dev" / "documents"
 )
 
 
-def _pages(pdfs: list[Path]):
+def _pages(pdfs: list[Path]) -> Iterator[Any]:
     import pypdfium2 as pdfium
 
     for pdf in pdfs:
