@@ -70,7 +70,12 @@ def _is_latin(char: str) -> bool:
 
 def _recognisable(token: str) -> bool:
     core = token.strip(_STRIP)
-    if not core or _GLYPH_NAME.match(core):
+    if not core:
+        return False
+    if core.isascii() and core.isalpha():  # the common case (glyph names hold digits or a colon)
+        changes = sum(1 for a, b in itertools.pairwise(core[1:]) if a.islower() != b.islower())
+        return changes <= 1 and (len(core) < 4 or not _VOWELS.isdisjoint(core.lower()))
+    if _GLYPH_NAME.match(core):
         return False
     if _NUMBER.match(core):
         return True
