@@ -29,7 +29,7 @@ from typing import Any
 from docab_benchmark.mmlongbench.corpus.textcheck import OcrMode
 
 DEFAULT_PDFS = (
-    Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mmlongbench-dev" / "documents"
+    Path(__file__).resolve().parents[4].parent / "shared" / "data" / "mmlongbench-dev" / "documents"
 )
 
 
