@@ -113,7 +113,12 @@ def ensure_suite_corpus(path: str | Path | None = None, *, jobs: int = 1) -> Pat
     (they test tools that look at images), and OCR would put them in the text; it would also make
     the demo's corpus depend on whether Tesseract's language data is installed.
     """
-    from docab_benchmark.mmlongbench.corpus import ConversionError, RenderSettings, convert_corpus, get_converter
+    from docab_benchmark.mmlongbench.corpus import (
+        ConversionError,
+        RenderSettings,
+        convert_corpus,
+        get_converter,
+    )
     from docab_benchmark.mmlongbench.corpus.ocr import OcrSettings
 
     folder = ensure_suite(path)
