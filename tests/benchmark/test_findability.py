@@ -74,7 +74,7 @@ def test_tally_by_source_with_unpaged_and_missing_documents() -> None:
     missing = find_answers("y", questions, {}, {"doc.pdf": 2})
     assert missing.documents_missing == ("doc.pdf",) and missing.overall.anywhere == 0
     table = format_findings([result, missing], {"x": 1.0, "y": 2.0})
-    assert "100.0 % (  3)" in table and "y: 1 document(s) not converted" in table
+    assert "100.0 % (3/3)" in table and "y: 1 document(s) not converted" in table
 
 
 def test_command_on_the_suite_and_a_missing_peer_names_the_uv_line(

@@ -202,27 +202,27 @@ def format_findings(results: Sequence[ConverterFindings], seconds: Mapping[str, 
         return "no converter was run"
     sources = sorted({source for result in results for source in result.by_source})
     lines = [
-        f"{'converter':22s} {'questions':>9s} {'evidence pages':>16s} {'anywhere':>16s}"
+        f"{'converter':22s} {'questions':>9s} {'evidence pages':>18s} {'anywhere':>18s}"
         + (f" {'seconds':>8s}" if seconds else "")
     ]
     for result in results:
         tally = result.overall
         row = (
             f"{result.converter:22s} {tally.questions:9d} "
-            f"{_share(tally.on_evidence, tally.paged):>16s} {_share(tally.anywhere, tally.questions):>16s}"
+            f"{_share(tally.on_evidence, tally.paged):>18s} {_share(tally.anywhere, tally.questions):>18s}"
         )
         if seconds:
             row += f" {seconds.get(result.converter, 0.0):8.1f}"
         lines.append(row)
     lines.append("")
     lines.append("found on evidence pages, by evidence source (a question counts under each of its sources):")
-    header = f"{'source':28s}" + "".join(f" {result.converter:>16s}" for result in results)
+    header = f"{'source':28s}" + "".join(f" {result.converter:>18s}" for result in results)
     lines.append(header)
     for source in sources:
         cells = []
         for result in results:
             tally = result.by_source.get(source, Tally())
-            cells.append(f" {_share(tally.on_evidence, tally.paged):>16s}")
+            cells.append(f" {_share(tally.on_evidence, tally.paged):>18s}")
         lines.append(f"{source[:28]:28s}" + "".join(cells))
     for result in results:
         unpaged = result.overall.questions - result.overall.paged
@@ -240,4 +240,4 @@ def format_findings(results: Sequence[ConverterFindings], seconds: Mapping[str, 
 
 
 def _share(found: int, total: int) -> str:
-    return f"{100 * found / total:5.1f} % ({found:3d})" if total else "n/a (no pages)"
+    return f"{100 * found / total:5.1f} % ({found}/{total})" if total else "n/a (no pages)"
