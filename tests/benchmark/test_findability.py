@@ -104,6 +104,9 @@ def test_command_on_the_suite_and_a_missing_peer_names_the_uv_line(
     assert importlib.util.find_spec("pypdf") is None
     code = main(["findability", "--data", str(suite_dir), "--converters", "docab,pypdf"])
     err = capsys.readouterr().err
-    assert code != 0 and "uv run --with 'pypdf' docab findability" in err
+    assert code != 0
+    assert (
+        f"uv run --with 'pypdf' docab findability --data {suite_dir} --converters docab,pypdf\n" in err + "\n"
+    )
     assert main(["findability", "--data", str(suite_dir), "--converters", "docx2txt"]) != 0
     assert "unknown converter(s) docx2txt" in capsys.readouterr().err

@@ -130,6 +130,24 @@ def _peer_texts(
     return texts
 
 
+def _command_line(args: argparse.Namespace) -> str:
+    """This command as the user would type it again (for the ``uv run --with`` hint)."""
+    words = ["docab", "findability"]
+    if args.data:
+        words += ["--data", args.data]
+    if args.documents:
+        words += ["--documents", str(args.documents)]
+    words += ["--converters", args.converters]
+    if args.corpus:
+        words += ["--corpus", str(args.corpus)]
+    for flag, value in (("--jobs", args.jobs), ("--ocr-dpi", args.ocr_dpi)):
+        if value is not None:
+            words += [flag, str(value)]
+    if args.ocr_languages != "eng":
+        words += ["--ocr-languages", args.ocr_languages]
+    return " ".join(shlex.quote(word) for word in words)
+
+
 def _run(args: argparse.Namespace) -> int:
     from docab.cli.mmlongbench import resolve_data
     from docab_benchmark.mmlongbench.errors import DataError
@@ -163,12 +181,7 @@ def _run(args: argparse.Namespace) -> int:
             continue
         counts[pdf.name] = count
         present.append(pdf)
-    command = (
-        "docab " + " ".join(shlex.quote(arg) for arg in sys.argv[2:])
-        if len(sys.argv) > 2
-        else "docab findability"
-    )
-    command = command if "findability" in command else "docab findability " + command.removeprefix("docab ")
+    command = _command_line(args)
     from docab_benchmark.mmlongbench.pagetext import PeerMissing, peer
 
     for name in names:  # every peer checked before any work starts
