@@ -167,6 +167,8 @@ def test_a_larger_word_never_splits_a_list_item_or_a_sentence() -> None:
         (None, "Results and", "Discussion", True),
         (None, "Results.", "and then", False),
         (None, "Results", None, False),
+        (None, "PhD Thesis Examination", "a) General Guidelines on Format of Thesis", False),
+        (None, "Procedures", "(ii) the second step", False),
     ],
 )
 def test_continues_text(previous: str | None, heading: str, following: str | None, continues: bool) -> None:

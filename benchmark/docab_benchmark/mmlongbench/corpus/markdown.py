@@ -81,6 +81,7 @@ _TITLE_WORD = re.compile(r"[^\W\d_]{2,}")  # a run of two or more letters
 _LIST_MARKER = re.compile(
     r"^[\u2022\u25cf\u25cb\u25aa\u25a0\u25e6\u2023\u2043\u27a2\u25ba\u2713\u2714\u00b7*\-\u2013]\s*\S|^[\uf000-\uf0ff]"
 )
+_LIST_LABEL = re.compile(r"^\(?([a-z]{1,2}|[ivx]{1,4}|\d{1,2})[.)]\s")
 _SENTENCE_END: Final = (".", "!", "?", ":", ";", "…", "\u3002")
 _JOINING_END = re.compile(
     r"([,\-\u2010\u2013/&+]|\b(and|or|of|the|a|an|to|in|for|with|on|by|at|from))$", re.IGNORECASE
@@ -252,7 +253,7 @@ def continues_text(previous: str | None, heading: str, following: str | None) ->
     same block (None across a block break or when the neighbour is a heading itself). The
     candidate continues ``previous`` when that line ends in a comma, hyphen or joining word, or is
     a list item that has not ended; ``following`` continues the candidate when it starts in lower
-    case or the candidate ends in a comma, hyphen or joining word. A candidate that reads as a
+    case (not a list label such as ``a)``) or the candidate ends in a comma, hyphen or joining word. A candidate that reads as a
     whole sentence (six words or more ending in a full stop) is text too.
     """
     if previous is not None and (_JOINING_END.search(previous.rstrip()) or _open_list_item(previous)):
@@ -262,7 +263,12 @@ def continues_text(previous: str | None, heading: str, following: str | None) ->
     if following is None or _ends_sentence(heading):
         return False
     first_letter = next((c for c in following if c.isalpha()), None)
-    starts_lower = following[:1].isalpha() and first_letter is not None and first_letter.islower()
+    starts_lower = (
+        following[:1].isalpha()
+        and first_letter is not None
+        and first_letter.islower()
+        and not _LIST_LABEL.match(following)  # "a) General guidelines" opens a list under the heading
+    )
     return starts_lower or bool(_JOINING_END.search(heading.rstrip()))
 
 

@@ -37,7 +37,7 @@ from docab_benchmark.mmlongbench.corpus.model import (
 from docab_benchmark.mmlongbench.corpus.ocr import EngineInfo, OcrEngine, OcrUnavailable
 from docab_benchmark.mmlongbench.corpus.textcheck import check_text, ink_share, needs_ocr
 
-REVISION: Final = "2"
+REVISION: Final = "3"
 """Bump when this converter's output changes for the same PDF (it invalidates resumed corpora)."""
 
 _LINE = re.compile(r"[^\r\n]+")
