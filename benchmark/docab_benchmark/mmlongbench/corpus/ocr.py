@@ -3,8 +3,9 @@
 Why tesserocr (the C API through Cython) rather than pytesseract (which runs the ``tesseract``
 program per image): one engine is loaded per worker process and reused for every page, so a page
 costs recognition only, not a process start, a model load and a PNG round trip through a temporary
-file; measured on the dev set's scanned deck at 144 dpi, 0.21 CPU-s per page against 0.37-0.42 for
-pytesseract (``benchmark/README.md``). Its PyPI wheels (Linux x86-64/aarch64, macOS, Windows)
+file. ``python -m docab_benchmark.mmlongbench.corpus.perf --compare-bindings`` on the 44 dev pages
+auto mode OCRs, at 200 dpi: 0.26-0.27 CPU-s per page against 0.62 for pytesseract with
+``OMP_THREAD_LIMIT=1`` and 1.64 without (Debian's tesseract spins OpenMP threads). Its PyPI wheels (Linux x86-64/aarch64, macOS, Windows)
 bundle libtesseract, single-threaded, which fits one worker per core; only the language data comes
 from the system (Debian: ``tesseract-ocr-eng``, one package per language), found through
 ``$TESSDATA_PREFIX`` or the usual install folders.

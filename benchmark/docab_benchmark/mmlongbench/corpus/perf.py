@@ -10,6 +10,10 @@ Measures, over every page of the PDFs in PDF_DIR (default: ../shared/data/mmlong
 4. the same with ``--ocr auto`` on N processes: pages OCR'd and the OCR cost per OCR'd page, the
    difference in CPU time between the two runs divided by the pages OCR'd.
 
+With ``--compare-bindings``, also the CPU time per page of the two Tesseract bindings on the pages
+``--ocr auto`` would OCR, rendered in grey at the OCR resolution: tesserocr (the one used, Tesseract
+loaded once) and pytesseract (one ``tesseract`` process per page; installed with vision-bridge).
+
 Prints pages per second, the ratio to the reference, and the CPU time per page (which other
 processes on a busy machine disturb far less than wall time). Compare figures from one run.
 """
@@ -94,6 +98,45 @@ def cost_split(pdfs: list[Path]) -> dict[str, float]:
     return {key: 1000 * value / count for key, value in totals.items()}
 
 
+def _cpu() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def compare_bindings(pdfs: list[Path]) -> dict[str, float]:
+    """CPU seconds per page of tesserocr and pytesseract on the pages auto mode would OCR (one process)."""
+    import importlib
+
+    from PIL import Image
+
+    from docab_benchmark.mmlongbench.corpus.ocr import DEFAULT_OCR_DPI, MIN_WORD_CONFIDENCE, TesseractEngine
+    from docab_benchmark.mmlongbench.corpus.pdfium import _page_lines
+    from docab_benchmark.mmlongbench.corpus.textcheck import check_text, ink_share, needs_ocr
+
+    images = []
+    for page in _pages(pdfs):
+        check = check_text(" ".join(line.text for line in _page_lines(page)))
+        if check.verdict == "ok":
+            continue
+        grey = page.render(scale=DEFAULT_OCR_DPI / 72, grayscale=True).to_numpy().copy()
+        if needs_ocr("auto", check, ink_share(grey)):
+            images.append(grey)
+    pytesseract: Any = importlib.import_module("pytesseract")  # untyped; a vision-bridge dependency
+    engine = TesseractEngine()
+    engine.recognise(
+        images[0], DEFAULT_OCR_DPI, "eng", MIN_WORD_CONFIDENCE
+    )  # load the model once, as a worker does
+    start = _cpu()
+    for grey in images:
+        engine.recognise(grey, DEFAULT_OCR_DPI, "eng", MIN_WORD_CONFIDENCE)
+    tesserocr_cpu = (_cpu() - start) / len(images)
+    start = _cpu()
+    for grey in images:
+        pytesseract.image_to_data(Image.fromarray(grey), lang="eng", config=f"--dpi {int(DEFAULT_OCR_DPI)}")
+    pytesseract_cpu = (_cpu() - start) / len(images)
+    return {"pages": float(len(images)), "tesserocr": tesserocr_cpu, "pytesseract": pytesseract_cpu}
+
+
 def converter(pdfs: list[Path], jobs: int, ocr: OcrMode = "never") -> tuple[int, float, float, int, int]:
     """Pages, wall seconds, CPU seconds (this process and its workers), PNG bytes and pages OCR'd of a full conversion."""
     from docab_benchmark.mmlongbench.corpus import RenderSettings, convert_corpus, get_converter
@@ -127,6 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--skip-reference", action="store_true", help="skip the slow Pillow reference")
     parser.add_argument("--skip-ocr", action="store_true", help="skip the --ocr auto run")
+    parser.add_argument(
+        "--compare-bindings",
+        action="store_true",
+        help="also time tesserocr against pytesseract per OCR'd page",
+    )
     args = parser.parse_args(argv)
     pdfs = sorted(args.pdfs.glob("*.pdf"))
     if not pdfs:
@@ -160,6 +208,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"docab convert --ocr auto, {args.jobs} process(es): {pages} pages, {elapsed:6.1f} s, "
             f"{pages / elapsed:5.1f} pages/s; {ocr_pages} pages OCR'd; CPU {cpu:.1f} s{cost}"
+        )
+    if args.compare_bindings:
+        result = compare_bindings(pdfs)
+        print(
+            f"Tesseract bindings, {int(result['pages'])} pages auto mode OCRs, 1 process: tesserocr "
+            f"{result['tesserocr']:.2f} CPU-s/page, pytesseract {result['pytesseract']:.2f} CPU-s/page "
+            "(including its tesseract processes)"
         )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
