@@ -137,3 +137,27 @@ def test_score_survives_deeply_nested_json(tmp_path: Path, capsys: pytest.Captur
     assert main(["score", str(listing)]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"docab score: error: {listing} is JSON nested too deeply to hold predictions"
+
+
+def test_convert_ocr_flags_and_a_missing_language_is_one_warning(
+    suite_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pdf = suite_dir / "documents" / "suite-visitor-guide.pdf"
+    out = tmp_path / "corpus"
+    assert main(["convert", str(pdf), "--out", str(out), "--jobs", "1", "--ocr-languages", "qqq"]) == 0
+    captured = capsys.readouterr()
+    warnings = [line for line in captured.err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "OCR is unavailable, so pages keep their PDF text" in warnings[0]
+    assert "tesseract-ocr-qqq" in warnings[0] and "converted 1 document(s), 4 pages" in captured.out
+    meta = json.loads((out / "suite-visitor-guide" / "meta.json").read_text())
+    assert meta["settings"]["ocr"]["engine"] == "unavailable"
+    assert {page["text_source"] for page in meta["pages"]} == {"pdf"}
+    assert main(["convert", str(pdf), "--out", str(out), "--jobs", "1", "--ocr", "never"]) == 0
+    assert "converted 1 document(s)" in capsys.readouterr().out  # other settings: converted again
+    assert json.loads((out / "suite-visitor-guide" / "meta.json").read_text())["settings"]["ocr"] == {
+        "mode": "never"
+    }
+    assert main(["convert", str(pdf), "--out", str(out), "--ocr-dpi", "10"]) == 2
+    assert "--ocr-dpi must be between 72 and 600" in capsys.readouterr().err
+    assert main(["convert", str(pdf), "--out", str(out), "--ocr-languages", "eng;rm -rf"]) == 2
+    assert "give Tesseract codes joined by '+'" in capsys.readouterr().err

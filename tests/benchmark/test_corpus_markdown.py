@@ -44,8 +44,8 @@ def test_hostile_page_text_cannot_fake_or_swallow_page_headings() -> None:
         PageContent(1, lines, "pages/page-0001.png"),
         PageContent(2, (body("plain", 100),), "pages/page-0002.png"),
     ]
-    markdown = assemble_document(pages, metadata_title="Report").markdown
-    assert headings(markdown) == [("h1", "Report"), ("h2", "Page 1"), ("h2", "Page 2")]
+    markdown = assemble_document(pages, metadata_title="Annual Report").markdown
+    assert headings(markdown) == [("h1", "Annual Report"), ("h2", "Page 1"), ("h2", "Page 2")]
     # every hostile line survives as text
     rendered = MarkdownIt("commonmark").render(markdown)
     assert "Page 99 fake heading" in rendered and "list heading" in rendered
@@ -70,16 +70,16 @@ def test_headings_from_font_sizes_and_bold_lines() -> None:
     page1 = (
         body("Big Title", 50, size=24),
         body("Section One", 100, size=14),
-        *(body(f"body text line {i} with enough words to dominate", 130 + 12 * i) for i in range(10)),
+        *(body(f"Body text line {i} with enough words to dominate.", 130 + 12 * i) for i in range(10)),
         body("Bold Caption Heading", 300, bold=True),
-        body("more body text after the bold heading line", 312),
+        body("More body text after the bold heading line.", 312),
         body("Inline bold line ends with a period.", 400, bold=True),
     )
-    page2 = (body("Section Two", 60, size=14), body("Section Two continued", 74, size=14), body("text", 100))
+    page2 = (body("Section Two", 60, size=14), body("Section Two continued", 74, size=14), body("Text.", 100))
     pages = [PageContent(1, page1, "pages/page-0001.png"), PageContent(2, page2, None)]
     scale = heading_scale(pages)
     assert scale.body == 10.0 and scale.levels == {24.0: 3, 14.0: 4}
-    doc = assemble_document(pages, metadata_title="Microsoft Word - draft.docx", fallback_title="stem")
+    doc = assemble_document(pages, metadata_title="Microsoft Word - draft.docx", source_name="stem.pdf")
     assert doc.title == "Big Title"  # junk metadata title replaced by the largest heading of page 1
     assert headings(doc.markdown) == [
         ("h1", "Big Title"),
@@ -111,9 +111,9 @@ def test_spans_map_lines_back_to_pages_and_images_sit_under_headings() -> None:
         PageContent(2, (), "pages/page-0002.png"),
         PageContent(3, (body("gamma", 100),), None, error="image: render failed"),
     ]
-    doc = assemble_document(pages, fallback_title="report-2023")
+    doc = assemble_document(pages, source_name="report-2023.pdf")
     lines = doc.markdown.splitlines()
-    assert lines[0] == "# report-2023"
+    assert lines[0] == "# Document"  # never the file name
     for span in doc.spans:
         assert lines[span.first_line - 1] == f"## Page {span.page}"
         section = lines[span.first_line - 1 : span.last_line]
@@ -132,5 +132,84 @@ def test_spans_map_lines_back_to_pages_and_images_sit_under_headings() -> None:
 )
 def test_bullets_lowercase_toc_lines_and_numbers_are_not_headings(text: str) -> None:
     lines = (body("body text " * 8, 100), body(text, 130, size=14, bold=True), body("body text " * 8, 160))
-    doc = assemble_document([PageContent(1, lines, None)], metadata_title="Doc")
-    assert headings(doc.markdown) == [("h1", "Doc"), ("h2", "Page 1")]
+    doc = assemble_document([PageContent(1, lines, None)], metadata_title="Test Document")
+    assert headings(doc.markdown) == [("h1", "Test Document"), ("h2", "Page 1")]
+
+
+def test_a_larger_word_never_splits_a_list_item_or_a_sentence() -> None:
+    """The issue's ``• Computerized\n\n###### Physician Order Entry`` and a sentence whose first line is larger."""
+    filler = tuple(
+        body(f"Plain body text number {i} that sets the body size.", 400 + 12 * i) for i in range(12)
+    )
+    lines = (
+        body("• Computerized", 100),
+        body("Physician Order Entry", 112, size=14),
+        body("Gestalt psychology was conceived in the Berlin School,", 160, size=14),
+        body("and tries to understand the laws of perception.", 172),
+        body("A Real Heading", 220, size=14),
+        body("Its paragraph starts with a capital.", 250),
+        *filler,
+    )
+    doc = assemble_document([PageContent(1, lines, None)], metadata_title="Test Document")
+    assert headings(doc.markdown) == [("h1", "Test Document"), ("h2", "Page 1"), ("h3", "A Real Heading")]
+    text = doc.markdown
+    assert "• Computerized\nPhysician Order Entry" in text
+    assert "Berlin School,\nand tries" in text
+
+
+@pytest.mark.parametrize(
+    ("previous", "heading", "following", "continues"),
+    [
+        ("• Computerized", "Physician Order Entry", None, True),
+        ("A finished sentence.", "Results", "We found that.", False),
+        (None, "Key principle: when the mind perceives a form, the whole has a reality of", "its own.", True),
+        (None, "Proximity", "and more", True),
+        (None, "Results and", "Discussion", True),
+        (None, "Results.", "and then", False),
+        (None, "Results", None, False),
+        (None, "PhD Thesis Examination", "a) General Guidelines on Format of Thesis", False),
+        (None, "Procedures", "(ii) the second step", False),
+    ],
+)
+def test_continues_text(previous: str | None, heading: str, following: str | None, continues: bool) -> None:
+    from docab_benchmark.mmlongbench.corpus.markdown import continues_text
+
+    assert continues_text(previous, heading, following) is continues
+
+
+@pytest.mark.parametrize(
+    ("title", "source", "real"),
+    [
+        ("Fact-Checking Complex Claims with Program-Guided Reasoning", "2023.acl-long.386.pdf", True),
+        ("Exhibit 300:  Capital Asset Plan and Business Case Summary", "936c.pdf", True),
+        ("PP_2019.01.17_Trump-economy_FINAL2", "PP_2019.01.17_Trump-economy_FINAL2.pdf", False),
+        ("Business Management and Entrepreneurship_Cajon_4.30.20", "f8d3.pdf", False),
+        ("Independents Report", "Independents-Report.pdf", False),  # the file name, spaced out
+        ("Microsoft Word - draft.docx", "x.pdf", False),
+        ("annual report.pdf", "x.pdf", False),
+        ("0001065280-16-000047", "NETFLIX_2015_10K.pdf", False),
+        ("UG", "watch_d.pdf", False),
+        ("Presentation1", "x.pdf", False),
+        ("Untitled document", "x.pdf", False),
+        ("C:/Users/me/report", "x.pdf", False),
+        ("Report", "x.pdf", False),  # one word: more often a job name than a title
+        ("", "x.pdf", False),
+    ],
+)
+def test_title_rule_rejects_file_names_and_placeholders(title: str, source: str, real: bool) -> None:
+    from docab_benchmark.mmlongbench.corpus.markdown import looks_like_title
+
+    assert looks_like_title(title, source) is real
+
+
+def test_title_falls_back_to_a_content_heading_then_document_never_the_file_name() -> None:
+    from docab_benchmark.mmlongbench.corpus.markdown import choose_title
+
+    assert choose_title("PP_2019_FINAL2", [(3, "Americans Split on the Economy")], "PP_2019_FINAL2.pdf") == (
+        "Americans Split on the Economy"
+    )
+    assert choose_title("PP_2019_FINAL2", [], "PP_2019_FINAL2.pdf") == "Document"
+    # a first-page heading that is only the file name again is not a title either
+    assert choose_title("", [(3, "watch_d")], "watch_d.pdf") == "Document"
+    doc = assemble_document([PageContent(1, (), None)], metadata_title="", source_name="PP_2019_FINAL2.pdf")
+    assert doc.markdown.startswith("# Document\n") and "PP_2019" not in doc.markdown

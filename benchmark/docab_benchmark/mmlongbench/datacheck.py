@@ -106,7 +106,7 @@ def check_questions(
 
     def finding(
         code: str, title: str, details: Sequence[str], *, count: int | None = None, blocking: bool = False
-    ):
+    ) -> Finding:
         return Finding(
             code,
             title,
@@ -136,10 +136,11 @@ def check_questions(
         if len(items) == 1:
             q, over = items[0]
             pairs = [_split_run_together(p, limit) for p in over]
-            if all(pair is not None for pair in pairs):
+            split = [pair for pair in pairs if pair is not None]
+            if len(split) == len(pairs):
                 run_together.extend(
                     f"{_q(q)} cites {p} in a {limit}-page PDF (meant {a}, {b}?)"
-                    for p, (a, b) in zip(over, pairs, strict=True)  # type: ignore[misc]
+                    for p, (a, b) in zip(over, split, strict=True)
                 )
                 continue
         pages = sorted({p for _, over in items for p in over})

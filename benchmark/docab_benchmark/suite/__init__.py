@@ -107,12 +107,24 @@ def ensure_suite(path: str | Path | None = None) -> Path:
 
 
 def ensure_suite_corpus(path: str | Path | None = None, *, jobs: int = 1) -> Path:
-    """The suite converted to the markdown corpus (``<suite>/corpus``); converted once, then reused."""
-    from docab_benchmark.mmlongbench.corpus import ConversionError, convert_corpus
+    """The suite converted to the markdown corpus (``<suite>/corpus``); converted once, then reused.
+
+    Without OCR: the suite's chart and figure answers exist only inside raster images by design
+    (they test tools that look at images), and OCR would put them in the text; it would also make
+    the demo's corpus depend on whether Tesseract's language data is installed.
+    """
+    from docab_benchmark.mmlongbench.corpus import (
+        ConversionError,
+        RenderSettings,
+        convert_corpus,
+        get_converter,
+    )
+    from docab_benchmark.mmlongbench.corpus.ocr import OcrSettings
 
     folder = ensure_suite(path)
     corpus = folder / "corpus"
-    report = convert_corpus(folder / "documents", corpus, jobs=jobs)
+    converter = get_converter("pypdfium2", RenderSettings(ocr=OcrSettings(mode="never")))
+    report = convert_corpus(folder / "documents", corpus, jobs=jobs, converter=converter)
     if report.failed:
         raise ConversionError(
             f"the suite could not be converted: {report.failed[0].source}: {report.failed[0].error}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -115,7 +116,7 @@ def draw_floor_plan(plan: FloorPlan) -> bytes:
     return _png(image)
 
 
-_DRAWERS = {
+_DRAWERS: dict[type, Callable[[Any], bytes]] = {
     BarChart: draw_bar_chart,
     PieChart: draw_pie_chart,
     SiteMap: draw_site_map,

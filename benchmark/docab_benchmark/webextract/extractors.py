@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -31,13 +32,13 @@ def markdown_to_text(markdown: str) -> str:
         "p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "pre", "tr", "td", "th", "blockquote", "br"
     ):
         element.tail = "\n" + (element.tail or "")  # blocks stay apart as words
-    return root.text_content()
+    return str(root.text_content())
 
 
-_RENDERERS: dict[type, object] = {}
+_RENDERERS: dict[type, Any] = {}
 
 
-def _renderer(markdown_it: type):
+def _renderer(markdown_it: type) -> Any:
     if markdown_it not in _RENDERERS:
         _RENDERERS[markdown_it] = markdown_it("commonmark").enable(["table", "strikethrough"])
     return _RENDERERS[markdown_it]

@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "docab.cli.demo",
     "docab.cli.merge",
     "docab.cli.mmlongbench",
+    "docab.cli.findability",
     "docab.cli.webextract",
     "docab.cli.report",
     "docab.cli.export",

@@ -7,10 +7,17 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docab.cli.errors import CommandError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from docab_benchmark.mmlongbench.corpus import Progress as ConversionProgress
+    from docab_benchmark.mmlongbench.questions import QuestionSet
 
 DATA_ENV = "DOCAB_DATA"
 
@@ -57,8 +64,16 @@ def register(subparsers: Any) -> None:
         description="Turn each PDF into OUT/<stem>/document.md ('## Page N' per page, the page image at "
         "144 dpi under it, the page text with headings from font sizes), pages/, figures/ and meta.json; "
         "OUT/manifest.json records every document's status. Re-running skips documents already "
-        "converted from the same PDF with the same converter version and settings.",
-        epilog="example: docab convert ../shared/data/mmlongbench-dev/documents --out corpus/dev",
+        "converted from the same PDF with the same converter version and settings. Pages whose text "
+        "layer is missing or garbled are read by OCR (Tesseract), marked as such in document.md and "
+        "meta.json.",
+        epilog="examples:\n"
+        "  docab convert ../shared/data/mmlongbench-dev/documents --out corpus/dev\n"
+        "  docab convert scans/ --out corpus/scans --ocr always --ocr-languages eng+deu\n\n"
+        "OCR needs the tesserocr package (a docab dependency) and Tesseract's language data\n"
+        "(Debian: apt-get install tesseract-ocr-eng; one package per language; or set TESSDATA_PREFIX).\n"
+        "Without them conversion goes on with the PDF text and says so once.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     convert.add_argument("input", type=Path, metavar="INPUT", help="a PDF or a folder of PDFs")
     convert.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder (created)")
@@ -70,6 +85,22 @@ def register(subparsers: Any) -> None:
     convert.add_argument("--no-figures", action="store_true", help="do not extract embedded figures")
     convert.add_argument("--force", action="store_true", help="convert again even if up to date")
     convert.add_argument("--converter", default="pypdfium2", help="converter name (default pypdfium2)")
+    convert.add_argument(
+        "--ocr",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="auto (default): OCR pages with almost no text but ink on them, or garbled text; "
+        "always: every page's text comes from OCR; never: PDF text only",
+    )
+    convert.add_argument(
+        "--ocr-languages",
+        default="eng",
+        metavar="LANGS",
+        help="Tesseract languages joined by '+', e.g. eng+deu (default eng)",
+    )
+    convert.add_argument(
+        "--ocr-dpi", type=float, default=None, metavar="DPI", help="render resolution for OCR (default 200)"
+    )
     convert.set_defaults(func=_run_convert)
 
     score = subparsers.add_parser(
@@ -107,7 +138,7 @@ def resolve_data(data: str | None) -> str:
     return str(ensure_suite())
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace) -> QuestionSet:
     from docab_benchmark.mmlongbench.errors import DataError
     from docab_benchmark.mmlongbench.questions import load_questions
 
@@ -151,7 +182,16 @@ def _run_convert(args: argparse.Namespace) -> int:
         convert_corpus,
         get_converter,
     )
+    from docab_benchmark.mmlongbench.corpus.ocr import DEFAULT_OCR_DPI, OcrSettings
 
+    ocr_dpi = DEFAULT_OCR_DPI if args.ocr_dpi is None else args.ocr_dpi
+    if not 72 <= ocr_dpi <= 600:
+        raise CommandError("--ocr-dpi must be between 72 and 600")
+    languages = args.ocr_languages.strip()
+    if not languages or not all(part.replace("_", "").isalnum() for part in languages.split("+")):
+        raise CommandError(
+            f"--ocr-languages {args.ocr_languages!r}: give Tesseract codes joined by '+', e.g. eng+deu"
+        )
     if args.jobs is not None and args.jobs < 1:
         raise CommandError("--jobs must be at least 1")
     if args.max_pages is not None and args.max_pages < 1:
@@ -162,7 +202,12 @@ def _run_convert(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.input} does not exist")
     start = time.perf_counter()
     try:
-        converter = get_converter(args.converter, RenderSettings(dpi=args.dpi, figures=not args.no_figures))
+        ocr = OcrSettings(mode=args.ocr, languages=languages, dpi=ocr_dpi)
+        converter = get_converter(
+            args.converter, RenderSettings(dpi=args.dpi, figures=not args.no_figures, ocr=ocr)
+        )
+        for warning in converter.preflight():
+            print(f"docab convert: warning: {warning}", file=sys.stderr)
         with _progress_bar() as on_progress:
             report = convert_corpus(
                 args.input,
@@ -180,8 +225,9 @@ def _run_convert(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     pages = report.pages_converted
     rate = f" ({pages / elapsed:.1f} pages/s)" if pages and elapsed > 0 else ""
+    ocr_pages = f", {report.pages_ocr} read by OCR" if report.pages_ocr else ""
     print(
-        f"converted {len(report.converted)} document(s), {pages} pages in {elapsed:.1f} s{rate}; "
+        f"converted {len(report.converted)} document(s), {pages} pages{ocr_pages} in {elapsed:.1f} s{rate}; "
         f"{len(report.skipped)} up to date; {len(report.failed)} failed -> {args.out}"
     )
     for failed in report.failed:
@@ -192,14 +238,14 @@ def _run_convert(args: argparse.Namespace) -> int:
 class _progress_bar:
     """A rich progress bar on stderr when it is a terminal; a no-op callback otherwise."""
 
-    def __enter__(self):
-        self._progress = None
+    def __enter__(self) -> Callable[[ConversionProgress], None]:
+        self._progress: Progress | None = None
         if not sys.stderr.isatty():
             return lambda event: None
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        self._progress = Progress(
+        progress = Progress(
             TextColumn("converting"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -209,11 +255,12 @@ class _progress_bar:
             console=Console(stderr=True),
             transient=True,
         )
-        self._progress.start()
-        task = self._progress.add_task("", total=None)
+        self._progress = progress
+        progress.start()
+        task = progress.add_task("", total=None)
 
-        def update(event) -> None:
-            self._progress.update(
+        def update(event: ConversionProgress) -> None:
+            progress.update(
                 task, completed=event.pages_done, total=event.pages_total, description=event.document
             )
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
+
+from docab_benchmark.mmlongbench.corpus.ocr import OcrSettings
+from docab_benchmark.mmlongbench.corpus.textcheck import TextCheck
+
+TextSource = Literal["pdf", "ocr", "pdf+ocr"]
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,33 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class OcrRecord:
+    """Text recognised on a page: the engine, why the page was OCR'd, and what it found.
+
+    ``reason`` is ``always``, ``garbled``, ``sparse`` or ``empty`` (see ``textcheck``);
+    ``confidence`` is the mean word confidence (0-100) over every word Tesseract saw, ``words`` the
+    number kept (words under the minimum confidence are dropped).
+    """
+
+    engine: str
+    version: str
+    languages: str
+    dpi: float
+    reason: str
+    confidence: float
+    words: int
+    paragraphs: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
 class PageContent:
-    """One converted page. ``image`` is the rendered page, relative to the document folder."""
+    """One converted page. ``image`` is the rendered page, relative to the document folder.
+
+    ``lines`` is the PDF text kept for the page; ``text_source`` says where the page's text came
+    from (``pdf``; ``ocr`` when the PDF had none or it was garbled and replaced; ``pdf+ocr`` when a
+    sparse PDF text is kept and OCR text follows it). ``text_check`` is the verdict on the PDF
+    text (None when not checked).
+    """
 
     number: int
     lines: tuple[TextLine, ...]
@@ -47,6 +77,9 @@ class PageContent:
     dpi: float = 0.0
     figures: tuple[Figure, ...] = ()
     error: str | None = None
+    text_source: TextSource = "pdf"
+    text_check: TextCheck | None = None
+    ocr: OcrRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -68,10 +101,13 @@ class Converter(Protocol):
     ``open`` reads a PDF's page count and title; ``convert_pages`` converts pages ``first`` to
     ``last`` (1-based, inclusive), writing page images to ``out_dir/pages/page-NNNN.png`` and
     figures under ``out_dir/figures/``, and returns their records. Both raise ``ConversionError``.
-    ``version`` must change whenever the output for the same PDF would.
+    ``version`` must change whenever the output for the same PDF would. ``preflight`` runs once in
+    the calling process before any page is converted and returns warnings to show the user (for
+    example: OCR is unavailable, so the PDF text is kept).
     """
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     @property
     def version(self) -> str: ...
@@ -82,14 +118,17 @@ class Converter(Protocol):
 
     def convert_pages(self, pdf: Path, first: int, last: int, out_dir: Path) -> list[PageContent]: ...
 
+    def preflight(self) -> tuple[str, ...]: ...
+
 
 @dataclass(frozen=True)
 class RenderSettings:
-    """Output settings shared by converters: page image resolution, figures, pixel cap."""
+    """Output settings shared by converters: page image resolution, figures, pixel cap, OCR."""
 
     dpi: float = 144.0
     figures: bool = True
     max_page_pixels: int = 40_000_000
     png_level: int = 1
     png_codec: str = ""  # "isal" or "zlib"; empty: isal when installed
+    ocr: OcrSettings = field(default_factory=OcrSettings)
     extra: dict[str, object] = field(default_factory=dict)

@@ -6,6 +6,12 @@ size and weight of its first character, read through PDFium's text API; the page
 144 dpi and written as lossless PNG by ``png.encode_png``; and embedded images worth showing on
 their own (not tiny, not full-page backgrounds) saved as figures when that is cheap: JPEG streams
 are copied as they are, other images decoded and written as PNG up to a pixel cap.
+
+OCR (``RenderSettings.ocr``): each page's PDF text is checked (``textcheck``); in ``auto`` mode a
+page with almost no text but ink on it, or with garbled text, is rendered in grey at the OCR
+resolution and recognised (``ocr``). A sparse page keeps its PDF lines and gains the OCR text; a
+garbled page's PDF text is replaced. ``always`` replaces every page's text with OCR; ``never``
+does no OCR. When the engine is unavailable (``preflight`` says so once), the PDF text is kept.
 """
 
 from __future__ import annotations
@@ -22,12 +28,16 @@ from docab_benchmark.mmlongbench.corpus.model import (
     ConversionError,
     DocumentInfo,
     Figure,
+    OcrRecord,
     PageContent,
     RenderSettings,
     TextLine,
+    TextSource,
 )
+from docab_benchmark.mmlongbench.corpus.ocr import EngineInfo, OcrEngine, OcrUnavailable
+from docab_benchmark.mmlongbench.corpus.textcheck import check_text, ink_share, needs_ocr
 
-REVISION: Final = "1"
+REVISION: Final = "3"
 """Bump when this converter's output changes for the same PDF (it invalidates resumed corpora)."""
 
 _LINE = re.compile(r"[^\r\n]+")
@@ -44,6 +54,20 @@ def _pdfium() -> Any:
     import pypdfium2
 
     return pypdfium2
+
+
+_ENGINE_STATUS: dict[tuple[OcrEngine, str], EngineInfo | str] = {}
+
+
+def engine_status(engine: OcrEngine, languages: str) -> EngineInfo | str:
+    """The engine's identity, or why it cannot run (cached per process: engines are frozen, hashable values)."""
+    key = (engine, languages)
+    if key not in _ENGINE_STATUS:
+        try:
+            _ENGINE_STATUS[key] = engine.identify(languages)
+        except OcrUnavailable as exc:
+            _ENGINE_STATUS[key] = str(exc)
+    return _ENGINE_STATUS[key]
 
 
 def _describe_open_error(exc: Exception) -> str:
@@ -71,6 +95,24 @@ class PdfiumConverter:
         return f"docab-{REVISION}/pypdfium2-{PYPDFIUM_INFO}/pdfium-{PDFIUM_INFO.build}/{codec_version(self._codec)}"
 
     @property
+    def _ocr_engine(self) -> EngineInfo | None:
+        """The OCR engine to use, or None (OCR off, or unavailable: then the PDF text is kept)."""
+        ocr = self.render.ocr
+        if ocr.mode == "never":
+            return None
+        status = engine_status(ocr.engine, ocr.languages)
+        return status if isinstance(status, EngineInfo) else None
+
+    def preflight(self) -> tuple[str, ...]:
+        ocr = self.render.ocr
+        if ocr.mode == "never":
+            return ()
+        status = engine_status(ocr.engine, ocr.languages)
+        if isinstance(status, EngineInfo):
+            return ()
+        return (f"OCR is unavailable, so pages keep their PDF text: {status}",)
+
+    @property
     def _codec(self) -> str:
         from docab_benchmark.mmlongbench.corpus.png import default_codec
 
@@ -78,12 +120,23 @@ class PdfiumConverter:
 
     def settings(self) -> dict[str, object]:
         r = self.render
+        engine = self._ocr_engine
         return {
             "dpi": r.dpi,
             "figures": r.figures,
             "max_page_pixels": r.max_page_pixels,
             "png_level": r.png_level,
             "png_codec": self._codec,
+            "ocr": {
+                "mode": r.ocr.mode,
+                "languages": r.ocr.languages,
+                "dpi": r.ocr.dpi,
+                "min_word_confidence": r.ocr.min_word_confidence,
+                # a run without the engine is redone once it is installed
+                "engine": f"{engine.name} {engine.version}" if engine else "unavailable",
+            }
+            if r.ocr.mode != "never"
+            else {"mode": "never"},
         }
 
     def _open(self, pdf: Path) -> Any:
@@ -129,17 +182,70 @@ class PdfiumConverter:
                 lines = _page_lines(page)
             except pdfium.PdfiumError as exc:
                 errors.append(f"text: {exc}")
-            image, size, dpi = None, (0, 0), 0.0
+            check = check_text(" ".join(line.text for line in lines))
+            engine = self._ocr_engine
+            image, size, dpi, pixels = None, (0, 0), 0.0, None
             try:
-                image, size, dpi = self._render_page(page, number, out_dir)
+                image, size, dpi, pixels = self._render_page(
+                    page,
+                    number,
+                    out_dir,
+                    keep_pixels=engine is not None
+                    and (check.verdict != "ok" or self.render.ocr.mode == "always"),
+                )
             except (pdfium.PdfiumError, ValueError, MemoryError) as exc:
                 errors.append(f"image: {exc}")
             figures = self._figures(page, number, out_dir) if self.render.figures else ()
-            return PageContent(number, lines, image, size, dpi, figures, "; ".join(errors) or None)
+            source: TextSource = "pdf"
+            record: OcrRecord | None = None
+            if engine is not None:
+                ink = ink_share(pixels) if pixels is not None and check.verdict != "ok" else None
+                reason = needs_ocr(self.render.ocr.mode, check, ink)
+                if reason is not None:
+                    try:
+                        record = self._ocr(page, engine, reason, pixels, dpi)
+                    except (pdfium.PdfiumError, ValueError, MemoryError, RuntimeError) as exc:
+                        errors.append(f"ocr: {exc}")
+                if record is not None and record.words:
+                    if reason in ("always", "garbled") or not lines:
+                        lines, source = (), "ocr"
+                    else:
+                        source = "pdf+ocr"
+            return PageContent(
+                number, lines, image, size, dpi, figures, "; ".join(errors) or None, source, check, record
+            )
         finally:
             page.close()
 
-    def _render_page(self, page: Any, number: int, out_dir: Path) -> tuple[str, tuple[int, int], float]:
+    def _ocr(self, page: Any, engine: EngineInfo, reason: str, pixels: Any, rendered_dpi: float) -> OcrRecord:
+        """OCR one page: the page image itself when it was rendered at the OCR resolution, else a grey render."""
+        ocr = self.render.ocr
+        if pixels is not None and abs(rendered_dpi - ocr.dpi) < 0.5:
+            image, dpi = pixels, rendered_dpi
+        else:
+            width_pt, height_pt = page.get_size()
+            scale = ocr.dpi / 72.0
+            area = width_pt * scale * height_pt * scale
+            if area > self.render.max_page_pixels:
+                scale *= math.sqrt(self.render.max_page_pixels / area)
+            image = page.render(scale=scale, grayscale=True, may_draw_forms=False).to_numpy()
+            dpi = round(scale * 72.0, 3)
+        found = ocr.engine.recognise(image, dpi, ocr.languages, ocr.min_word_confidence)
+        return OcrRecord(
+            engine.name,
+            engine.version,
+            ocr.languages,
+            dpi,
+            reason,
+            found.confidence,
+            found.words,
+            found.paragraphs,
+        )
+
+    def _render_page(
+        self, page: Any, number: int, out_dir: Path, *, keep_pixels: bool = False
+    ) -> tuple[str, tuple[int, int], float, Any]:
+        """Write the page image; return its path, size, dpi and, with ``keep_pixels``, a copy of its pixels."""
         from docab_benchmark.mmlongbench.corpus.png import encode_png, lossless_grey
 
         width_pt, height_pt = page.get_size()
@@ -155,7 +261,10 @@ class PdfiumConverter:
         size = (bitmap.width, bitmap.height)
         relative = f"pages/page-{number:04d}.png"
         (out_dir / relative).write_bytes(data)
-        return relative, size, round(scale * 72.0, 3)
+        pixels = None
+        if keep_pixels:  # a copy: the bitmap's buffer goes with the bitmap
+            pixels = grey if grey is not None else rgb.copy()
+        return relative, size, round(scale * 72.0, 3), pixels
 
     def _figures(self, page: Any, number: int, out_dir: Path) -> tuple[Figure, ...]:
         pdfium = _pdfium()

@@ -5,7 +5,14 @@ Measures, over every page of the PDFs in PDF_DIR (default: ../shared/data/mmlong
 1. the reference: render each page at 144 dpi and save it with Pillow's default PNG settings, one core;
 2. the cost split of one page, one core: render, text, grey check, PNG encode (ours) versus
    Pillow's default PNG encode of the same pixels;
-3. the full converter (text, headings, page images, figures, document.md) with 1 and N processes.
+3. the full converter (text, headings, page images, figures, document.md) with 1 and N processes,
+   text layer only (``--ocr never``: the speed target is for this);
+4. the same with ``--ocr auto`` on N processes: pages OCR'd and the OCR cost per OCR'd page, the
+   difference in CPU time between the two runs divided by the pages OCR'd.
+
+With ``--compare-bindings``, also the CPU time per page of the two Tesseract bindings on the pages
+``--ocr auto`` would OCR, rendered in grey at the OCR resolution: tesserocr (the one used, Tesseract
+loaded once) and pytesseract (one ``tesseract`` process per page; installed with vision-bridge).
 
 Prints pages per second, the ratio to the reference, and the CPU time per page (which other
 processes on a busy machine disturb far less than wall time). Compare figures from one run.
@@ -19,14 +26,18 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from docab_benchmark.mmlongbench.corpus.textcheck import OcrMode
 
 DEFAULT_PDFS = (
-    Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mmlongbench-dev" / "documents"
+    Path(__file__).resolve().parents[4].parent / "shared" / "data" / "mmlongbench-dev" / "documents"
 )
 
 
-def _pages(pdfs: list[Path]):
+def _pages(pdfs: list[Path]) -> Iterator[Any]:
     import pypdfium2 as pdfium
 
     for pdf in pdfs:
@@ -51,10 +62,12 @@ def cost_split(pdfs: list[Path]) -> dict[str, float]:
 
     from docab_benchmark.mmlongbench.corpus.pdfium import _page_lines
     from docab_benchmark.mmlongbench.corpus.png import encode_png, lossless_grey
+    from docab_benchmark.mmlongbench.corpus.textcheck import check_text
 
     steps = (
         "render (144 dpi)",
         "text + font sizes",
+        "text check (garble test)",
         "grey check",
         "PNG: Up filter + ISA-L (used)",
         "PNG: Up filter + zlib level 1",
@@ -66,7 +79,9 @@ def cost_split(pdfs: list[Path]) -> dict[str, float]:
         marks = [time.perf_counter()]
         rgb = page.render(scale=2.0, rev_byteorder=True, may_draw_forms=False).to_numpy()
         marks.append(time.perf_counter())
-        _page_lines(page)
+        lines = _page_lines(page)
+        marks.append(time.perf_counter())
+        check_text(" ".join(line.text for line in lines))
         marks.append(time.perf_counter())
         grey = lossless_grey(rgb)
         pixels = grey if grey is not None else rgb
@@ -83,13 +98,56 @@ def cost_split(pdfs: list[Path]) -> dict[str, float]:
     return {key: 1000 * value / count for key, value in totals.items()}
 
 
-def converter(pdfs: list[Path], jobs: int) -> tuple[int, float, float, int]:
-    """Pages, wall seconds, CPU seconds (this process and its workers) and PNG bytes of a full conversion."""
-    from docab_benchmark.mmlongbench.corpus import convert_corpus
+def _cpu() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def compare_bindings(pdfs: list[Path]) -> dict[str, float]:
+    """CPU seconds per page of tesserocr and pytesseract on the pages auto mode would OCR (one process)."""
+    import importlib
+
+    from PIL import Image
+
+    from docab_benchmark.mmlongbench.corpus.ocr import DEFAULT_OCR_DPI, MIN_WORD_CONFIDENCE, TesseractEngine
+    from docab_benchmark.mmlongbench.corpus.pdfium import _page_lines
+    from docab_benchmark.mmlongbench.corpus.textcheck import check_text, ink_share, needs_ocr
+
+    images = []
+    for page in _pages(pdfs):
+        check = check_text(" ".join(line.text for line in _page_lines(page)))
+        if check.verdict == "ok":
+            continue
+        grey = page.render(scale=DEFAULT_OCR_DPI / 72, grayscale=True).to_numpy().copy()
+        if needs_ocr("auto", check, ink_share(grey)):
+            images.append(grey)
+    pytesseract: Any = importlib.import_module("pytesseract")  # untyped; a vision-bridge dependency
+    engine = TesseractEngine()
+    engine.recognise(
+        images[0], DEFAULT_OCR_DPI, "eng", MIN_WORD_CONFIDENCE
+    )  # load the model once, as a worker does
+    start = _cpu()
+    for grey in images:
+        engine.recognise(grey, DEFAULT_OCR_DPI, "eng", MIN_WORD_CONFIDENCE)
+    tesserocr_cpu = (_cpu() - start) / len(images)
+    start = _cpu()
+    for grey in images:
+        pytesseract.image_to_data(Image.fromarray(grey), lang="eng", config=f"--dpi {int(DEFAULT_OCR_DPI)}")
+    pytesseract_cpu = (_cpu() - start) / len(images)
+    return {"pages": float(len(images)), "tesserocr": tesserocr_cpu, "pytesseract": pytesseract_cpu}
+
+
+def converter(pdfs: list[Path], jobs: int, ocr: OcrMode = "never") -> tuple[int, float, float, int, int]:
+    """Pages, wall seconds, CPU seconds (this process and its workers), PNG bytes and pages OCR'd of a full conversion."""
+    from docab_benchmark.mmlongbench.corpus import RenderSettings, convert_corpus, get_converter
+    from docab_benchmark.mmlongbench.corpus.ocr import OcrSettings
 
     with tempfile.TemporaryDirectory(prefix="docab-perf-") as out:
+        chosen = get_converter("pypdfium2", RenderSettings(ocr=OcrSettings(mode=ocr)))
+        for warning in chosen.preflight():
+            print(f"warning: {warning}", file=sys.stderr)
         before, start = os.times(), time.perf_counter()
-        report = convert_corpus(pdfs, Path(out), jobs=jobs)
+        report = convert_corpus(pdfs, Path(out), jobs=jobs, converter=chosen)
         elapsed, after = time.perf_counter() - start, os.times()
         size = sum(p.stat().st_size for p in Path(out).rglob("*.png"))
     if report.failed:
@@ -97,7 +155,7 @@ def converter(pdfs: list[Path], jobs: int) -> tuple[int, float, float, int]:
     cpu = sum(
         getattr(after, f) - getattr(before, f) for f in ("user", "system", "children_user", "children_system")
     )
-    return report.pages_converted, elapsed, cpu, size
+    return report.pages_converted, elapsed, cpu, size, report.pages_ocr
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         "--jobs", type=int, default=os.cpu_count() or 1, help="processes for the parallel run"
     )
     parser.add_argument("--skip-reference", action="store_true", help="skip the slow Pillow reference")
+    parser.add_argument("--skip-ocr", action="store_true", help="skip the --ocr auto run")
+    parser.add_argument(
+        "--compare-bindings",
+        action="store_true",
+        help="also time tesserocr against pytesseract per OCR'd page",
+    )
     args = parser.parse_args(argv)
     pdfs = sorted(args.pdfs.glob("*.pdf"))
     if not pdfs:
@@ -127,14 +191,30 @@ def main(argv: list[str] | None = None) -> int:
     print("cost split per page, 1 process (ms):")
     for key, value in cost_split(pdfs).items():
         print(f"  {key:34s} {value:6.1f}")
+    text_cpu = 0.0
     for jobs in sorted({1, args.jobs}):
-        pages, elapsed, cpu, size = converter(pdfs, jobs)
+        pages, elapsed, cpu, size, _ = converter(pdfs, jobs)
+        text_cpu = cpu
         rate = pages / elapsed
         ratio = f", {rate / ref_rate:4.2f}x reference" if ref_rate else ""
         print(
-            f"docab convert, {jobs} process(es): {pages} pages, {elapsed:6.1f} s, {rate:5.1f} pages/s{ratio}; "
+            f"docab convert --ocr never, {jobs} process(es): {pages} pages, {elapsed:6.1f} s, {rate:5.1f} pages/s{ratio}; "
             f"CPU {1000 * cpu / pages:.1f} ms/page ({pages / cpu:.1f} pages per CPU-second); "
             f"PNG {size / pages / 1024:.0f} KiB/page"
+        )
+    if not args.skip_ocr:
+        pages, elapsed, cpu, _, ocr_pages = converter(pdfs, args.jobs, "auto")
+        cost = f"; OCR {(cpu - text_cpu) / ocr_pages:.2f} CPU-s per OCR'd page" if ocr_pages else ""
+        print(
+            f"docab convert --ocr auto, {args.jobs} process(es): {pages} pages, {elapsed:6.1f} s, "
+            f"{pages / elapsed:5.1f} pages/s; {ocr_pages} pages OCR'd; CPU {cpu:.1f} s{cost}"
+        )
+    if args.compare_bindings:
+        result = compare_bindings(pdfs)
+        print(
+            f"Tesseract bindings, {int(result['pages'])} pages auto mode OCRs, 1 process: tesserocr "
+            f"{result['tesserocr']:.2f} CPU-s/page, pytesseract {result['pytesseract']:.2f} CPU-s/page "
+            "(including its tesseract processes)"
         )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0

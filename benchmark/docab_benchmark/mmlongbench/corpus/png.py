@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import struct
 import zlib
+from types import ModuleType
 from typing import Final
 
 import numpy as np
 
+_isal: ModuleType | None
 try:  # ISA-L deflate: same format, several times faster than zlib at its fast levels
     from isal import isal_zlib as _isal
 except ImportError:  # pragma: no cover - docab depends on it
@@ -67,7 +69,7 @@ def _deflate(data: memoryview, level: int, codec: str) -> bytes:
     if codec == "isal":
         if _isal is None:
             raise ValueError("the 'isal' codec needs the isal package (pip install isal)")
-        return _isal.compress(data, min(max(level, 0), 2))  # ISA-L level 3 is slow: cap at 2
+        return bytes(_isal.compress(data, min(max(level, 0), 2)))  # ISA-L level 3 is slow: cap at 2
     if codec == "zlib":
         return zlib.compress(data, level)
     raise ValueError(f"unknown PNG codec {codec!r}; use isal or zlib")

@@ -54,6 +54,7 @@ class DocumentResult:
     pages: int = 0
     pages_converted: int = 0
     skipped: bool = False  # resumed: already converted
+    pages_ocr: int = 0  # pages whose text came from OCR, in whole or in part
 
     def manifest_entry(self, converter: Converter) -> dict[str, Any]:
         return {
@@ -82,8 +83,11 @@ class Progress:
 
 @dataclass(frozen=True)
 class ConversionReport:
+    """What a conversion did; ``warnings`` are the converter's ``preflight`` warnings (e.g. OCR unavailable)."""
+
     output: Path
     results: tuple[DocumentResult, ...]
+    warnings: tuple[str, ...] = ()
 
     @property
     def converted(self) -> list[DocumentResult]:
@@ -100,6 +104,10 @@ class ConversionReport:
     @property
     def pages_converted(self) -> int:
         return sum(r.pages_converted for r in self.converted)
+
+    @property
+    def pages_ocr(self) -> int:
+        return sum(r.pages_ocr for r in self.converted)
 
 
 def find_pdfs(source: Path) -> list[Path]:
@@ -246,6 +254,7 @@ def convert_corpus(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out_real = out_dir.resolve()
+    warnings = converter.preflight()
     manifest = read_manifest(out_dir)
     results: dict[str, DocumentResult] = {}
     jobs_by_name: dict[str, _Job] = {}
@@ -347,7 +356,7 @@ def convert_corpus(
             shutil.rmtree(job.staging, ignore_errors=True)
 
     ordered = tuple(results[name] for name in names if name in results)
-    return ConversionReport(out_dir, ordered)
+    return ConversionReport(out_dir, ordered, warnings)
 
 
 def _process_context() -> Any:
@@ -370,11 +379,34 @@ def _write_manifest(out_dir: Path, documents: dict[str, Any], converter: Convert
     )
 
 
+def _text_check_entry(page: PageContent) -> dict[str, object] | None:
+    check = page.text_check
+    if check is None:
+        return None
+    return {"verdict": check.verdict, "chars": check.chars, "recognisable": check.recognisable}
+
+
+def _ocr_entry(page: PageContent) -> dict[str, object] | None:
+    """meta.json's record of a page's OCR: engine, version, languages, dpi, why, confidence, words kept."""
+    ocr = page.ocr
+    if ocr is None:
+        return None
+    return {
+        "engine": ocr.engine,
+        "version": ocr.version,
+        "languages": ocr.languages,
+        "dpi": ocr.dpi,
+        "reason": ocr.reason,
+        "confidence": ocr.confidence,
+        "words": ocr.words,
+    }
+
+
 def _finish(job: _Job, out_dir: Path, converter: Converter, max_pages: int | None) -> DocumentResult:
     if job.error:
         return DocumentResult(job.name, job.pdf.name, job.sha256, "error", job.error, job.pages)
     pages = [page for first in sorted(job.results) for page in job.results[first]]
-    assembled = assemble_document(pages, metadata_title=job.title, fallback_title=job.pdf.stem)
+    assembled = assemble_document(pages, metadata_title=job.title, source_name=job.pdf.name)
     (job.staging / DOCUMENT_FILE).write_text(assembled.markdown, encoding="utf-8")
     meta = {
         "format": "docab-corpus-document/1",
@@ -396,6 +428,9 @@ def _finish(job: _Job, out_dir: Path, converter: Converter, max_pages: int | Non
                 "height": page.image_size[1],
                 "dpi": page.dpi,
                 "text_lines": len(page.lines),
+                "text_source": page.text_source,
+                "text_check": _text_check_entry(page),
+                "ocr": _ocr_entry(page),
                 "figures": [f.path for f in page.figures],
                 "error": page.error,
             }
@@ -409,4 +444,7 @@ def _finish(job: _Job, out_dir: Path, converter: Converter, max_pages: int | Non
     elif target.exists():
         shutil.rmtree(target)
     os.replace(job.staging, target)
-    return DocumentResult(job.name, job.pdf.name, job.sha256, "ok", None, job.pages, len(pages))
+    ocr_pages = sum(1 for page in pages if page.text_source != "pdf")
+    return DocumentResult(
+        job.name, job.pdf.name, job.sha256, "ok", None, job.pages, len(pages), pages_ocr=ocr_pages
+    )

@@ -1,0 +1,316 @@
+"""OCR where the text layer fails: the garble test, the OCR decision, Tesseract on tiny generated pages,
+a missing engine (injected, no monkeypatching), --ocr never and always, resume, and structure kept."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pytest
+from fpdf import FPDF
+from PIL import Image, ImageDraw, ImageFont
+
+from docab_benchmark.mmlongbench.corpus import RenderSettings, convert_corpus, get_converter
+from docab_benchmark.mmlongbench.corpus.ocr import (
+    EngineInfo,
+    OcrSettings,
+    OcrUnavailable,
+    RecognisedText,
+    TesseractEngine,
+    find_tessdata,
+)
+from docab_benchmark.mmlongbench.corpus.pdfium import engine_status
+from docab_benchmark.mmlongbench.corpus.textcheck import (
+    INK_MIN,
+    TextCheck,
+    check_text,
+    ink_share,
+    needs_ocr,
+)
+
+FONT = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+BODY = [
+    "The directors report that revenue grew by eleven percent in the year under review, while the",
+    "operating costs of the group fell for the third year running and the board proposes a dividend.",
+]
+
+
+# --- the garble test and the OCR decision (pure) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("", "empty"),
+        ("   \n ● ", "empty"),
+        ("Case 1:18-cv-01234 Document 12 Filed 01/01/18 Page 3 of 20", "sparse"),
+        (" ".join(BODY), "ok"),
+        ("! \"   #$%& ' ()*+ ,-./ 0!\" #$%&' ()*+,-./ !\"#$ %&'( )*+, -./! \"#$% &'() *+,- ./", "garbled"),
+        ("(cid:5)(cid:6)(cid:7) (cid:8)(cid:9) " * 6, "garbled"),
+        ("g3g4g5 g6g7 g8g9g10 g11g12 " * 6, "garbled"),
+        ("\ue001\ue002\ue003 \ue004\ue005\ue006 " * 10, "garbled"),
+        ("Coursework Requirements ............ 3\n" * 6 + "Grading ............ 7\n" * 6, "ok"),
+        ("The U.S. economy's e-mail 18.29% $1,000 iPhone (2019) well-known results: " * 3, "ok"),
+    ],
+)
+def test_garble_detector(text: str, verdict: str) -> None:
+    assert check_text(text).verdict == verdict
+
+
+def test_ocr_decision_follows_mode_verdict_and_ink() -> None:
+    ok, sparse, garbled = (
+        TextCheck("ok", 900, 0.9),
+        TextCheck("sparse", 20, 1.0),
+        TextCheck("garbled", 300, 0.1),
+    )
+    assert needs_ocr("never", garbled, 1.0) is None
+    assert needs_ocr("always", ok, 0.0) == "always"
+    assert needs_ocr("auto", ok, 1.0) is None
+    assert needs_ocr("auto", garbled, 0.0) == "garbled"
+    assert needs_ocr("auto", sparse, INK_MIN) == "sparse"
+    assert needs_ocr("auto", sparse, INK_MIN / 2) is None  # a blank or title-only page: nothing to read
+    blank = np.full((40, 40, 3), 255, dtype=np.uint8)
+    assert ink_share(blank) == 0.0
+    blank[:20] = (200, 0, 0)  # saturated colour on white is ink
+    assert ink_share(blank) == pytest.approx(0.5)
+
+
+# --- generated PDFs --------------------------------------------------------------------------------
+
+
+def _text_image(lines: list[str], size: int = 28) -> Image.Image:
+    font = ImageFont.truetype(str(FONT), size)
+    image = Image.new("L", (1500, 60 + 48 * len(lines)), 255)
+    draw = ImageDraw.Draw(image)
+    for index, line in enumerate(lines):
+        draw.text((30, 30 + 48 * index), line, font=font, fill=0)
+    return image
+
+
+def image_only_pdf(path: Path, lines: list[str]) -> Path:
+    """A page holding only a picture of text: no text layer at all."""
+    pdf = FPDF(unit="pt", format=(560, 120))
+    pdf.add_page()
+    pdf.image(_text_image(lines), x=0, y=0, w=560)
+    path.write_bytes(bytes(pdf.output()))
+    return path
+
+
+def garbled_font_pdf(path: Path) -> Path:
+    """A page whose glyphs show the right words but whose ToUnicode map sends every glyph to a symbol.
+
+    The broken-encoding case: PDFium extracts ``! "#$%&'...`` (symbol soup) while the page looks right.
+    """
+    pdf = FPDF(unit="pt", format=(560, 90))
+    pdf.compress = False
+    pdf.add_page()
+    pdf.add_font("dejavu", fname=str(FONT))
+    pdf.set_font("dejavu", size=11)
+    for index, line in enumerate(BODY):
+        pdf.text(12, 30 + 20 * index, line)
+    data = bytes(pdf.output())
+    start, end = data.index(b"beginbfchar"), data.index(b"endbfchar")
+    cmap = data[start:end]
+
+    def to_symbol(match: re.Match[bytes]) -> bytes:
+        code = int(match.group(1), 16)
+        return b"<%s> <%04X>" % (match.group(1), 0x21 + code % 15)  # ! " # $ % & ' ( ) * + , - . /
+
+    broken = re.sub(rb"<([0-9A-F]{4})> <(?!0020)[0-9A-F]{4}>", to_symbol, cmap)
+    assert len(broken) == len(cmap)  # same length: the xref offsets stay right
+    path.write_bytes(data[:start] + broken + data[end:])
+    return path
+
+
+def list_pdf(path: Path) -> Path:
+    """Body text with one list item whose second line is set in a larger font."""
+    pdf = FPDF(unit="pt", format=(500, 400))
+    pdf.add_page()
+    pdf.add_font("dejavu", fname=str(FONT))
+    y = 40.0
+    for line in ("• Computerized", "Physician Order Entry", "• Electronic Health Records"):
+        pdf.set_font("dejavu", size=14 if line == "Physician Order Entry" else 10)
+        pdf.text(40, y, line)
+        y += 14
+    pdf.set_font("dejavu", size=10)
+    for index in range(12):
+        pdf.text(40, y + 20 + 13 * index, f"Plain body text line {index} keeps the body size at ten points.")
+    path.write_bytes(bytes(pdf.output()))
+    return path
+
+
+@dataclass(frozen=True)
+class FakeEngine:
+    """An OCR engine that recognises fixed text, or is missing (``unavailable`` says why)."""
+
+    text: tuple[tuple[str, ...], ...] = (("Recognised line one", "# not a heading"),)
+    unavailable: str = ""
+
+    def identify(self, languages: str) -> EngineInfo:
+        if self.unavailable:
+            raise OcrUnavailable(self.unavailable)
+        return EngineInfo("fake", "1.0")
+
+    def recognise(
+        self, pixels: np.ndarray, dpi: float, languages: str, min_confidence: float
+    ) -> RecognisedText:
+        assert pixels.dtype == np.uint8 and pixels.ndim in (2, 3)
+        return RecognisedText(self.text, sum(len(line.split()) for p in self.text for line in p), 88.0)
+
+
+def _converter(mode: str = "auto", engine: object | None = None, dpi: float = 200.0):
+    ocr = (
+        OcrSettings(mode=mode, dpi=dpi) if engine is None else OcrSettings(mode=mode, dpi=dpi, engine=engine)
+    )  # type: ignore[arg-type]
+    return get_converter("pypdfium2", RenderSettings(figures=False, ocr=ocr))
+
+
+def _convert(pdf: Path, out: Path, converter) -> tuple[str, dict]:
+    report = convert_corpus(pdf, out, jobs=1, converter=converter)
+    assert not report.failed, report.failed
+    folder = out / pdf.stem
+    return (folder / "document.md").read_text(), json.loads((folder / "meta.json").read_text())
+
+
+def _tesseract() -> TesseractEngine:
+    engine = TesseractEngine()
+    status = engine_status(engine, "eng")
+    if not isinstance(status, EngineInfo):  # CI installs tesseract-ocr-eng (.ci/run): this runs there
+        pytest.skip(f"Tesseract is not usable here: {status}")
+    return engine
+
+
+def test_image_only_page_is_read_by_tesseract_and_marked(tmp_path: Path) -> None:
+    engine = _tesseract()
+    pdf = image_only_pdf(tmp_path / "scan.pdf", ["Quarterly revenue reached 4,210 million"])
+    markdown, meta = _convert(pdf, tmp_path / "out", _converter("auto", engine))
+    page = meta["pages"][0]
+    assert page["text_source"] == "ocr" and page["text_check"]["verdict"] == "empty"
+    ocr = page["ocr"]
+    assert ocr["engine"] == "tesseract" and re.match(r"5\.\d+\.\d+ \(tesserocr ", ocr["version"])
+    assert ocr["reason"] == "empty" and ocr["dpi"] == 200.0 and ocr["languages"] == "eng"
+    assert ocr["confidence"] > 60 and ocr["words"] >= 4
+    assert "revenue reached 4,210 million" in markdown
+    note = next(line for line in markdown.splitlines() if line.startswith("_OCR text"))
+    assert note.startswith("_OCR text (tesseract 5.") and "recognised from the page image" in note
+    assert markdown.index(note) < markdown.index("revenue reached")
+    assert meta["settings"]["ocr"]["engine"].startswith("tesseract 5.")
+
+
+def test_garbled_font_encoding_is_replaced_by_ocr(tmp_path: Path) -> None:
+    pdf = garbled_font_pdf(tmp_path / "directors.pdf")
+    never, meta_never = _convert(pdf, tmp_path / "never", _converter("never"))
+    assert meta_never["pages"][0]["text_check"]["verdict"] == "garbled"  # the symbol soup is seen
+    assert "directors" not in never and meta_never["pages"][0]["ocr"] is None
+    engine = _tesseract()
+    markdown, meta = _convert(pdf, tmp_path / "auto", _converter("auto", engine))
+    page = meta["pages"][0]
+    assert page["text_source"] == "ocr" and page["ocr"]["reason"] == "garbled"
+    assert "directors report that revenue grew by eleven percent" in markdown
+    assert "#$%" not in markdown  # the garbled PDF text is dropped, not kept beside the OCR text
+
+
+def test_missing_engine_is_one_warning_and_pdf_text_is_kept(tmp_path: Path) -> None:
+    pdf = list_pdf(tmp_path / "listed.pdf")
+    scan = image_only_pdf(tmp_path / "scan.pdf", ["Only an image"])
+    missing = FakeEngine(unavailable="no Tesseract language data for 'eng'; install tesseract-ocr-eng")
+    converter = _converter("auto", missing)
+    report = convert_corpus([pdf, scan], tmp_path / "out", jobs=1, converter=converter)
+    assert report.warnings == (
+        "OCR is unavailable, so pages keep their PDF text: no Tesseract language data for 'eng'; "
+        "install tesseract-ocr-eng",
+    )
+    assert not report.failed and report.pages_ocr == 0
+    meta = json.loads((tmp_path / "out" / "scan" / "meta.json").read_text())
+    assert meta["pages"][0]["text_source"] == "pdf" and meta["pages"][0]["ocr"] is None
+    assert meta["settings"]["ocr"]["engine"] == "unavailable"  # redone once the engine is installed
+    assert "Physician Order Entry" in (tmp_path / "out" / "listed" / "document.md").read_text()
+    # the engine appears: the same command converts the documents again
+    again = convert_corpus([pdf, scan], tmp_path / "out", jobs=1, converter=_converter("auto", FakeEngine()))
+    assert len(again.converted) == 2 and again.pages_ocr == 1
+
+
+def test_ocr_never_always_and_resume(tmp_path: Path) -> None:
+    scan = image_only_pdf(tmp_path / "scan.pdf", ["Only an image"])
+    text = list_pdf(tmp_path / "listed.pdf")
+    out = tmp_path / "out"
+    never = _converter("never", FakeEngine())
+    report = convert_corpus([scan, text], out, jobs=1, converter=never)
+    assert report.pages_ocr == 0 and not report.warnings
+    scan_md = (out / "scan" / "document.md").read_text()
+    assert "_No text layer on this page: see the page image._" in scan_md and "OCR" not in scan_md
+    meta = json.loads((out / "scan" / "meta.json").read_text())
+    assert meta["settings"]["ocr"] == {"mode": "never"} and meta["pages"][0]["ocr"] is None
+    # auto: the image-only page is OCR'd, the text page is not; the fake's text is escaped
+    auto = convert_corpus([scan, text], out, jobs=1, converter=_converter("auto", FakeEngine()))
+    assert len(auto.converted) == 2 and auto.pages_ocr == 1
+    scan_md = (out / "scan" / "document.md").read_text()
+    assert "Recognised line one\n\\# not a heading" in scan_md
+    assert json.loads((out / "listed" / "meta.json").read_text())["pages"][0]["text_source"] == "pdf"
+    # resumed: same settings, nothing to do
+    assert (
+        len(convert_corpus([scan, text], out, jobs=1, converter=_converter("auto", FakeEngine())).skipped)
+        == 2
+    )
+    # always: every page's text comes from OCR, the PDF text is replaced
+    always = convert_corpus([scan, text], out, jobs=1, converter=_converter("always", FakeEngine()))
+    assert always.pages_ocr == 2
+    listed = (out / "listed" / "document.md").read_text()
+    assert "Physician Order Entry" not in listed and "Recognised line one" in listed
+    page = json.loads((out / "listed" / "meta.json").read_text())["pages"][0]
+    assert page["text_source"] == "ocr" and page["ocr"]["reason"] == "always"
+    assert page["ocr"]["engine"] == "fake" and page["ocr"]["confidence"] == 88.0
+
+
+def test_sparse_page_keeps_its_pdf_text_and_adds_ocr(tmp_path: Path) -> None:
+    pdf = FPDF(unit="pt", format=(560, 160))
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=9)
+    pdf.text(10, 12, "Case 1:18-cv-01234 Document 12")
+    pdf.image(_text_image(["A scanned filing under a header line"]), x=0, y=20, w=560)
+    path = tmp_path / "filing.pdf"
+    path.write_bytes(bytes(pdf.output()))
+    markdown, meta = _convert(path, tmp_path / "out", _converter("auto", FakeEngine()))
+    page = meta["pages"][0]
+    assert page["text_source"] == "pdf+ocr" and page["ocr"]["reason"] == "sparse"
+    assert (
+        markdown.index("Case 1:18-cv-01234")
+        < markdown.index("_OCR text (fake 1.0")
+        < markdown.index("Recognised line one")
+    )
+
+
+def test_large_font_word_in_a_list_is_not_a_heading(tmp_path: Path) -> None:
+    markdown, _ = _convert(list_pdf(tmp_path / "listed.pdf"), tmp_path / "out", _converter("never"))
+    assert "#### Physician" not in markdown and "### Physician" not in markdown
+    assert "• Computerized\nPhysician Order Entry\n• Electronic Health Records" in markdown
+
+
+def test_file_name_title_never_reaches_the_document(tmp_path: Path) -> None:
+    pdf = FPDF(unit="pt", format=(400, 200))
+    pdf.set_title("PP_2019.01.17_Trump-economy_FINAL2")
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=10)
+    for index in range(8):
+        pdf.text(20, 40 + 14 * index, f"Body line {index} of a report about the economy and the public.")
+    path = tmp_path / "PP_2019.01.17_Trump-economy_FINAL2.pdf"
+    path.write_bytes(bytes(pdf.output()))
+    report = convert_corpus(path, tmp_path / "out", jobs=1, converter=_converter("never"))
+    folder = tmp_path / "out" / report.results[0].name
+    markdown = (folder / "document.md").read_text()
+    assert (
+        markdown.startswith("# Document\n") and "Trump-economy" not in markdown and "FINAL2" not in markdown
+    )
+    assert json.loads((folder / "meta.json").read_text())["title"] == "Document"
+
+
+def test_tessdata_is_found_or_the_message_says_what_to_install(tmp_path: Path) -> None:
+    (tmp_path / "eng.traineddata").write_bytes(b"x")
+    assert find_tessdata("eng", {"TESSDATA_PREFIX": str(tmp_path)}) == tmp_path
+    with pytest.raises(OcrUnavailable, match=r"apt-get install tesseract-ocr-qqq"):
+        find_tessdata("qqq", {"TESSDATA_PREFIX": str(tmp_path)})
+    assert isinstance(engine_status(TesseractEngine(tessdata=str(tmp_path)), "qqq"), str)
