@@ -18,7 +18,8 @@ from tests.harness.synthetic_runs import random_run
     ("value", "shown"),
     [
         (12.34, "12.3 s"),
-        (0.1, "0.1 s"),
+        (1.0, "1.0 s"),
+        (0.96, "960 ms"),  # not "1.0 s" beside "3 ms" and "x320"
         (0.043, "43 ms"),
         (0.0004, "under 1 ms"),
         (0.0, "0.0 s"),

@@ -32,7 +32,8 @@ start (config, dataset, endpoint, MCP server, run folder).
 
 examples:
   docab run mmlongbench-openai --limit 20                      # 20 questions spread over the documents
-  docab run mmlongbench-openai --base-url http://localhost:8000/v1 --model openai/qwen2.5-vl --set name=qwen
+  docab run mmlongbench-openai --base-url http://localhost:8000/v1 --model openai/qwen2.5-vl \\
+      --set answer.extractor.name=openai/qwen2.5-vl --set name=qwen    # the extractor follows base_url
   docab run my.toml --set limits.max_turns=10 --set 'dataset.doc_types=["Brochure"]'
   docab run my.toml --retry-errors        # after fixing what failed: only the errored samples run
   docab run my.toml --shard 1/4           # on machine 1 of 4; then: docab merge results/my.shard-*

@@ -35,9 +35,14 @@ async def check_endpoints(models: Iterable[object]) -> list[str]:
         wanted = model.config.model_id
         if probe.listed is not None and wanted not in probe.listed:
             shown = ", ".join(probe.listed[:MAX_LISTED]) + (" ..." if len(probe.listed) > MAX_LISTED else "")
+            fix = (
+                "set answer.extractor.name to a model it serves, or give the extractor a base_url of its own"
+                if model.role == "extractor"
+                else "check the model name"
+            )
             notes.append(
                 f"{model.url} does not list the {model.role} model {wanted!r} (it lists: {shown or 'none'}); "
-                "its calls may fail with HTTP 404: check the model name"
+                f"its calls may fail with HTTP 404: {fix}"
             )
     return notes
 

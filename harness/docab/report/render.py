@@ -88,11 +88,11 @@ def signed_count(value: float | None) -> str:
 
 
 def seconds(value: float | None) -> str:
-    """``12.3 s``; under a tenth of a second in milliseconds (``43 ms``), so a short time never
-    shows as ``0.0 s`` beside a ratio of it."""
+    """``12.3 s``; under a second in milliseconds (``43 ms``), so a short time never shows as
+    ``0.0 s`` beside a ratio of it."""
     if not _ok(value):
         return "–"
-    if value != 0 and abs(value) < 0.1:
+    if value != 0 and abs(value) < 1:
         return f"{value * 1000:.0f} ms" if abs(value) >= 0.0005 else "under 1 ms"
     return f"{value:.1f} s"
 
@@ -100,10 +100,8 @@ def seconds(value: float | None) -> str:
 def signed_seconds(value: float | None) -> str:
     if not _ok(value):
         return "–"
-    if value != 0 and abs(value) < 0.1:
-        return (
-            f"{value * 1000:+.0f} ms" if abs(value) >= 0.0005 else ("+" if value > 0 else "−") + "under 1 ms"
-        )
+    if value != 0 and abs(value) < 1:
+        return f"{value * 1000:+.0f} ms" if abs(value) >= 0.0005 else "±under 1 ms"
     return f"{value:+.1f} s"
 
 
