@@ -114,7 +114,6 @@ def test_the_readmes_nbconvert_command_executes_the_notebook_on_the_demo_run(
     env = {
         **os.environ,
         "DOCAB_RUN": os.path.relpath(run, REPO_ROOT),  # relative: to the repository's root
-        "DOCAB_RESAMPLES": "500",
         "MPLBACKEND": "Agg",
     }
     jupyter = Path(sys.executable).parent / "jupyter"  # `uv run` is the environment this test runs in
@@ -141,7 +140,6 @@ def test_notebook_runs_as_a_script_on_shards(tmp_path: Path, monkeypatch: pytest
         shutil.copyfile(whole / "manifest.json", shard / "manifest.json")
         (shard / "records.jsonl").write_text("".join(part))
     monkeypatch.setenv("DOCAB_RUN", f"{one}:{two}")
-    monkeypatch.setenv("DOCAB_RESAMPLES", "300")
     namespace = runpy.run_path(str(SOURCE), run_name="__main__")
     assert "fs+md-vision vs fs" in capsys.readouterr().out
     assert namespace["questions"]["doc_id"].nunique() == 6
