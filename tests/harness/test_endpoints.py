@@ -384,3 +384,31 @@ def test_the_library_raises_a_run_error_naming_the_endpoint(tmp_path: Path) -> N
             progress=SilentProgress(),
             say=lambda s: None,
         )
+
+
+def anthropic_server_script(protocol: str, request: Request) -> Reply:
+    """The same local server in Anthropic's wire format (a proxy such as LiteLLM speaks it)."""
+    from tests.support.llm_stub import anthropic_reply
+
+    body = request.json()
+    if not body.get("tools"):
+        return anthropic_reply("Extracted answer: 1980\nAnswer format: Integer", model=body["model"])
+    if len(body["messages"]) == 1:
+        return anthropic_reply(None, tool_uses=[("t1", "read_file", {"path": "document/document.md"})])
+    return anthropic_reply("It was founded in 1980, as page 1 says.")
+
+
+def test_an_anthropic_endpoint_serves_agent_and_extractor_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with LLMStub(anthropic_server_script, models=["claude-local", "claude-extractor"]) as stub:
+        config = local_config(tmp_path, stub.anthropic_base_url)
+        text = config.read_text().replace("openai/stub-model", "anthropic/claude-local")
+        config.write_text(text.replace('"openai/gpt-4o", temperature = 0.0', '"anthropic/claude-extractor"'))
+        code = main(["run", str(config), "--results", str(tmp_path / "results"), "--first", "2", "--quiet"])
+        models = [r.json()["model"] for r in stub.requests_for("anthropic")]
+        probes = stub.model_list_requests()
+    assert code == 0, capsys.readouterr().err
+    assert {"claude-local", "claude-extractor"} <= set(models)
+    assert len(probes) == 1 and "anthropic-version" in probes[0].headers

@@ -43,15 +43,17 @@ def test_tables_do_not_wrap_when_piped(
 ) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
     run = random_run(tmp_path / "run", documents=6, per_document=4)
-    assert main(["report", str(run), "--no-write", "--resamples", "200"]) == 0
+    assert main(["report", str(run), "--no-write"]) == 0
     out = capsys.readouterr().out  # captured: not a terminal, as in `docab report ... | less`
-    assert "evidence recall" in out and "ok / error / timeout / limit" in out
-    assert max(len(line) for line in out.splitlines()) > 80  # rich's default of 80 would have wrapped
-    assert all(len(line) <= 200 for line in out.splitlines())
+    lines = out.splitlines()
+    header = next(line for line in lines if "evidence recall" in line)  # each header whole, on one line
+    assert "ok / error / timeout / limit" in header and "Acc [95 % CI]" in header
+    assert max(len(line) for line in lines) > 80  # rich's default of 80 would have wrapped
+    assert all(len(line) < 1000 for line in lines)  # and nothing is padded to the console's width
 
 
 def compare_text(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    assert main(["compare", *args, "--resamples", "200"]) == 0
+    assert main(["compare", *args]) == 0
     return " ".join(capsys.readouterr().out.split())
 
 

@@ -191,7 +191,7 @@ def test_retry_errors_completes_the_run_once_the_stub_is_back_and_every_reader_a
     merged = merge_runs([run_dir], tmp_path / "merged")
     assert merged.records == 16 and merged.duplicates == 0 and not merged.warnings
     assert {r.status for r in read_records(tmp_path / "merged" / "records.jsonl")} == {"ok"}
-    viewer = write_viewer(run_dir, draw_plots=False, resamples=200)
+    viewer = write_viewer(run_dir, draw_plots=False)
     assert viewer.records == 16 and viewer.transcripts == 16 and not viewer.problems
     shown = "".join(p.read_text() for p in (run_dir / "viewer" / "transcripts").iterdir())
     assert "connection refused" not in shown  # the retries' transcripts, not the errored ones

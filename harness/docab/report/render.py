@@ -520,8 +520,9 @@ def print_sections(parts: Sequence[Section], console: Console) -> None:
             console.print(f"  {note}", style="dim")
 
 
-WIDE_CONSOLE = 200
-"""Columns for tables printed to a pipe or a file, where rich would assume 80 and wrap them."""
+WIDE_CONSOLE = 1000
+"""Columns for tables printed to a pipe or a file, where rich would assume 80 and wrap them: more
+than any table needs, so none wraps (tables and notes take only the width they need)."""
 
 
 def report_console() -> Console:
