@@ -3,8 +3,14 @@
 #
 # Loads any run folder written by `docab run` or `docab demo` (`results/<run-id>/` with
 # `manifest.json` and `records.jsonl`) into pandas, reproduces the headline table and plots of
-# `docab report`, and shows how to slice further. Set `DOCAB_RUN` (or edit `RUN_DIR`) to choose
-# the run; several shards can be listed, separated by `:`.
+# `docab report`, and shows how to slice further. Set `DOCAB_RUN` (or edit `RUN_DIRS`) to choose
+# the run; several shards can be listed, separated by `:`. A relative `DOCAB_RUN` (and the
+# default, `results/demo`) is read from the root of the repository, wherever Jupyter starts the
+# kernel (in `notebooks/`) or you run the script from.
+#
+# Open it with `uv run jupyter lab notebooks/ab_analysis.ipynb` (JupyterLab is a dev dependency,
+# installed from the lock by `uv sync`); run it headless with
+# `uv run jupyter nbconvert --to notebook --execute notebooks/ab_analysis.ipynb --output-dir results/notebooks`.
 #
 # This notebook is kept as two files with the same cells: `notebooks/ab_analysis.py` (percent
 # format; run it as a script with `uv run python notebooks/ab_analysis.py`) and
@@ -21,7 +27,19 @@ from docab.report.plots import write_plots
 from docab.report.render import to_markdown
 from docab.report.summary import build_report, load_run
 
-RUN_DIRS = [Path(p) for p in os.environ.get("DOCAB_RUN", "results/demo").split(":")]
+
+def repository_root() -> Path:
+    """The checkout this notebook belongs to: the nearest folder upwards holding ``pyproject.toml``
+    and ``notebooks/``, from this file (a script) or the kernel's folder (Jupyter: ``notebooks/``)."""
+    start = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file() and (folder / "notebooks").is_dir():
+            return folder
+    return Path.cwd()
+
+
+ROOT = repository_root()
+RUN_DIRS = [ROOT / p for p in os.environ.get("DOCAB_RUN", "results/demo").split(":")]  # absolute stays
 pd.set_option("display.width", 140)
 
 

@@ -2,12 +2,23 @@
 
 Everything that can change a result is in the config (and hashed into the run's manifest): the
 dataset and its filters, the model, the answer protocol, the limits, the output budget, the
-prompts, the MCP servers and the arms. Run controls that only change how fast or how much is run
-(``concurrency``, ``epochs``, a run's ``limit`` and ``shard``) are left out of the hash, so
-re-running with more epochs or another concurrency resumes the same run.
+prompts, the MCP servers and the arms. Run controls that only change how fast or how much is run,
+or when a run counts as failed (``concurrency``, ``epochs``, ``max_error_share``, a run's
+``limit`` and ``shard``) are left out of the hash, so re-running with more epochs or another
+concurrency resumes the same run.
 
-Shipped configs live in ``harness/docab/configs/`` and are documented there. Relative paths in a config
-resolve against the current directory (run ``docab`` from the project root).
+Shipped configs live in ``harness/docab/configs/`` and are documented there.
+
+Relative paths (``dataset.path``, ``dataset.corpus``) resolve against the folder of the config
+file, so a config works from any current folder; the shipped configs are templates for the
+project root, and their paths resolve against the current folder. The hash covers the paths as
+written, so shards run from different checkouts still merge.
+
+Overrides (``docab run --set limits.max_turns=10``, ``--model``, ``--base-url``) change the TOML
+before it is validated (:func:`apply_overrides`): dotted keys into its tables (``arms.1.prompt``
+indexes an array), values read as TOML (``10``, ``true``, ``["a", "b"]``; anything that is not
+TOML is a string). The schema checks the result as it checks the file, so an override that
+changes the config changes its hash.
 
     name = "my-run"
     [dataset]  source = "suite" | "mmlongbench", path, corpus, filters
@@ -30,12 +41,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from docab.errors import ConfigError
@@ -51,11 +73,16 @@ __all__ = [
     "DatasetConfig",
     "MCPServerConfig",
     "ModelConfig",
+    "Override",
     "PromptConfig",
     "RunConfig",
     "SampleLimits",
+    "apply_overrides",
     "load_config",
     "parse_config",
+    "parse_override",
+    "resolve_config_path",
+    "with_overrides",
 ]
 
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -155,6 +182,9 @@ class RunConfig(_Section):
     seed: int = 0
     epochs: int = Field(default=1, ge=1)
     concurrency: int = Field(default=4, ge=1, le=1024)
+    # The share of samples that may end in error or timeout (a model call, an MCP server or the
+    # harness failed; wrong answers and limits hit do not count) before `docab run` exits 1.
+    max_error_share: float = Field(default=0.0, ge=0.0, le=1.0)
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     model: ModelConfig  # a table or a bare name; see harness/docab/models/README.md for every option
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
@@ -163,6 +193,9 @@ class RunConfig(_Section):
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
     arms: list[ArmConfig] = Field(min_length=1)
+    # The folder relative paths resolve against: the config file's (load_config), or None for
+    # the current folder (a shipped config, or a config built in code). Not part of the hash.
+    _base_dir: Path | None = PrivateAttr(default=None)
 
     @field_validator("name")
     @classmethod
@@ -170,6 +203,20 @@ class RunConfig(_Section):
         if not NAME_PATTERN.match(value):
             raise ValueError(f"{value!r}: the run name names a folder; use letters, digits and . _ + - only")
         return value
+
+    @property
+    def base_dir(self) -> Path | None:
+        return self._base_dir
+
+    def relative_to(self, base_dir: Path | None) -> RunConfig:
+        """This config with relative paths resolving against ``base_dir`` (None: the current folder)."""
+        copy = self.model_copy()
+        copy._base_dir = base_dir
+        return copy
+
+    def resolve_path(self, value: str) -> Path:
+        """A path from the config, absolute: see :func:`resolve_config_path`."""
+        return resolve_config_path(value, self._base_dir)
 
     @model_validator(mode="after")
     def _arms_are_consistent(self) -> RunConfig:
@@ -191,8 +238,19 @@ class RunConfig(_Section):
 
     @property
     def extractor_model(self) -> ModelConfig:
-        """The model that extracts answers under the extraction protocol: its own, or the run's."""
-        return self.answer.extractor or self.model
+        """The model that extracts answers under the extraction protocol: its own, or the run's.
+
+        An extractor of the run model's provider without an endpoint of its own follows the run's:
+        it takes ``[model]``'s ``base_url`` and ``api_key_env``, so pointing ``[model]`` at a local
+        server sends every call there, not the extractor's to the provider's public API."""
+        extractor = self.answer.extractor
+        if extractor is None:
+            return self.model
+        if extractor.provider != self.model.provider or extractor.base_url is not None:
+            return extractor
+        return extractor.replace(
+            base_url=self.model.base_url, api_key_env=extractor.api_key_env or self.model.api_key_env
+        )
 
     @property
     def is_baseline(self) -> bool:
@@ -201,7 +259,9 @@ class RunConfig(_Section):
     def identity(self) -> dict[str, Any]:
         """What a record's meaning depends on: the config without run controls. The model tables
         hold every option with its default, so equivalent spellings hash alike."""
-        return self.model_dump(mode="json", exclude={"concurrency", "epochs", "description"})
+        return self.model_dump(
+            mode="json", exclude={"concurrency", "epochs", "description", "max_error_share"}
+        )
 
     def config_hash(self) -> str:
         canonical = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
@@ -218,6 +278,16 @@ class RunConfig(_Section):
 
     def user_prompt(self, question: str) -> str:
         return self.prompt.user.replace("{question}", question)
+
+
+def resolve_config_path(value: str, base_dir: Path | None) -> Path:
+    """A path from a config as an absolute path: ``~`` expanded, a relative one joined to
+    ``base_dir`` (the config's folder; None: the current folder), ``..`` collapsed so that
+    messages show where it is."""
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = (base_dir or Path.cwd()) / path
+    return Path(os.path.normpath(path))
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -249,18 +319,131 @@ def parse_config(data: dict[str, Any], *, source: str = "config") -> RunConfig:
         raise ConfigError(f"{source} is not a valid run config:\n  {problems}") from None
 
 
-def load_config(path: str | Path) -> RunConfig:
-    """Read and validate a TOML config. A bare name (``demo``) means a shipped config."""
+def load_config(path: str | Path, overrides: Sequence[Override | str] = ()) -> RunConfig:
+    """Read and validate a TOML config, with ``overrides`` applied first (:func:`apply_overrides`).
+
+    A bare name (``demo``) means a shipped config. Relative paths in the file resolve against its
+    folder; a shipped config's against the current folder (they are templates for the project root).
+    """
     path = Path(path)
     if not path.exists() and path.suffix == "" and (CONFIG_DIR / f"{path.name}.toml").exists():
         path = CONFIG_DIR / f"{path.name}.toml"
     if not path.is_file():
         shipped = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.toml")))
-        raise ConfigError(f"config file {str(path)!r} not found (shipped configs: {shipped})")
+        raise ConfigError(
+            f"config file {str(path)!r} not found (looked for {path.absolute()}; shipped configs: {shipped})"
+        )
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text") from None
-    return parse_config(data, source=str(path))
+    changes = [parse_override(o) if isinstance(o, str) else o for o in overrides]
+    source = str(path)
+    if changes:
+        data = apply_overrides(data, changes)
+        source += " with " + " ".join(f"--set {c}" for c in changes)
+    shipped_config = path.resolve().parent == CONFIG_DIR.resolve()
+    return parse_config(data, source=source).relative_to(None if shipped_config else path.resolve().parent)
+
+
+# -- overrides -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Override:
+    """``--set KEY=VALUE``: the dotted key as its parts (an int indexes an array) and the value."""
+
+    key: str  # as given, for messages and the manifest
+    parts: tuple[str | int, ...]
+    value: Any
+
+    def __str__(self) -> str:
+        shown = self.value if isinstance(self.value, str) else json.dumps(self.value)
+        return f"{self.key}={shown}"
+
+
+def parse_override(text: str) -> Override:
+    """``KEY=VALUE``: KEY is a dotted TOML key (``limits.max_turns``, ``arms.1.prompt``,
+    ``mcp_servers."md.vision".args``); VALUE is read as a TOML value, or kept as a string when it
+    is not one (``openai/gpt-4o``). Raises ConfigError."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set {text!r}: give KEY=VALUE, e.g. limits.max_turns=10")
+    try:
+        nested = tomllib.loads(f"{key} = 0")
+    except tomllib.TOMLDecodeError:
+        raise ConfigError(
+            f"--set {text!r}: {key!r} is not a dotted key (a.b.c; quote parts with dots)"
+        ) from None
+    parts: list[str | int] = []
+    node: Any = nested
+    while isinstance(node, dict):
+        name = next(iter(node))
+        parts.append(int(name) if name.isdigit() else name)
+        node = node[name]
+    return Override(key=key, parts=tuple(parts), value=toml_value(raw.strip()))
+
+
+def toml_value(raw: str) -> Any:
+    """``raw`` as a TOML value (number, boolean, string in quotes, array, inline table), else the
+    text itself: ``--set model.name=openai/gpt-4o`` needs no quotes."""
+    try:
+        return tomllib.loads(f"value = {raw}")["value"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+# Tables that may be written as a bare string: a model's name stands for a table holding only it.
+_SHORTHAND_TABLES = {("model",), ("answer", "extractor")}
+
+
+def apply_overrides(data: dict[str, Any], overrides: Sequence[Override]) -> dict[str, Any]:
+    """A copy of a config's TOML data with each override set, in order; missing tables are created.
+    Raises ConfigError naming the override that cannot be applied."""
+    result: dict[str, Any] = json.loads(json.dumps(data))  # a deep copy of plain TOML data
+    for override in overrides:
+        _set(result, override)
+    return result
+
+
+def _set(data: dict[str, Any], override: Override) -> None:
+    node: Any = data
+    walked: list[str | int] = []
+    for index, part in enumerate(override.parts):
+        last = index == len(override.parts) - 1
+        here = ".".join(str(p) for p in walked) or "the config"
+        if isinstance(node, list):
+            if not isinstance(part, int) or not 0 <= part < len(node):
+                raise ConfigError(
+                    f"--set {override.key}: {here} is an array of {len(node)}; "
+                    f"index it with 0 to {len(node) - 1} (e.g. {here}.0)"
+                )
+        elif isinstance(node, dict):
+            part = str(part)
+            if not last and isinstance(node.get(part), str) and (*walked, part) in _SHORTHAND_TABLES:
+                node[part] = {"name": node[part]}
+            if last and part == "name" and "model" in node and "name" not in node:
+                node.pop("model")  # the alias of name in a model table: the override replaces it
+        else:
+            raise ConfigError(f"--set {override.key}: {here} is a value, not a table")
+        if last:
+            node[part] = override.value
+            return
+        if isinstance(node, dict) and part not in node:
+            node[part] = {}
+        node = node[part]
+        walked.append(part)
+
+
+def with_overrides(config: RunConfig, overrides: Sequence[Override | str]) -> RunConfig:
+    """``config`` with ``overrides`` applied and validated again (for configs built in code);
+    relative paths still resolve where they did."""
+    changes = [parse_override(o) if isinstance(o, str) else o for o in overrides]
+    if not changes:
+        return config
+    data = apply_overrides(config.model_dump(mode="json", exclude_unset=True), changes)
+    source = "the config with " + " ".join(f"--set {c}" for c in changes)
+    return parse_config(data, source=source).relative_to(config.base_dir)

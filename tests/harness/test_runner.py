@@ -310,7 +310,7 @@ def test_a_server_that_cannot_start_for_one_sample_errors_that_sample_only(
         }
     }
     cfg = config(mcp_servers=servers, arms=[{"name": "fs+md", "mcp_servers": ["md"]}])
-    outcome = run(cfg, tmp_path, dataset, limit=5, concurrency=3)
+    outcome = run(cfg, tmp_path, dataset, first=5, concurrency=3)  # the first document and one more
     statuses = {r.qid: r for r in outcome.records}
     first_doc = [s.qid for s in dataset.samples[:4]]
     assert all(
@@ -333,7 +333,7 @@ def test_an_mcp_server_crashing_mid_sample_is_restarted_and_recorded(tmp_path: P
     servers = {"crashy": {"command": "{python}", "args": [server], "env": {"TEST_WORKSPACE": "{workspace}"}}}
     cfg = config(mcp_servers=servers, arms=[{"name": "crashy", "mcp_servers": ["crashy"]}])
     model = ScriptedModel([turn("", ("crash_once", {})), turn("", ("crash_once", {})), submit("1980")])
-    outcome = run(cfg, tmp_path, dataset, model=model, limit=1)
+    outcome = run(cfg, tmp_path, dataset, model=model, first=1)  # the first question: founded in 1980
     (record,) = outcome.records
     assert record.status == "ok" and record.score == 1.0  # the sample went on after the restart
     assert any("crashed during crash_once" in e and "restarted" in e for e in record.errors)

@@ -78,12 +78,15 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class LocalServer:
-    def __init__(self, routes: Mapping[str, Handler] | None = None, *, default: Handler | None = None):
+    def __init__(
+        self, routes: Mapping[str, Handler] | None = None, *, default: Handler | None = None, port: int = 0
+    ):
+        """``port`` 0 picks a free port; a given one lets a test bring a stopped server back."""
         self.routes: dict[str, Handler] = dict(routes or {})
         self.default = default
         self.requests: list[Request] = []
         self._lock = threading.Lock()
-        self._httpd = _QuietServer(("127.0.0.1", 0), self._make_handler())
+        self._httpd = _QuietServer(("127.0.0.1", port), self._make_handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="LocalServer", daemon=True

@@ -10,6 +10,8 @@ Tests drive it through the real ``openai`` and ``anthropic`` SDKs:
 
 Replies are served from a per-protocol FIFO queue; when a queue is empty, ``responder`` (a
 callable ``(protocol, Request) -> Reply``) answers, and without one a short default text reply.
+``GET /v1/models`` lists ``models`` in the shape of the provider that asks (Anthropic's SDK sends
+``anthropic-version``), or answers ``models_reply`` when one is set.
 """
 
 from __future__ import annotations
@@ -134,6 +136,24 @@ def error_reply(
     return Reply.json(body, status=status, headers=headers, delay=delay)
 
 
+def models_list_reply(protocol: Protocol, models: Sequence[str]) -> Reply:
+    """A model-list response (``GET /v1/models``) in the provider's own shape."""
+    if protocol == "openai":
+        data = [{"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "stub"} for m in models]
+        return Reply.json({"object": "list", "data": data})
+    entries = [
+        {"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"} for m in models
+    ]
+    return Reply.json(
+        {
+            "data": entries,
+            "has_more": False,
+            "first_id": models[0] if models else None,
+            "last_id": models[-1] if models else None,
+        }
+    )
+
+
 def _default_responder(protocol: Protocol, request: Request) -> Reply:
     return openai_reply() if protocol == "openai" else anthropic_reply()
 
@@ -141,8 +161,16 @@ def _default_responder(protocol: Protocol, request: Request) -> Reply:
 class LLMStub:
     """Both providers' endpoints on one loopback server."""
 
-    def __init__(self, responder: Responder | None = None) -> None:
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        models: Sequence[str] = ("stub-model",),
+        port: int = 0,
+    ) -> None:
         self.responder = responder or _default_responder
+        self.models = tuple(models)
+        self.models_reply: Reply | None = None  # set to answer GET /v1/models with something else
         self._queues: dict[Protocol, deque[Reply]] = {"openai": deque(), "anthropic": deque()}
         self._lock = threading.Lock()
         self.server = LocalServer(
@@ -150,7 +178,10 @@ class LLMStub:
                 "/v1/chat/completions": lambda r: self._answer("openai", r),
                 "/chat/completions": lambda r: self._answer("openai", r),
                 "/v1/messages": lambda r: self._answer("anthropic", r),
-            }
+                "/v1/models": self._list_models,
+                "/models": self._list_models,
+            },
+            port=port,
         )
 
     @property
@@ -178,6 +209,15 @@ class LLMStub:
 
     def pending(self, protocol: Protocol) -> int:
         return len(self._queues[protocol])
+
+    def model_list_requests(self) -> list[Request]:
+        return [r for r in self.server.requests if r.path.endswith("/models")]
+
+    def _list_models(self, request: Request) -> Reply:
+        if self.models_reply is not None:
+            return self.models_reply
+        protocol: Protocol = "anthropic" if "anthropic-version" in request.headers else "openai"
+        return models_list_reply(protocol, self.models)
 
     def _answer(self, protocol: Protocol, request: Request) -> Reply:
         with self._lock:

@@ -12,6 +12,7 @@ md-vision MCP server) with baseline/keyword — a deterministic keyword policy t
 the pipeline, not a model — writes results/demo/ and prints the summary.
 
 Re-running resumes (an unchanged demo has nothing left to do and prints the summary again).
+Exits 1 when a sample ends in an error or timeout (a broken installation, not a wrong answer).
 """
 
 
@@ -30,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="results folder (default: results)",
     )
     parser.add_argument("--concurrency", type=int, metavar="K", help="samples in flight (default: 4)")
-    parser.add_argument("--limit", type=int, metavar="N", help="run only the first N questions")
+    parser.add_argument(
+        "--limit", type=int, metavar="N", help="run N questions spread over the documents (seeded)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=main)
 
@@ -49,4 +52,4 @@ def main(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         quiet=args.quiet,
     )
-    return launch_and_report(request)
+    return launch_and_report(request, command="docab demo")

@@ -236,12 +236,12 @@ def _run_convert(args: argparse.Namespace) -> int:
 
 
 class _progress_bar:
-    """A rich progress bar on stderr when it is a terminal; a no-op callback otherwise."""
+    """A rich progress bar on stderr when it is a terminal; plain progress lines otherwise."""
 
     def __enter__(self) -> Callable[[ConversionProgress], None]:
         self._progress: Progress | None = None
         if not sys.stderr.isatty():
-            return lambda event: None
+            return ProgressLines(sys.stderr)
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -269,6 +269,28 @@ class _progress_bar:
     def __exit__(self, *exc_info: object) -> None:
         if self._progress is not None:
             self._progress.stop()
+
+
+class ProgressLines:
+    """Conversion progress as plain lines, for output that is not a terminal (CI logs, files): the
+    first event, then at most one line every ``every_s`` seconds, and the last page."""
+
+    def __init__(self, stream: Any, every_s: float = 10.0, clock: Any = time.monotonic) -> None:
+        self.stream = stream
+        self.every_s = every_s
+        self.clock = clock
+        self._last: float | None = None
+
+    def __call__(self, event: Any) -> None:
+        now = self.clock()
+        finished = bool(event.pages_total) and event.pages_done >= event.pages_total
+        if finished or self._last is None or now - self._last >= self.every_s:
+            self._last = now
+            print(
+                f"converting: {event.pages_done}/{event.pages_total} pages ({event.document})",
+                file=self.stream,
+                flush=True,
+            )
 
 
 def _run_score(args: argparse.Namespace) -> int:

@@ -199,12 +199,12 @@ def run_compare(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     pairs: list[tuple[Summary, Comparison, list[Check]]] = []
     failed: list[str] = []
-    for report in reports:
+    for report, _ in reports:
         comparison = report.summary.comparisons[0]
         checks = evaluate(comparison, thresholds)
         failed += failures(comparison, thresholds, checks)
         pairs.append((report.summary, comparison, checks))
-    _emit_comparisons(pairs, failed, args.format)
+    _emit_comparisons(pairs, failed, args.format, same_arm=[same for _, same in reports])
     for failure in failed:
         print(f"docab compare: {failure}", file=sys.stderr)
     if thresholds.any and not failed:
@@ -212,8 +212,9 @@ def run_compare(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _comparison_reports(args: argparse.Namespace) -> list[Report]:
-    """One two-arm report per pair to compare: within one run, or arm by arm across two runs."""
+def _comparison_reports(args: argparse.Namespace) -> list[tuple[Report, bool]]:
+    """One two-arm report per pair to compare: within one run, or arm by arm across two runs; with
+    each, whether its two sides are the same arm (in two runs)."""
     from docab.report.summary import RunData, build_report, load_run, relabel
 
     run_a = load_run(args.run_a)
@@ -223,7 +224,7 @@ def _comparison_reports(args: argparse.Namespace) -> list[Report]:
         arm_b = args.arm_b or next((a for a in arms if a != arm_a), None)
         if arm_b is None:
             raise CommandError(f"{args.run_a} has only the arm {arm_a!r}; name a second run to compare with")
-        return [build_report(run_a, arms=[arm_a, arm_b], with_breakdowns=False)]
+        return [(build_report(run_a, arms=[arm_a, arm_b], with_breakdowns=False), False)]
     run_b = load_run(args.run_b)
     if args.arm_a or args.arm_b:
         arm_a = args.arm_a or _only_arm(run_a, args.run_a, "--a")
@@ -257,21 +258,22 @@ def _comparison_reports(args: argparse.Namespace) -> list[Report]:
             records=tuple(relabel(run_a.records, arm_a, label_a) + relabel(run_b.records, arm_b, label_b)),
             warnings=run_a.warnings + run_b.warnings,
         )
-        reports.append(
-            build_report(
-                merged,
-                arms=[label_a, label_b],
-                with_breakdowns=False,
-            )
-        )
+        report = build_report(merged, arms=[label_a, label_b], with_breakdowns=False)
+        reports.append((report, arm_a == arm_b))
     return reports
 
 
 def _emit_comparisons(
-    pairs: list[tuple[Summary, Comparison, list[Check]]], failed: list[str], fmt: str
+    pairs: list[tuple[Summary, Comparison, list[Check]]], failed: list[str], fmt: str, *, same_arm: list[bool]
 ) -> None:
     from docab.report.gate import GatedComparison, GateReport
-    from docab.report.render import METHOD_NOTE, compare_sections, print_sections, sections_markdown
+    from docab.report.render import (
+        METHOD_NOTE,
+        compare_sections,
+        print_sections,
+        report_console,
+        sections_markdown,
+    )
 
     if fmt == "json":
         document = GateReport(
@@ -288,8 +290,8 @@ def _emit_comparisons(
         return
     parts = [
         section
-        for summary, comparison, checks in pairs
-        for section in compare_sections(comparison, summary, checks)
+        for (summary, comparison, checks), same in zip(pairs, same_arm, strict=True)
+        for section in compare_sections(comparison, summary, checks, same_arm=same)
     ]
     warnings = sorted({w for summary, _, _ in pairs for w in summary.warnings})
     if fmt == "markdown":
@@ -297,9 +299,7 @@ def _emit_comparisons(
         lines += [f"- warning: {w}" for w in warnings]
         print("\n".join([*lines, "", METHOD_NOTE]))
         return
-    from rich.console import Console
-
-    console = Console()
+    console = report_console()
     console.print(f"[bold]Comparison: {pairs[0][0].run_id}[/bold]")
     print_sections(parts, console)
     for warning in warnings:

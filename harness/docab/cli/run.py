@@ -16,11 +16,27 @@ writing results/<run-id>/: manifest.json, records.jsonl (one line per arm, quest
 flushed as each sample finishes) and transcripts/.
 
 Re-running the same command resumes: recorded samples are skipped, nothing is duplicated, and a
-killed run loses only the samples that were in flight.
+killed run loses only the samples that were in flight. --retry-errors also runs again the
+samples that ended in an error or timeout (their new records are appended; the newest stands).
+
+Before any sample, each model endpoint gets one cheap request (its model list) and each MCP
+server is started once, so an unreachable server or a refused key stops the run at once. Relative
+paths in a config file resolve against its folder.
+
+Overrides change the config as if its TOML said so, and are recorded in the manifest; an override
+that changes the config changes its hash, so give such a run its own name (--set name=... or --out).
+
+exit status: 0 the run finished; 1 more samples ended in an error or timeout than allowed
+(--max-error-share; by default none), with a one-line account of the causes; 2 the run could not
+start (config, dataset, endpoint, MCP server, run folder).
 
 examples:
-  docab run harness/docab/configs/mmlongbench-openai.toml --limit 20
-  docab run my.toml --shard 1/4          # on machine 1 of 4; then: docab merge results/my.shard-*
+  docab run mmlongbench-openai --limit 20                      # 20 questions spread over the documents
+  docab run mmlongbench-openai --base-url http://localhost:8000/v1 --model openai/qwen2.5-vl \\
+      --set answer.extractor.name=openai/qwen2.5-vl --set name=qwen    # the extractor follows base_url
+  docab run my.toml --set limits.max_turns=10 --set 'dataset.doc_types=["Brochure"]'
+  docab run my.toml --retry-errors        # after fixing what failed: only the errored samples run
+  docab run my.toml --shard 1/4           # on machine 1 of 4; then: docab merge results/my.shard-*
   docab run demo                          # a shipped config, by name
 """
 
@@ -36,11 +52,57 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "config", help="a TOML run config, or the name of a shipped one (harness/docab/configs/)"
     )
     add_run_options(parser)
+    overrides = parser.add_argument_group("overrides (validated like the file; recorded in the manifest)")
+    overrides.add_argument(
+        "--model", metavar="PROVIDER/MODEL", help="the agent's model, e.g. openai/gpt-4o-mini (model.name)"
+    )
+    overrides.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the agent's endpoint, e.g. http://localhost:8000/v1 (model.base_url); an extractor of the "
+        "same provider without its own base_url follows it",
+    )
+    overrides.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a config key: dotted (limits.max_turns=10, arms.1.prompt=...), the value read as TOML "
+        '(numbers, true, ["a", "b"]; other text is a string); repeatable',
+    )
+    parser.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="also run again the samples whose newest record is an error or timeout (appended)",
+    )
+    parser.add_argument(
+        "--max-error-share",
+        type=error_share,
+        metavar="SHARE",
+        help="exit 1 when more than this share of samples ends in an error or timeout: 0.05 or 5%% "
+        "(default: the config's max_error_share, 0: any)",
+    )
+    parser.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="skip the one request per model endpoint made before the first sample",
+    )
     parser.set_defaults(func=main)
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--limit", type=int, metavar="N", help="run only the first N questions")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="run N questions spread over the documents: round-robin over the documents in a seeded "
+        "order (the config's seed), so a small N still covers several documents; a larger N keeps "
+        "the questions of a smaller one",
+    )
+    parser.add_argument(
+        "--first", type=int, metavar="N", help="run the first N questions in dataset order (not spread)"
+    )
     parser.add_argument(
         "--concurrency", type=int, metavar="K", help="samples in flight (default: the config's)"
     )
@@ -77,6 +139,26 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def error_share(text: str) -> float:
+    """``0.05`` or ``5%`` as a share between 0 and 1 (an argparse type)."""
+    raw = text.strip()
+    try:
+        value = float(raw.removesuffix("%")) / (100 if raw.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share such as 0.05 or 5%, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1 (0 % to 100 %), got {text!r}")
+    return value
+
+
+def overrides_from(args: argparse.Namespace) -> list[str]:
+    """``--model``, ``--base-url`` and every ``--set``, as KEY=VALUE in the order they apply."""
+    changes = [f"model.name={args.model}"] if getattr(args, "model", None) else []
+    if getattr(args, "base_url", None):
+        changes.append(f"model.base_url={args.base_url}")
+    return changes + list(getattr(args, "overrides", []))
+
+
 def check_counts(args: argparse.Namespace, *names: str) -> None:
     """Each of the flags ``names`` (``limit``, ``concurrency``, ``epochs``) at least 1 when given."""
     from docab.cli.errors import CommandError
@@ -89,19 +171,28 @@ def check_counts(args: argparse.Namespace, *names: str) -> None:
 
 def request_from(args: argparse.Namespace, config: RunConfig) -> RunRequest:
     """The run the flags ask for, checked and worded for the flags before the library sees them."""
+    from docab.cli.errors import CommandError
     from docab.runner.launch import RunRequest
 
     shard = parse_shard(args.shard) if args.shard else None
-    check_counts(args, "limit", "concurrency", "epochs")
+    check_counts(args, "limit", "first", "concurrency", "epochs")
+    if args.limit is not None and args.first is not None:
+        raise CommandError(
+            "--limit and --first exclude each other: --limit spreads over documents, --first does not"
+        )
     return RunRequest(
         config=config,
         results_dir=args.results,
         run_dir=args.out,
         limit=args.limit,
+        first=args.first,
         concurrency=args.concurrency,
         epochs=args.epochs,
         shard=shard,
         quiet=args.quiet,
+        retry_errors=getattr(args, "retry_errors", False),
+        preflight=not getattr(args, "no_preflight", False),
+        overrides=tuple(overrides_from(args)),
     )
 
 
@@ -109,4 +200,6 @@ def main(args: argparse.Namespace) -> int:
     from docab.cli.summary import launch_and_report
     from docab.config import load_config
 
-    return launch_and_report(request_from(args, load_config(args.config)))
+    config = load_config(args.config, overrides=overrides_from(args))
+    share = args.max_error_share if args.max_error_share is not None else config.max_error_share
+    return launch_and_report(request_from(args, config), max_error_share=share)

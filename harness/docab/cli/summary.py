@@ -31,8 +31,12 @@ def print_summary(run_dir: Path) -> None:
     write_report_files(report, run_dir, plots=False)
 
 
-def launch_and_report(request: RunRequest) -> int:
-    """Run ``request``, then print and write its report."""
+def launch_and_report(
+    request: RunRequest, *, max_error_share: float = 0.0, command: str = "docab run"
+) -> int:
+    """Run ``request``, then print and write its report. Returns the exit status: 1 when more
+    than ``max_error_share`` of the samples ended in an error or timeout (with a one-line account
+    of the causes on stderr), else 0."""
     from docab.runner.launch import launch
 
     try:
@@ -45,4 +49,12 @@ def launch_and_report(request: RunRequest) -> int:
         f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); "
         f"plots: docab report {outcome.run_dir}; transcripts: docab view {outcome.run_dir}"
     )
+    errors = outcome.errors()
+    if errors.exceeds(max_error_share):
+        print(
+            f"{command}: {errors.summary(max_error_share)}; fix the cause, then rerun them with "
+            "the same command and --retry-errors",
+            file=sys.stderr,
+        )
+        return 1
     return 0

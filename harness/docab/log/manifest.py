@@ -7,10 +7,12 @@ Layout (``MANIFEST_VERSION`` 1)::
 
     {"version": 1, "run_id", "created_at", "updated_at", "config_hash",
      "config": {...the RunConfig as validated...}, "dataset": {source, name, version},
-     "models": {agent, is_baseline, config: {...every model option...}, extractor},
+     "models": {agent, is_baseline, config: {...every model option...}, extractor,
+     extractor_config: {...every option of the extractor as it runs...}},
      "shard": {index, count} | null, "git": {commit, dirty}, "packages": {name: version},
      "record_version", "sessions": [{started_at, finished_at, argv, git, packages, host,
-     record_version, epochs, concurrency, limit, questions}], "mcp_servers": {name: [tool names]},
+     record_version, epochs, concurrency, limit, first, questions, overrides, retry_errors}],
+     "mcp_servers": {name: [tool names]},
      "arms": [{name, tools, mcp_servers, prompt, tool_names, tool_definition_chars,
      tool_definition_tokens}], "merged_from": [{path, run_id, shard, sessions}]}
 
@@ -63,6 +65,8 @@ class ModelsInfo(_Part):
     is_baseline: bool = False
     config: dict[str, Any] = Field(default_factory=dict)  # every option of the agent's model (JSON)
     extractor: str | None = None  # under the extraction protocol: the extractor's provider/model
+    # ... and every option of it as it runs (its endpoint follows the agent's unless it has its own)
+    extractor_config: dict[str, Any] | None = None
 
 
 class ShardInfo(_Part):
@@ -82,8 +86,11 @@ class Session(_Part):
     record_version: int | None = None
     epochs: int | None = None
     concurrency: int | None = None
-    limit: int | None = None
+    limit: int | None = None  # questions spread over documents (seeded)
+    first: int | None = None  # the first questions in dataset order
     questions: int | None = None  # questions in this invocation's share (after limit and shard)
+    overrides: tuple[str, ...] = ()  # KEY=VALUE changes to the config file (--set, --model, --base-url)
+    retry_errors: bool = False  # errored and timed-out samples were run again
 
 
 class ArmManifest(_Part):

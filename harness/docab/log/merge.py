@@ -2,7 +2,9 @@
 
 Records are united by their key (arm, question, epoch): as in ``docab report``, the last copy of a
 key wins (a folder named later, or the output's own records before the parts); every other copy
-is counted as a duplicate and a warning names any that disagree. Lines that are not records are
+is counted as a duplicate and a warning names any that disagree, except a copy that ended in an
+error or timeout followed by a newer record of the sample: that is a retry (``docab run
+--retry-errors``), and the newer record simply stands. Lines that are not records are
 skipped with a warning, and a transcript path that leaves its run folder is not followed. Transcripts of the kept
 records and every image are copied; the merged manifest keeps the first part's config and lists
 the parts with their own manifests' sessions. Merging into a folder that already holds the same
@@ -30,6 +32,8 @@ from docab.log.store import (
     read_records_reporting,
     utc_now,
 )
+
+RETRIED = ("error", "timeout")  # statuses a newer record of the same sample replaces as a retry
 
 
 class MergeError(DocabError):
@@ -88,7 +92,7 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
             raise MergeError(str(exc)) from None
         warnings += [f"{source}: {problem}" for problem in problems]
         for record in found:
-            if record.key in kept:
+            if record.key in kept and kept[record.key][0].status not in RETRIED:
                 duplicates += 1
                 earlier = kept[record.key][0]
                 if (earlier.status, earlier.score) != (record.status, record.score):

@@ -401,6 +401,9 @@ def session_info(
     concurrency: int | None = None,
     limit: int | None = None,
     questions: int | None = None,
+    first: int | None = None,
+    overrides: Sequence[str] = (),
+    retry_errors: bool = False,
 ) -> Session:
     """This invocation: its command line, code and host, and the run controls it was given."""
     return Session(
@@ -413,7 +416,10 @@ def session_info(
         epochs=epochs,
         concurrency=concurrency,
         limit=limit,
+        first=first,
         questions=questions,
+        overrides=tuple(overrides),
+        retry_errors=retry_errors,
     )
 
 

@@ -140,6 +140,7 @@ def parse_anthropic_reply(raw: Mapping[str, Any]) -> ParsedReply:
 
 class AnthropicMessagesModel(ProviderModel):
     provider_label = "Anthropic"
+    models_path = "/v1/models"  # the client's base URL has no /v1: paths carry it
 
     def build_request(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], max_tokens: int

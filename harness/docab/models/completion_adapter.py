@@ -24,7 +24,7 @@ from typing import Any
 
 from docab.agent.messages import Message
 from docab.log.usage import Usage, UsageRole
-from docab.models.base import Model
+from docab.models.base import Model, ModelError
 from docab.models.config import ModelConfigError
 
 try:  # the benchmark defines the result type; keep to it when present
@@ -76,7 +76,8 @@ class CompletionAdapter:
     ``temperature`` is applied through the model's ``with_options`` when it has one (the SDK-backed
     models do); with ``apply_temperature=False`` the model keeps its configured temperature, which
     reasoning models that accept only their default need. Model failures propagate as ModelError,
-    which the extractor turns into its "Failed" answer.
+    said of ``role`` (the model may have been built as the agent), which the extractor turns into
+    its "Failed" answer.
     """
 
     def __init__(
@@ -120,5 +121,10 @@ class CompletionAdapter:
         system, neutral = to_neutral(messages)
         if self.final_assistant_as_user:
             neutral = final_assistant_into_user(neutral)
-        turn = await self._model_for(temperature).generate(system, neutral, (), max_output_tokens=max_tokens)
+        try:
+            turn = await self._model_for(temperature).generate(
+                system, neutral, (), max_output_tokens=max_tokens
+            )
+        except ModelError as exc:
+            raise (exc if exc.role == self.role else exc.with_role(self.role)) from None
         return Completion(text=turn.text, usage=turn.usage.with_role(self.role))

@@ -15,10 +15,11 @@ from typing import Any
 
 from docab.agent.messages import Message, Reasoning, ToolCall, ToolSpec
 from docab.log.usage import Usage
-from docab.models.base import Turn
-from docab.models.config import ModelConfig, ModelConfigError
+from docab.models.base import ModelError, Turn
+from docab.models.config import DEFAULT_KEY_ENV, ModelConfig, ModelConfigError
 from docab.models.limits import ConcurrencyLimits
 from docab.models.retry import (
+    Caller,
     Clock,
     Failure,
     MalformedReply,
@@ -38,10 +39,25 @@ class ParsedReply:
     stop_reason: str
 
 
+PREFLIGHT_TIMEOUT_S = 30.0  # a model list answers in well under a second; an unreachable host never does
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one cheap request to an endpoint found: the model ids it lists (None when it offers no
+    list), or a note when it answered the request with an error yet is up."""
+
+    listed: tuple[str, ...] | None = None
+    note: str | None = None
+
+
 class ProviderModel:
-    """Base of ``openai/...`` and ``anthropic/...`` models; meets the ``Model`` protocol."""
+    """Base of ``openai/...`` and ``anthropic/...`` models; meets the ``Model`` protocol.
+
+    ``role`` (``agent``, ``extractor``) names the model in its errors, with its URL."""
 
     provider_label = "provider"  # for messages: "OpenAI-compatible server", "Anthropic"
+    models_path = "/models"  # the provider's model list, relative to the client's base URL
     is_baseline = False
 
     def __init__(
@@ -53,7 +69,9 @@ class ProviderModel:
         limits: ConcurrencyLimits,
         clock: Clock,
         rng: random.Random | None = None,
+        role: str = "agent",
     ) -> None:
+        self.role = role
         self._sdk = sdk
         self._client = client
         self._limits = limits
@@ -72,6 +90,24 @@ class ProviderModel:
             max_delay_s=config.retry_max_delay,
             retry_after_cap_s=config.retry_after_cap,
         )
+
+    @property
+    def url(self) -> str:
+        """The endpoint's base URL as the client uses it (the provider's default when unset)."""
+        return str(self._client.base_url).rstrip("/")
+
+    @property
+    def key_variable(self) -> str:
+        return self.config.api_key_env or DEFAULT_KEY_ENV.get(self.config.provider, "")
+
+    @property
+    def endpoint_key(self) -> tuple[str, str, str]:
+        """What makes two models one endpoint for a preflight: provider, URL and key variable."""
+        return (self.config.provider, self.url, self.key_variable)
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(role=self.role, model=self.name, url=self.url)
 
     # -- provider pieces -------------------------------------------------------------------------
 
@@ -116,7 +152,40 @@ class ProviderModel:
         await self.aclose()
 
     def _classify(self, exc: BaseException) -> Failure:
-        return classify_sdk_error(exc, self._sdk, provider=self.provider_label, now=self._clock.now())
+        return classify_sdk_error(
+            exc,
+            self._sdk,
+            now=self._clock.now(),
+            timeout_s=self.config.timeout,
+            key_variable=self.key_variable,
+        )
+
+    async def probe(self, *, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> Probe:
+        """One cheap request to the endpoint, before a run: the provider's model list (no tokens).
+
+        Raises :class:`ModelError` when the endpoint cannot serve the run: it cannot be reached
+        (refused, DNS, TLS, timeout), refuses the credentials (401, 403) or fails (5xx). Any other
+        answer means the server is up: a 404 (a server without a model list) or 429 gives a note.
+        """
+        timeout = min(timeout_s, self.config.timeout)
+        try:
+            response = await self._client.get(self.models_path, cast_to=object, options={"timeout": timeout})
+        except Exception as exc:  # an SDK error; anything else is a bug and surfaces
+            failure = classify_sdk_error(
+                exc, self._sdk, now=self._clock.now(), timeout_s=timeout, key_variable=self.key_variable
+            )
+            if failure.kind in ("connection", "timeout", "auth", "server"):
+                caller = self.caller
+                raise ModelError(
+                    failure.kind,
+                    failure.message,
+                    status=failure.status,
+                    role=caller.role,
+                    model=caller.model,
+                    url=caller.url,
+                ) from None
+            return Probe(note=f"{self.url} answered the model-list request with {failure.message}")
+        return Probe(listed=listed_models(response))
 
     async def generate(
         self,
@@ -154,6 +223,7 @@ class ProviderModel:
             clock=self._clock,
             rng=self._rng,
             trace=trace,
+            context=self.caller,
         )
         latency = max(0.0, self._clock.monotonic() - started - trace.queued_s)
         return Turn(
@@ -181,6 +251,17 @@ def _sum_usage(records: Sequence[Usage]) -> Usage:
         role=last.role,
         model=last.model,
         raw=last.raw,
+    )
+
+
+def listed_models(response: Any) -> tuple[str, ...] | None:
+    """The model ids of a model-list reply (``{"data": [{"id": ...}, ...]}``, OpenAI's and
+    Anthropic's shape); None for a reply of another shape."""
+    data = response.get("data") if isinstance(response, dict) else None
+    if not isinstance(data, list):
+        return None
+    return tuple(
+        str(item["id"]) for item in data if isinstance(item, dict) and isinstance(item.get("id"), str)
     )
 
 

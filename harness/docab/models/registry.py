@@ -33,20 +33,23 @@ def build_model(
     limits: ConcurrencyLimits | None = None,
     clock: Clock | None = None,
     rng: random.Random | None = None,
+    role: str = "agent",
 ) -> Model:
     """A ready model for ``spec``; raises ModelConfigError with an actionable message when it cannot.
 
     ``env`` (default ``os.environ``) supplies API keys; ``limits`` the shared concurrency pools;
-    ``clock`` and ``rng`` the time and jitter of retries (tests inject both).
+    ``clock`` and ``rng`` the time and jitter of retries (tests inject both). ``role`` (``agent``,
+    ``extractor``) names the model in its error messages.
     """
     config = spec if isinstance(spec, ModelConfig) else ModelConfig.from_mapping(spec)
     if config.provider == "baseline":
         return _build_baseline(config)
-    api_key = resolve_api_key(config, os.environ if env is None else env)
+    api_key = resolve_api_key(config, os.environ if env is None else env, role=role)
     runtime: dict[str, Any] = {
         "limits": limits or SHARED_LIMITS,
         "clock": clock or SYSTEM_CLOCK,
         "rng": rng,
+        "role": role,
     }
     try:
         if config.provider == "openai":
@@ -60,11 +63,11 @@ def build_model(
         raise ModelConfigError(str(exc)) from None
 
 
-def resolve_api_key(config: ModelConfig, env: Mapping[str, str]) -> str:
+def resolve_api_key(config: ModelConfig, env: Mapping[str, str], *, role: str | None = None) -> str:
     """The key from the environment variable the config names (or the provider's usual one).
 
     A server at a custom ``base_url`` may need no key (Ollama, llama.cpp, a local vLLM): then, unless
-    the config names a variable explicitly, a placeholder is sent.
+    the config names a variable explicitly, a placeholder is sent. The error names ``role``.
     """
     variable = config.api_key_env or DEFAULT_KEY_ENV[config.provider]
     key = env.get(variable, "").strip()
@@ -73,8 +76,9 @@ def resolve_api_key(config: ModelConfig, env: Mapping[str, str]) -> str:
     if config.base_url and not config.api_key_env:
         return LOCAL_SERVER_KEY
     where = f" for {config.base_url}" if config.base_url else ""
+    who = f"the {role} model {config.name}" if role else config.name
     raise ModelConfigError(
-        f"{config.name} needs an API key{where}: the environment variable {variable} is not set. "
+        f"{who} needs an API key{where}: the environment variable {variable} is not set. "
         f"Export it (export {variable}=...) or name another variable with api_key_env in the model config."
     )
 

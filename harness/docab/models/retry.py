@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Protocol, TypeVar
 
 from docab.models.base import ModelError
+from docab.models.causes import provider_message, shorten, transport_cause
 
 T = TypeVar("T")
 
@@ -110,60 +111,63 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float) -> float | 
     return max(0.0, when.timestamp() - now)
 
 
-def _refused(exc: BaseException) -> bool:
-    """A "timeout" that was really a failed connect: the SDKs' aiohttp transport reports a refused
-    or unresolvable connection as ConnectTimeout; the OS error further down the chain tells."""
-    seen = 0
-    cause: BaseException | None = exc
-    while cause is not None and seen < 8:
-        os_error = getattr(cause, "os_error", None)  # aiohttp's ClientConnectorError
-        if isinstance(os_error, OSError) and not isinstance(os_error, TimeoutError):
-            return True
-        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
-            return True
-        cause = cause.__cause__ or cause.__context__
-        seen += 1
-    return False
-
-
-def classify_sdk_error(exc: BaseException, sdk: ModuleType, *, provider: str, now: float) -> Failure:
-    """Map an ``openai`` or ``anthropic`` SDK exception (same class names in both) to a Failure."""
+def classify_sdk_error(
+    exc: BaseException,
+    sdk: ModuleType,
+    *,
+    now: float,
+    timeout_s: float | None = None,
+    key_variable: str | None = None,
+) -> Failure:
+    """Map an ``openai`` or ``anthropic`` SDK exception (same class names in both) to a Failure
+    whose message is the real cause: refused, DNS, TLS, timeout (from the transport's exception,
+    not the SDK's wording), or the HTTP status with the provider's own message."""
     if isinstance(exc, MalformedReply):
-        return Failure("malformed", f"{provider} sent a reply that cannot be read: {exc}", retryable=True)
-    if isinstance(exc, sdk.APITimeoutError) and not _refused(exc):
-        return Failure("timeout", f"{provider} did not answer within the time limit", retryable=True)
-    if isinstance(exc, sdk.APIConnectionError):
-        return Failure("connection", f"could not reach {provider}: {_short(exc)}", retryable=True)
+        return Failure("malformed", f"the reply cannot be read: {exc}", retryable=True)
+    if isinstance(exc, sdk.APIConnectionError):  # APITimeoutError is one too
+        cause = transport_cause(exc, timeout_s=timeout_s)
+        if cause is not None:
+            kind = "timeout" if cause.kind == "timeout" else "connection"
+            return Failure(kind, cause.text, retryable=True)
+        if isinstance(exc, sdk.APITimeoutError):
+            within = f" within {timeout_s:g} s" if timeout_s is not None else " within the time limit"
+            return Failure("timeout", f"no answer{within}", retryable=True)
+        return Failure("connection", f"the connection failed: {shorten(str(exc))}", retryable=True)
     if isinstance(exc, sdk.APIResponseValidationError):
-        return Failure("malformed", f"{provider} sent a reply that cannot be read", retryable=True)
+        return Failure("malformed", "the reply cannot be read (it does not match the API's schema)", True)
     if isinstance(exc, sdk.APIStatusError):
         status = int(exc.status_code)
         headers = getattr(getattr(exc, "response", None), "headers", None)
         retry_after = parse_retry_after(headers, now)
-        detail = _short(exc)
+        detail = provider_message(exc)
         if status == 429:
-            return Failure("rate_limit", f"{provider} rate limit (429): {detail}", True, status, retry_after)
+            return Failure("rate_limit", f"HTTP 429 (rate limited): {detail}", True, status, retry_after)
         if status >= 500 or status in RETRYABLE_STATUSES:
-            return Failure(
-                "server", f"{provider} server error ({status}): {detail}", True, status, retry_after
-            )
+            return Failure("server", f"HTTP {status}: {detail}", True, status, retry_after)
         if status in (401, 403):
+            variable = f"the key in {key_variable}" if key_variable else "the API key"
             return Failure(
                 "auth",
-                f"{provider} refused the credentials ({status}): {detail}; check the API key variable "
-                "named by api_key_env in the model config",
+                f"HTTP {status} (credentials refused): {detail}; check {variable} "
+                "(the variable named by api_key_env in the model config)",
                 retryable=False,
                 status=status,
             )
-        return Failure("api", f"{provider} rejected the request ({status}): {detail}", False, status)
+        hint = " (check the model name and base_url)" if status == 404 else ""
+        return Failure("api", f"HTTP {status}: {detail}{hint}", False, status)
     if isinstance(exc, sdk.APIError):
-        return Failure("api", f"{provider} API error: {_short(exc)}", retryable=False)
+        return Failure("api", f"API error: {provider_message(exc)}", retryable=False)
     raise exc  # a bug in our code, not a provider failure: let it surface
 
 
-def _short(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+@dataclass(frozen=True)
+class Caller:
+    """Who makes a call, for the message of its :class:`ModelError`: the role the model plays
+    (``agent``, ``extractor``), the model (``openai/gpt-4o``) and the endpoint's URL."""
+
+    role: str | None = None
+    model: str | None = None
+    url: str | None = None
 
 
 @dataclass
@@ -184,10 +188,11 @@ async def call_with_retries(
     clock: Clock,
     rng: random.Random,
     trace: RetryTrace,
+    context: Caller | None = None,
 ) -> T:
     """Run ``attempt`` until it succeeds, a failure is not retryable, or retries run out.
 
-    Raises ModelError carrying the last failure's kind and the number of retries made.
+    Raises ModelError carrying the last failure's kind, the number of retries made and ``context``.
     """
     while True:
         try:
@@ -198,7 +203,13 @@ async def call_with_retries(
             if not failure.retryable or trace.retries >= policy.max_retries:
                 suffix = f" (after {trace.retries} retries)" if trace.retries else ""
                 raise ModelError(
-                    failure.kind, failure.message + suffix, retries=trace.retries, status=failure.status
+                    failure.kind,
+                    failure.message + suffix,
+                    retries=trace.retries,
+                    status=failure.status,
+                    role=context.role if context else None,
+                    model=context.model if context else None,
+                    url=context.url if context else None,
                 ) from None
             if failure.retry_after_s is not None:
                 delay = min(failure.retry_after_s, policy.retry_after_cap_s)

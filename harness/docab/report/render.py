@@ -100,11 +100,21 @@ def signed_count(value: float | None) -> str:
 
 
 def seconds(value: float | None) -> str:
-    return f"{value:.1f} s" if _ok(value) else "–"
+    """``12.3 s``; under a second in milliseconds (``43 ms``), so a short time never shows as
+    ``0.0 s`` beside a ratio of it."""
+    if not _ok(value):
+        return "–"
+    if value != 0 and abs(value) < 1:
+        return f"{value * 1000:.0f} ms" if abs(value) >= 0.0005 else "under 1 ms"
+    return f"{value:.1f} s"
 
 
 def signed_seconds(value: float | None) -> str:
-    return f"{value:+.1f} s" if _ok(value) else "–"
+    if not _ok(value):
+        return "–"
+    if value != 0 and abs(value) < 1:
+        return f"{value * 1000:+.0f} ms" if abs(value) >= 0.0005 else "±under 1 ms"
+    return f"{value:+.1f} s"
 
 
 def p_value(value: float | None) -> str:
@@ -307,7 +317,11 @@ def _tools_section(arms: Sequence[ArmSummary]) -> Section:
     return Section("Tool calls", ["arm", "tool", "calls", "mean duration"], rows, notes)
 
 
-def _comparison_section(comparison: Comparison, arms: Mapping[str, ArmSummary]) -> Section:
+def _comparison_section(
+    comparison: Comparison, arms: Mapping[str, ArmSummary], *, same_arm: bool = False
+) -> Section:
+    """One comparison's table; ``same_arm``: A and B are one arm in two runs (``docab compare``),
+    so a change in fixed per-call cost is a change of its prompt or tools, not extra tools."""
     a, b = comparison.a, comparison.b
     heading = f"{b} vs {a} (paired, {comparison.paired} questions)"
     itt = comparison.itt
@@ -385,9 +399,14 @@ def _comparison_section(comparison: Comparison, arms: Mapping[str, ArmSummary]) 
     ]
     overhead = comparison.first_call_input_difference
     if overhead is not None and overhead.n:
+        why = (
+            "the same arm in both runs: a change here means its system prompt, tool definitions or "
+            "questions changed"
+            if same_arm
+            else "the fixed per-turn cost of the extra tool definitions and prompt"
+        )
         notes.append(
-            f"First-call input tokens, {b} minus {a}: median {signed_count(overhead.median)} "
-            "(the fixed per-turn cost of the extra tool definitions and prompt)."
+            f"First-call input tokens, {b} minus {a}: median {signed_count(overhead.median)} ({why})."
         )
     if _ok(itt.score_correlation):
         notes.append(f"Correlation of the arms' per-question scores: r = {itt.score_correlation:.2f}.")
@@ -501,11 +520,28 @@ def print_sections(parts: Sequence[Section], console: Console) -> None:
             console.print(f"  {note}", style="dim")
 
 
-def print_console(summary: Summary, console: Console | None = None) -> None:
+WIDE_CONSOLE = 1000
+"""Columns for tables printed to a pipe or a file, where rich would assume 80 and wrap them: more
+than any table needs, so none wraps (tables and notes take only the width they need)."""
+
+
+def report_console() -> Console:
+    """A console on stdout: the terminal's width on a terminal; otherwise (a pipe, a file, CI logs)
+    wide enough that no table wraps, unless ``COLUMNS`` says otherwise."""
+    import os
+
     from rich.console import Console
+
+    console = Console()
+    if console.is_terminal or os.environ.get("COLUMNS"):
+        return console
+    return Console(width=WIDE_CONSOLE)
+
+
+def print_console(summary: Summary, console: Console | None = None) -> None:
     from rich.panel import Panel
 
-    console = console or Console()
+    console = console or report_console()
     console.print(f"[bold]{title(summary)}[/bold]")
     if summary.floor:
         console.print(Panel(f"Floor: an arm in this run is an {summary.label}.", style="yellow"))
@@ -558,6 +594,8 @@ def gate_section(comparison: Comparison, checks: Sequence[Check]) -> Section:
     )
 
 
-def compare_sections(comparison: Comparison, summary: Summary, checks: Sequence[Check]) -> list[Section]:
+def compare_sections(
+    comparison: Comparison, summary: Summary, checks: Sequence[Check], *, same_arm: bool = False
+) -> list[Section]:
     arms = {arm.arm: arm for arm in summary.arms}
-    return [_comparison_section(comparison, arms), gate_section(comparison, checks)]
+    return [_comparison_section(comparison, arms, same_arm=same_arm), gate_section(comparison, checks)]

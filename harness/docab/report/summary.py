@@ -113,7 +113,9 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
         if reruns_as_epochs:
             found = _as_further_epochs(found, records.values())
         for record in found:
-            duplicates += record.key in records
+            earlier = records.get(record.key)
+            # A newer record of a sample that errored is a retry (docab run --retry-errors), not a duplicate.
+            duplicates += earlier is not None and earlier.status not in ("error", "timeout")
             records[record.key] = record
     if duplicates:
         warnings.append(f"{duplicates} record(s) appeared more than once; the last copy of each was kept")

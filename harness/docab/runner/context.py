@@ -75,6 +75,9 @@ class RunContext:
     workspace_parent: Path | None = None  # default: the system's temporary folder
     server_specs: dict[str, MCPServerSpec] = field(default_factory=dict)
     page_maps: dict[Path, PageMap] = field(default_factory=dict)  # per document, shared by workers
+    # Samples run again (--retry-errors): how many records each already has. A retry's transcript
+    # goes to a file of its own, so the errored attempt's transcript is kept.
+    attempts: dict[tuple[str, str, int], int] = field(default_factory=dict)
     budget: OutputBudget = field(init=False)
     _logs: dict[str, TextIO] = field(default_factory=dict)
     _closing: set[asyncio.Task[None]] = field(default_factory=set)

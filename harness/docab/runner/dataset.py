@@ -4,16 +4,18 @@ Two sources, both read by the benchmark's own loader (``docab_benchmark.mmlongbe
 filters (``QuestionFilter``): the built-in suite (``docab_benchmark.suite``, generated and converted on
 first use into the docab cache, ``$DOCAB_CACHE`` or ``~/.cache/docab``) and MMLongBench-Doc (a
 folder in the benchmark's GitHub layout, a ``samples.json``, a parquet file or ``hf:...``), whose
-PDFs are converted beforehand with ``docab convert``.
+PDFs are converted beforehand with ``docab convert``. Relative paths resolve against the config
+file's folder (``base_dir``), and every "not found" names the absolute path it tried.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from docab.config import DatasetConfig
+from docab.config import DatasetConfig, resolve_config_path
 from docab.errors import DatasetError
 from docab_benchmark.mmlongbench.questions import Question, QuestionFilter
 
@@ -70,11 +72,13 @@ def question_filter(config: DatasetConfig) -> QuestionFilter:
     )
 
 
-def load_dataset(config: DatasetConfig, *, results_dir: Path) -> Dataset:
+def load_dataset(config: DatasetConfig, *, results_dir: Path, base_dir: Path | None = None) -> Dataset:
     """Load the configured questions and locate their converted documents.
 
-    Questions whose document is missing from the corpus are kept (they become error records, for
-    every arm alike); the launcher lists them before the run. Raises :class:`DatasetError`.
+    ``path`` and ``corpus`` resolve against ``base_dir`` (the config file's folder; None: the
+    current folder). Questions whose document is missing from the corpus are kept (they become
+    error records, for every arm alike); the launcher lists them before the run. Raises
+    :class:`DatasetError`.
     """
     from docab_benchmark.mmlongbench.corpus import ConversionError
     from docab_benchmark.mmlongbench.errors import DataError
@@ -94,17 +98,22 @@ def load_dataset(config: DatasetConfig, *, results_dir: Path) -> Dataset:
             raise DatasetError(
                 f"dataset.path {config.path!r} needs dataset.corpus: the folder of the converted PDFs"
             )
-        path = Path(config.path or "").expanduser()
+        path = resolve_config_path(config.path or "", base_dir)
+        if not remote and not path.exists():
+            raise DatasetError(f"dataset.path {config.path!r} not found (looked for {path})")
         qset = load_questions(str(config.path) if remote else path, criteria=question_filter(config))
     except (DataError, ConversionError) as exc:
         raise DatasetError(str(exc)) from None
     except OSError as exc:
         raise DatasetError(f"could not prepare the dataset: {exc.strerror or exc}") from None
-    corpus = Path(config.corpus).expanduser() if config.corpus else results_dir / "corpus" / path.name
+    if config.corpus:
+        corpus = resolve_config_path(config.corpus, base_dir)
+    else:
+        corpus = Path(os.path.normpath((results_dir / "corpus" / path.name).absolute()))
     if not corpus.is_dir():
         documents = qset.documents_dir or path
         raise DatasetError(
-            f"the converted corpus {str(corpus)!r} does not exist; convert the PDFs first:\n"
+            f"the converted corpus {corpus} does not exist; convert the PDFs first:\n"
             f"  docab convert {documents} --out {corpus}"
         )
     return from_questions(

@@ -2,10 +2,14 @@
 
 ``await run_async(config)`` (or ``run(config)`` outside an event loop) does, in one event loop:
 
-1. load the questions and their converted documents; apply ``limit`` then ``shard``;
+1. load the questions and their converted documents; apply ``limit`` (or ``first``) then ``shard``;
 2. open ``results/<run-id>/`` (creating the manifest, or checking it matches this config);
-3. plan the work units still to do (records already written are skipped: resume);
-4. check that every MCP server starts (before spending anything on the model);
+3. plan the work units still to do (records already written are skipped: resume; with
+   ``retry_errors``, samples whose newest record is an error or timeout are run again, and
+   their new records appended);
+4. preflight: one cheap request per distinct model endpoint (the offline baseline needs none) and
+   a start of every MCP server, so an unreachable endpoint or a bad server command stops the run
+   before any sample, with a message naming the role, the URL and the cause;
 5. run the units and report progress; records are flushed as samples finish.
 
 Errors are :class:`docab.errors.DocabError`\\ s worded for the library's own terms
@@ -20,27 +24,30 @@ import math
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from docab.agent.answer import SUBMIT_TOOL, BenchmarkExtractor
 from docab.agent.budget import CHARS_PER_TOKEN
 from docab.agent.messages import ToolSpec
 from docab.agent.toolbox.filesystem import FILESYSTEM_TOOLS
 from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession, MCPStartError
-from docab.config import RunConfig, load_config
+from docab.config import RunConfig, load_config, with_overrides
 from docab.errors import DatasetError, RunError
 from docab.log.manifest import ArmManifest, DatasetInfo, ModelsInfo
 from docab.log.records import RunRecord
 from docab.log.store import RunStore, StoreError, manifest_for, session_info, utc_now
-from docab.models.base import Model
+from docab.models.base import Model, ModelError
 from docab.models.completion_adapter import CompletionAdapter
+from docab.models.preflight import check_endpoints, describe
 from docab.models.registry import build_model
 from docab.runner.context import RunContext, Scorer, server_specs
 from docab.runner.dataset import Dataset, Sample, load_dataset
+from docab.runner.failures import ERRORED, ErrorTally, tally_errors
 from docab.runner.progress import ProgressSink, ProgressState, progress_for, totals_per_arm
-from docab.runner.schedule import in_shard, plan
+from docab.runner.schedule import in_shard, newest_per_key, plan, spread_over_documents
 from docab.runner.workers import run_units
 from docab_benchmark.mmlongbench.errors import DataError
 from docab_benchmark.mmlongbench.extraction import load_prompt
@@ -56,20 +63,27 @@ class RunRequest:
     config: RunConfig
     results_dir: Path = Path("results")
     run_dir: Path | None = None  # default: results_dir / run id
-    limit: int | None = None  # the first N questions
+    limit: int | None = None  # N questions spread over the documents (seeded by the config's seed)
+    first: int | None = None  # the first N questions, in dataset order
     concurrency: int | None = None  # default: the config's
     epochs: int | None = None  # default: the config's
     shard: tuple[int, int] | None = None  # (i, N): the questions of shard i of N, 1-based
     quiet: bool = False  # no progress display
+    retry_errors: bool = False  # run again the samples whose newest record is an error or timeout
+    preflight: bool = True  # check every model endpoint with one cheap request before any sample
+    overrides: tuple[str, ...] = ()  # KEY=VALUE changes already applied to ``config``, for the manifest
 
     def __post_init__(self) -> None:
         for name, value in (
             ("limit", self.limit),
+            ("first", self.first),
             ("concurrency", self.concurrency),
             ("epochs", self.epochs),
         ):
             if value is not None and value < 1:
                 raise RunError(f"{name} must be at least 1, got {value}")
+        if self.limit is not None and self.first is not None:
+            raise RunError("give limit or first, not both (limit spreads over documents, first does not)")
         if self.shard is not None:
             index, count = self.shard
             if count < 1 or not 1 <= index <= count:
@@ -93,9 +107,14 @@ class RunOutcome:
     """What a launch leaves: the run folder and the records of this request's share of it."""
 
     run_dir: Path
-    records: list[RunRecord]  # every record of the requested samples, earlier ones included
+    records: list[RunRecord]  # the newest record of every requested sample, earlier ones included
     ran: int  # samples run in this invocation
     skipped: int  # samples already recorded
+    retried: int = 0  # of ``ran``: samples run again because their newest record was an error
+
+    def errors(self) -> ErrorTally:
+        """The samples that ended in an error or timeout, and why (``docab.runner.failures``)."""
+        return tally_errors(self.records)
 
 
 async def run_async(
@@ -104,10 +123,13 @@ async def run_async(
     results_dir: Path | str = "results",
     run_dir: Path | str | None = None,
     limit: int | None = None,
+    first: int | None = None,
     concurrency: int | None = None,
     epochs: int | None = None,
     shard: tuple[int, int] | None = None,
     quiet: bool = False,
+    retry_errors: bool = False,
+    overrides: Sequence[str] = (),
     dataset: Dataset | None = None,
     model: Model | None = None,
     scorer: Scorer | None = None,
@@ -116,21 +138,32 @@ async def run_async(
 ) -> RunOutcome:
     """Run (or resume) every arm of ``config`` on its dataset, in the running event loop.
 
-    ``config`` is a :class:`~docab.config.RunConfig`, a TOML file or the name of a shipped config.
-    The run goes to ``run_dir`` (default ``results_dir/<run name>``); running again with the same
-    config resumes it. ``dataset``, ``model``, ``scorer`` and ``progress`` replace what the config
-    would build (tests and notebooks inject them). Raises a :class:`~docab.errors.DocabError`
-    (a ``ConfigError``, ``DatasetError`` or ``RunError``) when the run cannot start or go on.
+    ``config`` is a :class:`~docab.config.RunConfig`, a TOML file or the name of a shipped config;
+    ``overrides`` (``"limits.max_turns=10"``) change it as ``docab run --set`` does. The run goes
+    to ``run_dir`` (default ``results_dir/<run name>``); running again with the same config
+    resumes it, and ``retry_errors`` runs its errored and timed-out samples again. ``limit``
+    spreads that many questions over the documents; ``first`` takes the first ones.
+    ``dataset``, ``model``, ``scorer`` and ``progress`` replace what the config would build
+    (tests and notebooks inject them). Raises a :class:`~docab.errors.DocabError` (a
+    ``ConfigError``, ``DatasetError`` or ``RunError``) when the run cannot start or go on.
     """
+    loaded = (
+        with_overrides(config, overrides)
+        if isinstance(config, RunConfig)
+        else load_config(config, overrides=overrides)
+    )
     request = RunRequest(
-        config=config if isinstance(config, RunConfig) else load_config(config),
+        config=loaded,
         results_dir=Path(results_dir),
         run_dir=Path(run_dir) if run_dir is not None else None,
         limit=limit,
+        first=first,
         concurrency=concurrency,
         epochs=epochs,
         shard=shard,
         quiet=quiet,
+        retry_errors=retry_errors,
+        overrides=tuple(str(o) for o in overrides),
     )
     return await launch_async(
         request, dataset=dataset, model=model, scorer=scorer, progress=progress, say=say
@@ -143,10 +176,13 @@ def run(
     results_dir: Path | str = "results",
     run_dir: Path | str | None = None,
     limit: int | None = None,
+    first: int | None = None,
     concurrency: int | None = None,
     epochs: int | None = None,
     shard: tuple[int, int] | None = None,
     quiet: bool = False,
+    retry_errors: bool = False,
+    overrides: Sequence[str] = (),
     dataset: Dataset | None = None,
     model: Model | None = None,
     scorer: Scorer | None = None,
@@ -162,10 +198,13 @@ def run(
             results_dir=results_dir,
             run_dir=run_dir,
             limit=limit,
+            first=first,
             concurrency=concurrency,
             epochs=epochs,
             shard=shard,
             quiet=quiet,
+            retry_errors=retry_errors,
+            overrides=overrides,
             dataset=dataset,
             model=model,
             scorer=scorer,
@@ -219,21 +258,62 @@ async def launch_async(
     epochs = request.epochs or config.epochs
     concurrency = request.concurrency or config.concurrency
     if dataset is None:  # the built-in suite is generated and converted on first use: off the loop
-        dataset = await asyncio.to_thread(load_dataset, config.dataset, results_dir=request.results_dir)
-    samples = select_samples(dataset, limit=request.limit, shard=request.shard)
+        dataset = await asyncio.to_thread(
+            load_dataset, config.dataset, results_dir=request.results_dir, base_dir=config.base_dir
+        )
+    samples = select_samples(
+        dataset, limit=request.limit, first=request.first, shard=request.shard, seed=config.seed
+    )
     missing = sorted({s.doc_id for s in samples if not (s.document_dir / "document.md").is_file()})
     if missing:
+        where = f" in {dataset.corpus.absolute()}" if dataset.corpus else ""
         say(
-            f"warning: {len(missing)} document(s) are not converted; their questions will be recorded as "
-            f"errors in every arm: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
+            f"warning: {len(missing)} document(s) are not converted{where}; their questions will be "
+            f"recorded as errors in every arm: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
         )
 
-    model = model or build_model(config.model)
+    injected = model is not None
+    model = model or build_model(config.model, role="agent")
     extractor = (
-        _build_extractor(config, model, dataset.extraction_prompt)
+        _build_extractor(config, model, dataset.extraction_prompt, injected=injected)
         if config.answer.protocol == "extraction"
         else None
     )
+    models = _distinct([model, extractor.model if extractor else None])
+    try:
+        return await _launch_with_models(
+            request,
+            config,
+            dataset,
+            samples,
+            models,
+            extractor,
+            epochs,
+            concurrency,
+            scorer,
+            progress,
+            store,
+            say,
+        )
+    finally:
+        await _close(models)
+
+
+async def _launch_with_models(
+    request: RunRequest,
+    config: RunConfig,
+    dataset: Dataset,
+    samples: list[Sample],
+    models: list[Any],
+    extractor: BenchmarkExtractor | None,
+    epochs: int,
+    concurrency: int,
+    scorer: Scorer | None,
+    progress: ProgressSink | None,
+    store: RunStore | None,
+    say: Say,
+) -> RunOutcome:
+    model = models[0]
     scorer = scorer or default_scorer()
     arms = [arm.name for arm in config.arms]
     store = store or RunStore(request.folder)
@@ -246,19 +326,56 @@ async def launch_async(
         shard=request.shard,
     )
     session = session_info(
-        epochs=epochs, concurrency=concurrency, limit=request.limit, questions=len(samples)
+        epochs=epochs,
+        concurrency=concurrency,
+        limit=request.limit,
+        first=request.first,
+        questions=len(samples),
+        overrides=request.overrides,
+        retry_errors=request.retry_errors,
     )
-    manifest = store.begin(manifest, session=session)  # raises StoreError (a RunError)
+    try:
+        manifest = store.begin(manifest, session=session)  # raises StoreError (a RunError)
+    except StoreError as exc:
+        if request.overrides and "different config" in str(exc):
+            raise StoreError(
+                f"{exc} (the overrides {' '.join(request.overrides)} are part of the config: "
+                "name the run with --set name=... or --out)"
+            ) from None
+        raise
     wanted = {(arm, s.qid, e) for arm in arms for s in samples for e in range(epochs)}
-    earlier = [r for r in store.records() if r.key in wanted]
-    units = plan(samples, arms, epochs=epochs, seed=config.seed, done={r.key for r in earlier})
+    written = [r for r in store.records() if r.key in wanted]
+    recorded = newest_per_key(written)
+    redo = {r.key for r in recorded if r.status in ERRORED} if request.retry_errors else set()
+    kept = [r for r in recorded if r.key not in redo]
+    units = plan(samples, arms, epochs=epochs, seed=config.seed, done={r.key for r in kept})
     todo = sum(len(u.arms) for u in units)
     if not todo:
-        say(f"{request.folder}: all {len(earlier)} samples are already recorded; nothing to run")
-        return RunOutcome(request.folder, earlier, 0, len(earlier))
-    if earlier:
-        say(f"{request.folder}: resuming; {len(earlier)} samples already recorded, {todo} to run")
+        errored = sum(r.status in ERRORED for r in recorded)
+        retry = (
+            f"; {errored} of them ended in an error or timeout: --retry-errors runs them again"
+            if errored
+            else ""
+        )
+        say(f"{request.folder}: all {len(recorded)} samples are already recorded; nothing to run{retry}")
+        return RunOutcome(request.folder, recorded, 0, len(recorded))
+    if redo:
+        say(f"{request.folder}: running again {len(redo)} sample(s) that ended in an error or timeout")
+    if kept:
+        say(f"{request.folder}: resuming; {len(kept)} samples already recorded, {todo} to run")
+    endpoints = [line for line in map(describe, models) if line]
+    if endpoints:
+        say("models: " + "; ".join(endpoints))
 
+    if request.preflight:
+        try:
+            for note in await check_endpoints(models):
+                say(f"note: {note}")
+        except ModelError as exc:
+            raise RunError(
+                f"{exc}\n(no sample was run: start the server or fix [model] base_url, api_key_env or the "
+                "key, and run again)"
+            ) from None
     used = [name for name in config.mcp_servers if any(name in arm.mcp_servers for arm in config.arms)]
     specs = server_specs(config, used)
     try:
@@ -270,6 +387,7 @@ async def launch_async(
     )
     store.write_manifest(manifest)
 
+    attempts = Counter(r.key for r in written if r.key in redo)
     ctx = RunContext(
         run_id=request.run_id,
         config=config,
@@ -279,8 +397,9 @@ async def launch_async(
         progress=progress or progress_for(request.run_id, quiet=request.quiet),
         extractor=extractor,
         server_specs=specs,
+        attempts=dict(attempts),
     )
-    ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, len(samples), epochs), earlier))
+    ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, len(samples), epochs), kept))
     try:
         await run_units(ctx, units, concurrency=concurrency)
     except StoreError as exc:
@@ -290,18 +409,42 @@ async def launch_async(
     finally:
         ctx.progress.stop()
         store.write_manifest((store.read_manifest() or manifest).finished(utc_now()))
-    records = [r for r in store.records() if r.key in wanted]
-    return RunOutcome(request.folder, records, todo, len(earlier))
+    records = newest_per_key(r for r in store.records() if r.key in wanted)
+    return RunOutcome(request.folder, records, todo, len(kept), retried=len(redo))
 
 
-def select_samples(dataset: Dataset, *, limit: int | None, shard: tuple[int, int] | None) -> list[Sample]:
-    """The questions this invocation runs: the first ``limit``, then those of ``shard``."""
+def _distinct(models: Iterable[Any]) -> list[Any]:
+    """The models once each (the extractor may be the agent's model), the agent first."""
+    return list({id(m): m for m in models if m is not None}.values())
+
+
+async def _close(models: Sequence[Any]) -> None:
+    """Close the models' HTTP clients in this event loop (``run_units`` closes them after a run;
+    closing a closed client does nothing)."""
+    for model in models:
+        closing = getattr(model, "aclose", None)
+        if closing is not None:
+            await closing()
+
+
+def select_samples(
+    dataset: Dataset,
+    *,
+    limit: int | None,
+    shard: tuple[int, int] | None,
+    first: int | None = None,
+    seed: int = 0,
+) -> list[Sample]:
+    """The questions this invocation runs: ``limit`` spread over the documents (seeded; see
+    :func:`docab.runner.schedule.spread_over_documents`) or the ``first`` ones, then those of ``shard``."""
     samples = list(dataset.samples)
     duplicates = [qid for qid, n in Counter(s.qid for s in samples).items() if n > 1]
     if duplicates:
         raise DatasetError(f"the dataset repeats question ids: {', '.join(duplicates[:5])}")
     if limit is not None:
-        samples = samples[:limit]
+        samples = spread_over_documents(samples, limit, seed)
+    if first is not None:
+        samples = samples[:first]
     samples = in_shard(samples, shard)
     if not samples:
         raise DatasetError("no questions to run (check the dataset filters, the limit and the shard)")
@@ -342,8 +485,17 @@ async def preflight(
     return found
 
 
-def _build_extractor(config: RunConfig, model: Model, prompt_file: Path | None) -> BenchmarkExtractor:
-    extractor_model = build_model(config.answer.extractor) if config.answer.extractor else model
+def _build_extractor(
+    config: RunConfig, model: Model, prompt_file: Path | None, *, injected: bool = False
+) -> BenchmarkExtractor:
+    """The answer extractor: its own model, built for the extractor's endpoint (the run's unless it
+    has one of its own: ``RunConfig.extractor_model``). Without an extractor of its own, an
+    injected model (a test double) extracts too; a configured one gets a client of its own, which
+    names the extractor in its errors."""
+    if config.answer.extractor is None and (injected or model.is_baseline):
+        extractor_model = model
+    else:
+        extractor_model = build_model(config.extractor_model, role="extractor")
     if extractor_model.is_baseline:
         raise RunError(
             "the extraction protocol needs an LLM to extract answers; set answer.extractor "
@@ -357,11 +509,13 @@ def _build_extractor(config: RunConfig, model: Model, prompt_file: Path | None) 
 
 
 def _models_info(config: RunConfig, model: Model) -> ModelsInfo:
+    extraction = config.answer.protocol == "extraction"
     return ModelsInfo(
         agent=model.name,
         is_baseline=bool(model.is_baseline),
         config=config.model.to_dict(),
-        extractor=config.extractor_model.name if config.answer.protocol == "extraction" else None,
+        extractor=config.extractor_model.name if extraction else None,
+        extractor_config=config.extractor_model.to_dict() if extraction else None,
     )
 
 

@@ -264,9 +264,17 @@ def build_record(ctx: RunContext, state: SampleRun, *, now: float) -> RunRecord:
         evidence_pages=sample.evidence_pages,
         evidence_sources=sample.evidence_sources,
         doc_type=sample.doc_type,
-        transcript=transcript_path(state.arm.name, sample.qid, state.epoch),
+        transcript=sample_transcript_path(ctx, state.arm.name, sample.qid, state.epoch),
         started_at=state.started_at,
     )
+
+
+def sample_transcript_path(ctx: RunContext, arm: str, qid: str, epoch: int) -> str:
+    """Where the sample's transcript goes: ``transcript_path``, or for the n-th retry of a sample
+    that errored, the same name ending ``.retry<n>.json`` (the errored attempt's stays)."""
+    rel = transcript_path(arm, qid, epoch)
+    attempt = ctx.attempts.get((arm, qid, epoch), 0)
+    return f"{rel.removesuffix('.json')}.retry{attempt}.json" if attempt else rel
 
 
 def build_transcript(ctx: RunContext, state: SampleRun) -> SampleTranscript:
@@ -275,7 +283,7 @@ def build_transcript(ctx: RunContext, state: SampleRun) -> SampleTranscript:
     epoch, arm_name = state.epoch, state.arm.name
     status, score, errors = state.status, state.score, state.errors
     raw_answer, extracted, extraction = state.answer.raw, state.answer.extracted, state.answer.extraction
-    rel = transcript_path(arm_name, sample.qid, epoch)
+    rel = sample_transcript_path(ctx, arm_name, sample.qid, epoch)
     events = list(trace.events) if trace else []
     events.append(
         AnswerEvent(
