@@ -16,7 +16,9 @@ one row per arm and question, epochs averaged (the unit the report pairs). Sever
 are merged as by docab report, with the same --reruns-as-epochs.
 
 The default output is RUN_DIR/<level>.<format>; parquet keeps list columns (pages read, evidence
-pages) as lists, CSV writes them as JSON text.
+pages) as lists, CSV writes them as JSON text. Every column has a fixed type (docab.report.frames:
+RECORDS_SCHEMA, QUESTIONS_SCHEMA), so the parquet files of different runs concatenate; tokens per
+role are tokens_agent, tokens_tool_side and tokens_extractor.
 
 examples:
   docab export results/demo                              # results/demo/records.parquet
@@ -56,7 +58,7 @@ def register(subparsers: Any) -> None:
 def run_export(args: argparse.Namespace) -> int:
     import json
 
-    from docab.report.frames import questions_frame, records_frame
+    from docab.report.frames import arrow_table, questions_frame, records_frame
     from docab.report.summary import ReportError, load_run, question_outcomes
 
     try:
@@ -72,7 +74,9 @@ def run_export(args: argparse.Namespace) -> int:
     target = args.output or args.run_dirs[0] / f"{args.level}.{args.format}"
     try:
         if args.format == "parquet":
-            frame.to_parquet(target, index=False)
+            import pyarrow.parquet as pq
+
+            pq.write_table(arrow_table(frame, level=args.level), target)
         elif args.format == "csv":
             flat = frame.copy()
             for column in flat.columns:
