@@ -105,6 +105,10 @@ def test_export_round_trips_every_record_and_warns_of_missing_transcripts(
     errored = next(s for s in log.samples or [] if s.id == "q2")
     assert errored.error is not None and errored.error.message == "error: boom"
     assert log.stats.role_usage["extractor"].input_tokens == 40
+    # Log files as arguments: the report goes beside them.
+    files = [str(p) for p in sorted((folder / "inspect").glob("*.eval"))]
+    assert main(["report", *files, "--no-plots", "--resamples", "200"]) == 0
+    assert (folder / "inspect" / "summary.json").is_file()
 
 
 def test_export_inspect_refuses_questions_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
