@@ -22,7 +22,6 @@ from docab.report.render import to_markdown
 from docab.report.summary import build_report, load_run
 
 RUN_DIRS = [Path(p) for p in os.environ.get("DOCAB_RUN", "results/demo").split(":")]
-RESAMPLES = int(os.environ.get("DOCAB_RESAMPLES", "10000"))
 pd.set_option("display.width", 140)
 
 
@@ -65,13 +64,13 @@ def show_image(path: Path) -> None:
 # %% [markdown]
 # ## Load the run
 # `load_run` reads and merges the folders (warnings name torn lines and duplicates);
-# `build_report` computes everything `docab report` prints, with the same seed.
+# `build_report` computes everything `docab report` prints.
 
 # %%
 run = load_run(*RUN_DIRS)
 for warning in run.warnings:
     print("warning:", warning)
-report = build_report(run, resamples=RESAMPLES)
+report = build_report(run)
 summary = report.summary
 print(f"run {summary.run_id}: arms {', '.join(run.arms)}; {len(run.records)} records")
 
@@ -98,7 +97,7 @@ show(
 
 # %% [markdown]
 # ## One row per question and arm
-# Epochs averaged: the unit the report pairs and resamples. The headline accuracy is its mean.
+# Epochs averaged: the unit the report pairs. The headline accuracy is its mean.
 
 # %%
 questions = questions_frame(report.outcomes)

@@ -197,13 +197,45 @@ def test_tool_side_usage_is_booked_under_its_role(workspace: Path) -> None:
 def test_pages_read_are_tracked_through_the_loop(workspace: Path) -> None:
     page_map = PageMap.from_markdown((workspace / "document/document.md").read_text())
     tracker = ReadTracker(page_map, workspace_root=str(workspace))
-    args = {"path": "document/document.md", "offset": page_map.starts[2], "limit": 4}
+    args = {"path": "document/document.md", "offset": page_map.starts[2], "limit": 8}  # page 3 whole
     run(
         ScriptedModel([turn("", ("read_file", args)), submit("x")]),
         filesystem_tools(workspace),
         tracker=tracker,
     )
     assert tracker.pages_read == (3,)
+
+
+def test_a_cached_tool_answer_keeps_its_original_cost_apart(workspace: Path) -> None:
+    """vision-bridge reports zero tokens for a cached answer and its original cost beside them: the
+    loop books the zeros as spent and keeps the original cost apart (issue 13, finding 10)."""
+    report = {
+        "provider": "openai",
+        "model": "gpt-v",
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "calls": 0,
+        "from_cache": True,
+        "original_usage": {"input_tokens": 900, "cached_tokens": 100, "output_tokens": 40},
+    }
+    cached = EchoTool("ocr_image", ToolResult(blocks=(Text("text"),), meta={"io.github.docab/usage": report}))
+    fresh_report = {**report, "from_cache": False, "input_tokens": 900, "output_tokens": 40}
+    fresh = EchoTool(
+        "analyze_image", ToolResult(blocks=(Text("t"),), meta={"io.github.docab/usage": fresh_report})
+    )
+    trace = run(
+        ScriptedModel([turn("", ("ocr_image", {}), ("analyze_image", {})), submit("x")]), [cached, fresh]
+    )
+    spent = [u for u in trace.usage if u.role == "tool-side"]
+    assert [u.total for u in spent] == [0, 940]
+    [original] = trace.cached_tool_usage
+    assert (original.role, original.model, original.input_uncached, original.cache_read, original.output) == (
+        "tool-side",
+        "openai/gpt-v",
+        800,
+        100,
+        40,
+    )
 
 
 def test_images_from_any_tool_cost_the_same(workspace: Path) -> None:

@@ -53,6 +53,41 @@ def test_images_cost_the_same_whoever_sends_them() -> None:
     assert "1 image omitted" in cut.blocks[-1].text
 
 
+def test_an_image_that_does_not_fit_becomes_a_note_and_the_text_after_it_still_counts() -> None:
+    """Finding 10 of issue 13: everything after an image that did not fit used to be dropped."""
+    big = Image(png_bytes(size=(1000, 1000)), "image/png")  # 1,334 tokens: 5,336 characters
+    small = Image(png_bytes(size=(8, 8)), "image/png")  # 1 token: 4 characters
+    result = ToolResult(blocks=(Text("a" * 40), big, Text("b" * 30), small, Text("c" * 50)))
+    budget = OutputBudget(limit=100)
+    assert [budget.cost_of(b) for b in result.blocks] == [40, 5336, 30, 4, 50]
+    cut = budget.apply(result)
+    texts = [b.text if isinstance(b, Text) else "<image>" for b in cut.blocks]
+    # a, b and the small image spend 74; the big image is a note in its place; c gets the 26 left.
+    assert texts[:5] == [
+        "a" * 40,
+        "[image not shown: it costs 5,336 chars and 60 chars of the tool output budget were left]",
+        "b" * 30,
+        "<image>",
+        "c" * 26,
+    ]
+    assert cut.truncated and "1 image omitted" in texts[-1] and len(cut.blocks) == 6
+
+
+def test_budget_edges_for_images() -> None:
+    image = Image(png_bytes(), "image/png")
+    exact = ToolResult(blocks=(Text("x" * 10), image))
+    assert OutputBudget(limit=40, image_cost=30).apply(exact) is exact  # exactly at the limit: unchanged
+    one_over = OutputBudget(limit=39, image_cost=30).apply(exact)
+    assert one_over.truncated and not one_over.images and one_over.blocks[0] == Text("x" * 10)
+    free = OutputBudget(limit=1, image_cost=0)
+    assert free.apply(ToolResult(blocks=(image, image))).images == (image, image)
+    alone = OutputBudget(limit=29, image_cost=30).apply(ToolResult(blocks=(image,)))
+    assert alone.truncated and len(alone.blocks) == 2 and "not shown" in alone.blocks[0].text
+    # Text right after a dropped image gets everything the image did not use.
+    after = OutputBudget(limit=20, image_cost=30).apply(ToolResult(blocks=(image, Text("y" * 20))))
+    assert after.blocks[1] == Text("y" * 20) and after.truncated
+
+
 def test_blocks_after_the_cut_are_dropped_and_counted() -> None:
     image = Image(png_bytes(), "image/png")
     result = ToolResult(blocks=(Text("a" * 50), Text("b" * 100), image, Text("c" * 10)))
@@ -110,6 +145,66 @@ def test_fs_read_and_mcp_read_of_the_same_text_are_cut_identically(tmp_path: Pat
         # An image costs the same from either source: both fit, or both are dropped.
         fs_pic, mcp_pic = ToolResult(blocks=fs_image.images), mcp_image
         assert budget.apply(fs_pic) is fs_pic and budget.apply(mcp_pic) is mcp_pic
-        small = OutputBudget(limit=budget.cost_of_image - 1, unit=budget.unit, image_cost=budget.image_cost)
+        small = OutputBudget(
+            limit=budget.cost_of_image(fs_pic.images[0]) - 1, unit=budget.unit, image_cost=budget.image_cost
+        )
         assert small.apply(fs_pic).blocks == small.apply(mcp_pic).blocks
         assert small.apply(mcp_pic).truncated and not small.apply(mcp_pic).images
+
+
+@pytest.mark.parametrize(
+    ("size", "anthropic", "openai"),
+    [
+        # Anthropic's documented examples (vision guide): 200x200 ~54, 1000x1000 ~1334, 1092x1092 ~1590;
+        # OpenAI's (vision guide, high detail): 1024x1024 765, 2048x4096 1105; one 512 tile: 255.
+        ((200, 200), 54, 255),
+        ((1000, 1000), 1334, 765),
+        ((1092, 1092), 1590, 765),
+        ((1024, 1024), 1399, 765),
+        ((2048, 4096), 1600, 1105),
+        ((500, 500), 334, 255),
+        ((1568, 784), 1600, 1105),  # a 2:1 page at the long-edge cap: scaled to about 1,600 tokens
+        ((1, 1), 1, 255),
+    ],
+)
+def test_image_tokens_follow_each_providers_documented_rule(
+    size: tuple[int, int], anthropic: int, openai: int
+) -> None:
+    from docab.agent.budget import anthropic_image_tokens, openai_image_tokens
+
+    assert abs(anthropic_image_tokens(*size) - anthropic) <= 1
+    assert openai_image_tokens(*size) == openai
+
+
+def test_an_image_costs_what_its_size_costs_under_the_runs_rule() -> None:
+    from docab.agent.budget import IMAGE_RULE_MAXIMUM, image_rule_for, image_size, image_tokens
+
+    page = Image(png_bytes(size=(1224, 1584)), "image/png")  # a letter page at 144 dpi
+    thumb = Image(png_bytes(size=(100, 80)), "image/png")
+    assert image_size(page.data) == (1224, 1584)
+    assert image_tokens(thumb, "anthropic") == 11 and image_tokens(thumb, "openai") == 255
+    assert image_tokens(page, "anthropic") == 1599 and image_tokens(page, "openai") == 765
+    chars, tokens = OutputBudget(image_rule="openai"), OutputBudget(unit="tokens", image_rule="openai")
+    assert chars.cost_of_image(page) == 4 * tokens.cost_of_image(page) == 4 * 765
+    assert OutputBudget(image_cost=7).cost_of_image(page) == 7  # a flat cost in the config wins
+    broken = Image(b"not an image at all", "image/png")
+    assert image_tokens(broken, "anthropic") == IMAGE_RULE_MAXIMUM["anthropic"] >= 1590
+    assert image_tokens(broken, "openai") == IMAGE_RULE_MAXIMUM["openai"] == 85 + 8 * 170
+    assert [image_rule_for(p) for p in ("openai", "anthropic", "baseline", "")] == [
+        "openai",
+        "anthropic",
+        "anthropic",
+        "anthropic",
+    ]
+    with pytest.raises(ValueError, match="unknown image rule"):
+        OutputBudget(image_rule="gemini")  # type: ignore[arg-type]
+
+
+def test_the_run_chooses_one_image_rule_from_its_models_provider() -> None:
+    from docab.config import BudgetConfig
+    from docab.runner.context import output_budget
+
+    assert output_budget(BudgetConfig(), "openai").image_rule == "openai"
+    assert output_budget(BudgetConfig(), "anthropic").image_rule == "anthropic"
+    assert output_budget(BudgetConfig(), "baseline").image_rule == "anthropic"
+    assert output_budget(BudgetConfig(image_cost=5), "openai").image_cost == 5

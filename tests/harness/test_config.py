@@ -28,7 +28,8 @@ def test_shipped_configs_load(path: Path) -> None:
     config = load_config(path)
     assert len(config.arms) == 2 and config.arms[0].name == "fs" and config.arms[0].mcp_servers == []
     assert "md-vision" in config.arms[1].mcp_servers
-    # Confined to the workspace, URLs off, and no folder-parser processes (one document per workspace).
+    # Confined to the workspace, URLs off, no folder-parser processes (one document per workspace),
+    # and paths shown relative to the workspace: no result names where the workspace is.
     assert config.mcp_servers["md-vision"].args == [
         "--allow-path",
         "{workspace}",
@@ -36,7 +37,22 @@ def test_shipped_configs_load(path: Path) -> None:
         "none",
         "--workers",
         "1",
+        "--relative-paths",
     ]
+
+
+def test_shipped_configs_share_no_vision_cache_beyond_a_sample() -> None:
+    """vision-bridge's disk cache would serve one arm's, epoch's or run's answers to another at zero
+    cost: every shipped config that starts it turns the cache off (VISION_CACHE_TTL = 0)."""
+    bridges = [
+        (path.stem, server)
+        for path in sorted(CONFIG_DIR.glob("*.toml"))
+        for server in load_config(path).mcp_servers.values()
+        if server.command == "vision-bridge"
+    ]
+    assert [name for name, _ in bridges] == ["mmlongbench-text-only"]
+    for _, server in bridges:
+        assert server.env.get("VISION_CACHE_TTL") == "0" and server.scope == "sample"
 
 
 def test_the_demo_is_offline_and_shipped_configs_cover_the_brief() -> None:

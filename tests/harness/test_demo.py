@@ -47,8 +47,12 @@ def check_run(tmp_path: Path, questions: int) -> list:  # type: ignore[type-arg]
         r.errors for r in records
     ]
     md = [r for r in records if r.arm == "fs+md-vision"]
-    assert all({"index_md", "read_md_with_images"} <= {c.name for c in r.tool_calls} for r in md)
+    # The fair policy: the same search in both arms, each arm's reader for the read.
+    assert all({c.name for c in r.tool_calls} == {"grep", "read_md_with_images", "submit_answer"} for r in md)
+    fs = [r for r in records if r.arm == "fs"]
+    assert all({c.name for c in r.tool_calls} == {"grep", "read_file", "submit_answer"} for r in fs)
     assert any(r.pages_read for r in md)
+    assert all(r.status != "limit" and r.turns <= 4 for r in records)
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["dataset"]["version"].startswith("docab-suite/")
     assert "read_md_with_images" in manifest["mcp_servers"]["md-vision"]
@@ -72,3 +76,31 @@ def test_the_whole_demo_and_its_rerun(tmp_path: Path) -> None:
     again = demo(tmp_path)  # the same command again: everything is recorded, nothing runs twice
     assert again.returncode == 0 and "nothing to run" in again.stdout
     assert len(check_run(tmp_path, 29)) == 58
+
+
+def model_visible_text(transcript: dict) -> str:  # type: ignore[type-arg]
+    """Everything a transcript says the model was shown: system prompt, tools, messages, results."""
+    parts = [transcript["system"], json.dumps(transcript["tools"])]
+    for event in transcript["events"]:
+        if event["type"] in ("message", "tool_result"):
+            parts += [block.get("text", "") for block in event.get("content", [])]
+    return "\n".join(parts)
+
+
+def test_nothing_the_model_sees_names_the_run_an_arm_a_question_or_the_workspace(demo_run: Path) -> None:
+    """Finding 10 of issue 13: md-vision results showed the absolute workspace path, whose folder
+    was named after the run. Now every path the model sees is relative, the same in every sample."""
+    import tempfile
+
+    records = list(read_records(demo_run / "records.jsonl"))
+    sources = set()
+    for record in records:
+        transcript = json.loads((demo_run / record.transcript).read_text())
+        seen = model_visible_text(transcript)
+        for leak in (tempfile.gettempdir(), "docab-", record.qid, "fs+md-vision", "/w00", record.run_id):
+            assert leak not in seen, (record.arm, record.qid, leak)
+        for event in transcript["events"]:
+            meta = (event.get("meta") or {}).get("io.github.docab/md-vision")
+            if meta:
+                sources.add(meta["source"])
+    assert sources == {"document/document.md"}

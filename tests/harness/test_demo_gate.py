@@ -85,8 +85,6 @@ def test_docab_compare_passes_the_demo_against_its_baseline(demo_run: Path, caps
             str(demo_run),
             "--gate",
             str(gate),
-            "--resamples",
-            "1000",
             "--format",
             "json",
         ]

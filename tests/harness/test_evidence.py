@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from docab.agent.budget import OutputBudget
-from docab.agent.evidence import PageMap, ReadTracker
+from docab.agent.evidence import PageMap, PageShare, ReadTracker
 from docab.agent.messages import Image, Text, ToolCall, ToolResult
 from docab.agent.toolbox.filesystem import filesystem_tools
 from tests.harness.corpus import png_bytes, write_document
@@ -26,15 +26,91 @@ def test_page_map_from_page_headings(tmp_path: Path) -> None:
     assert page_map.page_of_line(page_map.line_count) == 3
 
 
+def read_file(root: Path, **args: object) -> tuple[ToolCall, ToolResult]:
+    tool = next(t for t in filesystem_tools(root) if t.spec.name == "read_file")
+    arguments = {"path": "document/document.md", **args}
+    return ToolCall("1", "read_file", arguments), asyncio.run(tool.call(arguments))
+
+
 def test_fs_read_maps_shown_line_numbers_to_pages(tmp_path: Path) -> None:
     write_document(tmp_path / "document")
     tracker = tracker_for(tmp_path)
-    read = next(t for t in filesystem_tools(tmp_path) if t.spec.name == "read_file")
     page_map = tracker.page_map
-    args = {"path": "document/document.md", "offset": page_map.starts[1], "limit": 3}
-    tracker.observe(ToolCall("1", "read_file", args), asyncio.run(read.call(args)))
+    # Page 2 whole: its heading, its image line and its four lines of text.
+    tracker.observe(*read_file(tmp_path, offset=page_map.starts[1], limit=9))
     assert tracker.pages_read == (2,)
-    assert tracker.sections == [f"document/document.md:{page_map.starts[1]}-{page_map.starts[1] + 2}"]
+    assert tracker.sections == [f"document/document.md:{page_map.starts[1]}-{page_map.starts[1] + 8}"]
+    assert [(s.page, s.text_share, s.image) for s in tracker.page_shares] == [(2, 1.0, False)]
+
+
+def test_a_page_heading_and_its_image_reference_are_not_reading_the_page(tmp_path: Path) -> None:
+    """Finding 7 of issue 13: a window that shows a page's ``## Page N`` heading and its image line,
+    but none of its text, used to count the page as read."""
+    write_document(tmp_path / "document")
+    tracker = tracker_for(tmp_path)
+    start = tracker.page_map.starts[1]
+    tracker.observe(*read_file(tmp_path, offset=start, limit=3))  # "## Page 2", "", "![Page 2](...)"
+    assert tracker.pages_read == () and tracker.page_shares == ()
+    # One window across a page boundary credits only the page most of whose text it showed.
+    tracker.observe(*read_file(tmp_path, offset=start - 2, limit=10))  # page 1's last line, page 2 whole
+    assert tracker.pages_read == (2,)
+    shares = {s.page: s.text_share for s in tracker.page_shares}
+    assert 0 < shares[1] < 0.5 and shares[2] >= 0.5
+
+
+def test_half_the_text_of_a_page_is_the_edge() -> None:
+    text = (
+        "# T\n\n## Page 1\n\n![Page 1](pages/page-0001.png)\nabcdefghij\nklmnopqrst\nuvwxyzabcd\nefghijklmn\n"
+    )
+    tracker = ReadTracker(PageMap.from_markdown(text))
+    assert tracker.page_map.page_text == {1: 40}
+    lines = [f"{n:>6}\t{line}" for n, line in enumerate(text.splitlines(), 1)]
+    call = ToolCall("1", "read_file", {"path": "document/document.md"})
+    # Line 6 whole and line 7 cut one character short (as the budget cuts): 19 of 40 characters.
+    tracker.observe(call, ToolResult(blocks=(Text(lines[5] + "\n" + lines[6][:-1]),)))
+    assert [s.text_share for s in tracker.page_shares] == [19 / 40] and tracker.pages_read == ()
+    tracker.observe(call, ToolResult(blocks=(Text(lines[6]),)))  # line 7 whole: 20 of 40, exactly half
+    assert tracker.pages_read == (1,) and tracker.page_shares[0].text_share == 0.5
+    tracker.observe(call, ToolResult(blocks=(Text(lines[6]),)))  # shown again: counted once
+    assert tracker.page_shares[0].text_share == 0.5
+
+
+def test_text_chars_leave_out_headings_markers_image_references_and_whitespace() -> None:
+    from docab.agent.evidence import text_chars
+
+    assert text_chars("## Page 12") == 0
+    assert text_chars("![Page 1](pages/page-0001.png)") == 0
+    assert text_chars('<img src="x.png" alt="y">') == 0
+    assert text_chars("### Company overview") == len("Companyoverview")
+    assert text_chars("Net margin: 12%  ![chart](figures/f.png)") == len("Netmargin:12%")
+    assert text_chars("#hashtag is text") == len("#hashtagistext")
+
+
+def test_a_page_without_text_is_read_only_through_its_image(tmp_path: Path) -> None:
+    text = "# T\n\n## Page 1\n\n![Page 1](pages/page-0001.png)\n\n## Page 2\n\nSome words here.\n"
+    tracker = ReadTracker(PageMap.from_markdown(text), workspace_root=str(tmp_path))
+    numbered = "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(text.splitlines(), 1))
+    tracker.observe(
+        ToolCall("1", "read_file", {"path": "document/document.md"}), ToolResult((Text(numbered),))
+    )
+    assert tracker.pages_read == (2,)
+    image = ToolResult(blocks=(Text("document/pages/page-0001.png"), Image(png_bytes(), "image/png")))
+    tracker.observe(ToolCall("2", "read_file", {"path": "document/pages/page-0001.png"}), image)
+    assert tracker.pages_read == (1, 2)
+    assert tracker.page_shares[0] == PageShare(1, 0.0, True)
+
+
+def test_search_results_show_the_lines_they_print(tmp_path: Path) -> None:
+    write_document(tmp_path / "document")
+    tracker = tracker_for(tmp_path)
+    grep = next(t for t in filesystem_tools(tmp_path) if t.spec.name == "grep")
+    args = {"pattern": "Revenue|Net margin|Employees", "path": "document", "context": 1}
+    tracker.observe(ToolCall("1", "grep", args), asyncio.run(grep.call(args)))
+    assert tracker.pages_read == (2,)  # every line of page 2's text was printed
+    one_hit = tracker_for(tmp_path)
+    args = {"pattern": "Hermes carries", "path": "document"}
+    one_hit.observe(ToolCall("1", "grep", args), asyncio.run(grep.call(args)))
+    assert one_hit.pages_read == () and 0 < one_hit.page_shares[0].text_share < 0.5
 
 
 def test_only_what_survives_the_budget_counts(tmp_path: Path) -> None:
@@ -69,7 +145,7 @@ def test_mcp_section_read_is_located_in_the_document(tmp_path: Path) -> None:
     assert tracker.sections == ["### Products"]
 
 
-def test_mcp_page_headings_and_inlined_page_images_count(tmp_path: Path) -> None:
+def test_mcp_page_headings_do_not_count_and_inlined_page_images_do(tmp_path: Path) -> None:
     write_document(tmp_path / "document")
     tracker = tracker_for(tmp_path)
     blocks = (
@@ -78,7 +154,12 @@ def test_mcp_page_headings_and_inlined_page_images_count(tmp_path: Path) -> None
         Image(png_bytes(), "image/png"),
     )
     tracker.observe(ToolCall("1", "read_md_with_images", {"uri": "document/document.md"}), ToolResult(blocks))
-    assert tracker.pages_read == (1, 2)
+    assert tracker.pages_read == (2,)
+    # An image the budget replaced by a note, or a text-only model never saw, shows nothing.
+    cut = OutputBudget(limit=40, image_cost=1000).apply(ToolResult(blocks))
+    later = tracker_for(tmp_path)
+    later.observe(ToolCall("2", "read_md_with_images", {"uri": "document/document.md"}), cut)
+    assert later.pages_read == ()
 
 
 def test_search_hits_indexes_and_errors_are_not_reads(tmp_path: Path) -> None:
@@ -99,14 +180,16 @@ def test_search_hits_indexes_and_errors_are_not_reads(tmp_path: Path) -> None:
 
 def test_repeated_lines_do_not_locate_a_read() -> None:
     text = (
-        "# T\n## Page 1\nConfidential draft\nalpha line one\n## Page 2\nConfidential draft\nbeta line two\n"
+        "# T\n## Page 1\nConfidential draft\nalpha line one\n## Page 2\nConfidential draft\n"
+        "beta line two, which is the longer line of this page\n"
     )
     tracker = ReadTracker(PageMap.from_markdown(text))
     tracker.observe(
         ToolCall("1", "read_md_with_images", {}), ToolResult(blocks=(Text("Confidential draft"),))
     )
     assert tracker.pages_read == ()
-    tracker.observe(ToolCall("2", "read_md_with_images", {}), ToolResult(blocks=(Text("beta line two"),)))
+    located = Text("beta line two, which is the longer line of this page")
+    tracker.observe(ToolCall("2", "read_md_with_images", {}), ToolResult(blocks=(located,)))
     assert tracker.pages_read == (2,)
 
 
@@ -127,13 +210,20 @@ def test_md_vision_meta_gives_the_lines_read(tmp_path: Path) -> None:
     tracker = tracker_for(tmp_path)
     start = tracker.page_map.starts[1]
     lines = (tmp_path / "document/document.md").read_text().splitlines()
-    # Two lines before page 2's heading and three after: pages 1 and 2, not located by content.
-    shown = "\n".join(lines[start - 3 : start + 2]) + "\n"
+    # Page 2 from its heading to its last line and page 3's heading: page 2, mapped by line number.
+    shown = "\n".join(lines[start - 1 : start + 8]) + "\n"
     tracker.observe(
         ToolCall("1", "read_md_with_images", {"uri": "document/document.md"}),
-        md_vision_result(tmp_path, start - 2, shown),
+        md_vision_result(tmp_path, start, shown),
     )
-    assert tracker.pages_read == (1, 2)
+    assert tracker.pages_read == (2,)
+    # The same lines placed elsewhere by the meta are counted where the meta says.
+    moved = tracker_for(tmp_path)
+    moved.observe(
+        ToolCall("1", "read_md_with_images", {"uri": "document/document.md"}),
+        md_vision_result(tmp_path, 1, shown),
+    )
+    assert 2 not in moved.pages_read
 
 
 def test_md_vision_meta_counts_only_what_the_budget_kept(tmp_path: Path) -> None:
@@ -143,8 +233,18 @@ def test_md_vision_meta_counts_only_what_the_budget_kept(tmp_path: Path) -> None
     result = md_vision_result(tmp_path, 1, whole)
     cut = OutputBudget(limit=len(whole.splitlines()[0]) + 20).apply(result)
     tracker.observe(ToolCall("1", "read_md_with_images", {"uri": "document/document.md"}), cut)
-    assert tracker.pages_read in ((), (1,))  # the title and at most page 1's heading survived
-    assert 3 not in tracker.pages_read
+    assert tracker.pages_read == ()  # the title and at most page 1's heading survived
+    # The budget's closing notice lines up with no block of the tool's: it is never taken for source.
+    lines = whole.splitlines(keepends=True)
+    parts = (Text("".join(lines[:6])), Image(png_bytes(), "image/png"), Text("".join(lines[6:])))
+    meta = md_vision_result(tmp_path, 1, "").meta
+    meta["io.github.docab/md-vision"]["roles"] = ["source", "image", "source"]
+    result = ToolResult(blocks=parts, meta=meta)
+    small = OutputBudget(limit=len(parts[0].text), image_cost=10_000).apply(result)
+    assert small.truncated and len(small.blocks) == 3  # the text, the image's note, the notice
+    noticed = tracker_for(tmp_path)
+    noticed.observe(ToolCall("1", "read_md_with_images", {"uri": "document/document.md"}), small)
+    assert max(noticed.shown) <= 6
 
 
 def test_md_vision_labels_name_page_images(tmp_path: Path) -> None:
@@ -165,10 +265,10 @@ def test_page_spans_come_from_the_corpus_meta(tmp_path: Path) -> None:
     from docab.agent.evidence import page_spans
 
     write_document(tmp_path / "document")
-    spans = page_spans(tmp_path / "document" / "meta.json")
+    spans = page_spans((tmp_path / "document" / "meta.json").read_text())
     text = (tmp_path / "document" / "document.md").read_text()
     assert spans is not None and [p for p, _ in spans] == [1, 2, 3]
-    assert PageMap.from_markdown(text, spans=spans).starts == PageMap.from_markdown(text).starts
-    assert page_spans(tmp_path / "missing.json") is None
-    (tmp_path / "bad.json").write_text('{"pages": [{"page": 1}]}')
-    assert page_spans(tmp_path / "bad.json") is None
+    from_meta, from_headings = PageMap.from_markdown(text, spans=spans), PageMap.from_markdown(text)
+    assert from_meta.starts == from_headings.starts and from_meta.page_text == from_headings.page_text
+    assert page_spans("") is None and page_spans("[1]") is None
+    assert page_spans('{"pages": [{"page": 1}]}') is None

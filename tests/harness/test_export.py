@@ -49,7 +49,7 @@ def test_records_frame_flattens_every_record(tmp_path: Path) -> None:
 
 def test_questions_frame_reproduces_the_headline_accuracy(tmp_path: Path) -> None:
     run = load_run(random_run(tmp_path / "run", documents=5, per_document=4, epochs=2))
-    report = build_report(run, resamples=200)
+    report = build_report(run)
     frame = questions_frame(report.outcomes)
     assert len(frame) == 2 * 20 and set(frame["epochs"]) == {2}
     means = frame.groupby("arm")["score"].mean()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
+from scipy import stats as sps
 
 from docab.report.gate import (
     Check,
@@ -17,7 +19,8 @@ from docab.report.gate import (
 )
 from docab.report.schema import (
     AccuracyComparison,
-    ClusteredDifference,
+    AnswerableComparison,
+    ClusteredMcNemar,
     Comparison,
     CostComparison,
     DetectableEffect,
@@ -31,9 +34,19 @@ from docab.report.schema import (
     Spread,
 )
 
+DF = 20.0  # the degrees of freedom every synthetic difference below carries
+T = float(sps.t.ppf(0.975, DF))
+
+
+def _se(low: float | None, high: float | None) -> float | None:
+    """The standard error a symmetric 95 % t interval [low, high] on DF degrees of freedom implies."""
+    return None if low is None or high is None else (high - low) / (2 * T)
+
 
 def _difference(value: float, low: float | None, high: float | None) -> Difference:
-    return Difference(value=value, low=low, high=high, method="cluster-bootstrap")
+    return Difference(
+        value=value, low=low, high=high, method="cluster-t-cr3", se=_se(low, high), df=DF, p_value=None
+    )
 
 
 def _spread(median: float) -> Spread:
@@ -46,7 +59,16 @@ def _cost(median_a: float, ratio: tuple[float | None, float | None, float | None
         a=_spread(median_a),
         b=_spread(median_a * (value or 1.0)),
         difference=_difference(0.0, None, None),
-        ratio=Ratio(value=value, low=low, high=high, method="cluster-bootstrap", pairs=10, excluded=0),
+        ratio=Ratio(
+            value=value,
+            low=low,
+            high=high,
+            method="cluster-t-cr3",
+            log_se=_se(math.log(low), math.log(high)) if low and high else None,
+            df=DF,
+            pairs=10,
+            excluded=0,
+        ),
         wilcoxon=SignedRank(statistic=None, p_value=1.0, pairs=0),
     )
 
@@ -66,16 +88,18 @@ def comparison(
             a=0.8,
             b=0.8 + estimate,
             difference=gap,
-            difference_clustered_t=ClusteredDifference(
-                value=estimate, low=low, high=high, method="cluster-t", se=0.01
+            clustered_mcnemar=ClusteredMcNemar(
+                only_a_correct=0, only_b_correct=0, statistic=None, df=None, p_value=1.0
             ),
-            mcnemar=McNemar(only_a_correct=0, only_b_correct=0, p_value=1.0),
+            mcnemar_ignoring_documents=McNemar(only_a_correct=0, only_b_correct=0, p_value=1.0),
         ),
+        answerable=AnswerableComparison(questions=8, a=0.8, b=0.8 + estimate, difference=gap),
         f1=ScoreComparison(a=0.8, b=0.8 + estimate, difference=gap),
         evidence=(
             EvidenceComparison(
                 questions=10,
                 recall=ScoreComparison(a=0.9, b=0.9 + recall[0], difference=_difference(*recall)),
+                precision=None,
             )
             if recall
             else None
@@ -84,7 +108,7 @@ def comparison(
         tokens=_cost(1000.0, tokens_ratio),
         latency=_cost(1.0, (None, None, None)),
         icc=None,
-        mde=DetectableEffect(observed=None, bounded=False, statement=""),
+        mde=DetectableEffect(planned=None, observed=None, resolvable=None, bounded=False, statement=""),
     )
     return Comparison(a="base", b="new", questions_a=10, questions_b=10, paired=10, itt=itt)
 
@@ -120,7 +144,7 @@ def test_costs_fail_on_a_certain_rise_beyond_the_percentage() -> None:
     uncertain = comparison(tokens_ratio=(1.30, 0.95, 1.70))
     assert verdicts(evaluate(uncertain, Thresholds(tokens_rise_percent=10)))["tokens"] == "pass"
     (line,) = failures(dearer, Thresholds(tokens_rise_percent=10))
-    assert line.startswith("tokens of new rose by 30.0 % against base (95 % CI +20.0 to +40.0)")
+    assert line.startswith("tokens of new rose by 30.0 % against base (95 % CI +20.0 to +40.0")
 
 
 def test_evidence_recall_is_gated_in_points() -> None:
@@ -173,7 +197,8 @@ def test_every_verdict_on_typed_comparisons() -> None:
     gates = Thresholds(
         accuracy_drop_points=2, f1_drop_points=2, tokens_rise_percent=10, latency_rise_percent=10
     )
-    checks = {c.metric: c for c in evaluate(comparison(accuracy=(-0.05, -0.08, -0.02)), gates)}
+    # Three gated metrics share Holm's 5 %: the drop must be clearer than for one metric alone.
+    checks = {c.metric: c for c in evaluate(comparison(accuracy=(-0.05, -0.07, -0.03)), gates)}
     assert checks["accuracy"].verdict == "fail" and checks["F1"].verdict == "fail"
     assert checks["tokens"].verdict == "pass"  # ratio 1: no rise
     assert checks["latency"].verdict == "not measured" and checks["latency"].change is None
@@ -196,8 +221,8 @@ def test_every_verdict_on_typed_comparisons() -> None:
     )
     assert (accuracy.change, accuracy.low, accuracy.high) == (
         pytest.approx(-5.0),
-        pytest.approx(-8.0),
-        pytest.approx(-2.0),
+        pytest.approx(-7.0),
+        pytest.approx(-3.0),
     )
 
 
@@ -215,3 +240,38 @@ def test_a_difference_without_an_interval_never_fails() -> None:
 def test_a_check_reads_back_from_its_json() -> None:
     (check, *_) = evaluate(comparison(accuracy=(-0.05, -0.08, -0.02)), Thresholds(accuracy_drop_points=2))
     assert Check.model_validate_json(check.model_dump_json()) == check
+
+
+def test_holm_controls_the_family_of_gated_metrics() -> None:
+    """Each drop alone would fail one metric at p = 0.025; three at once do not, by Holm."""
+    drop = comparison(accuracy=(-0.05, -0.08, -0.02))  # accuracy and F1 share this difference
+    alone = {c.metric: c for c in evaluate(drop, Thresholds(accuracy_drop_points=2))}
+    assert alone["accuracy"].p_value == pytest.approx(0.025) and alone["accuracy"].verdict == "fail"
+    assert alone["accuracy"].adjusted_p == pytest.approx(0.025)
+    three = {
+        c.metric: c
+        for c in evaluate(drop, Thresholds(accuracy_drop_points=2, f1_drop_points=2, tokens_rise_percent=10))
+    }
+    assert three["accuracy"].adjusted_p == pytest.approx(0.075)
+    assert three["accuracy"].verdict == "pass" and three["F1"].verdict == "pass"
+    assert three["tokens"].p_value == 1.0  # ratio exactly 1, no spread: certainly no rise
+
+
+def test_the_threshold_is_the_null_hypothesis() -> None:
+    """The p-value is of "no worse than allowed": an estimate right at the threshold gives 0.5."""
+    at_threshold = comparison(accuracy=(-0.02, -0.05, 0.01))
+    (check, *_) = evaluate(at_threshold, Thresholds(accuracy_drop_points=2))
+    assert check.p_value == pytest.approx(0.5)
+    tokens = comparison(tokens_ratio=(1.10, 1.05, 1.15))
+    cost = {c.metric: c for c in evaluate(tokens, Thresholds(tokens_rise_percent=10))}["tokens"]
+    assert cost.p_value == pytest.approx(0.5, abs=0.01)
+
+
+def test_gate_alpha_is_configurable_and_checked(tmp_path: Path) -> None:
+    assert parse_thresholds({"gate": {"alpha": 0.01}}).alpha == 0.01
+    with pytest.raises(GateConfigError, match=r"alpha must be above 0 and at most 0\.5"):
+        parse_thresholds({"gate": {"alpha": 0.9}})
+    strict = Thresholds(accuracy_drop_points=2, alpha=0.01)
+    (check, *_) = evaluate(comparison(accuracy=(-0.05, -0.08, -0.02)), strict)
+    assert check.verdict == "pass"  # p = 0.025 is not below 0.01
+    assert not Thresholds(alpha=0.01).any

@@ -78,7 +78,6 @@ def test_notebook_executes_headless_on_the_demo_run(
 
     run = Path(shutil.copytree(demo_run, tmp_path / "demo"))  # the notebook writes plots into the run
     monkeypatch.setenv("DOCAB_RUN", str(run))
-    monkeypatch.setenv("DOCAB_RESAMPLES", "500")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     nbclient.NotebookClient(
@@ -102,7 +101,6 @@ def test_notebook_runs_as_a_script_on_shards(tmp_path: Path, monkeypatch: pytest
         shutil.copyfile(whole / "manifest.json", shard / "manifest.json")
         (shard / "records.jsonl").write_text("".join(part))
     monkeypatch.setenv("DOCAB_RUN", f"{one}:{two}")
-    monkeypatch.setenv("DOCAB_RESAMPLES", "300")
     namespace = runpy.run_path(str(SOURCE), run_name="__main__")
     assert "fs+md-vision vs fs" in capsys.readouterr().out
     assert namespace["questions"]["doc_id"].nunique() == 6

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from docab.log.records import RECORD_VERSION, RunRecord, ToolCallRecord
+from docab.log.records import RECORD_VERSION, PageShare, RunRecord, ToolCallRecord
 from docab.log.usage import Usage
 
 
@@ -29,6 +30,9 @@ def make_record() -> RunRecord:
         ),
         tool_calls=(ToolCallRecord(name="read", duration_s=0.01, arguments={"path": "document.md"}),),
         pages_read=(3, 4),
+        page_shares=(PageShare(2, 0.25), PageShare(3, 0.5), PageShare(4, 0.0, image=True)),
+        cached_tool_usage=(Usage(input_uncached=900, output=40, role="tool-side", model="openai/gpt-v"),),
+        evidence_pages=(4, 7),
     )
 
 
@@ -109,3 +113,26 @@ def test_lines_not_utf8_or_nested_too_deeply_are_skipped_like_any_bad_line(tmp_p
         "records.jsonl: line 1 is not UTF-8 text; skipped",
         "records.jsonl: line 2 is JSON nested too deeply to be a record; skipped",
     ]
+
+
+def test_evidence_inputs_per_record() -> None:
+    record = make_record()
+    assert [s.read for s in record.page_shares] == [False, True, True]
+    assert record.evidence_pages_read == (4,)
+    assert record.evidence_recall == 0.5 and record.evidence_precision == 0.5
+    assert record.cached_tokens() == 940 and record.tokens() == 132  # the cached cost is not spent
+    nothing = RunRecord.from_dict({**make_record().to_dict(), "pages_read": [], "evidence_pages": []})
+    assert nothing.evidence_recall is None and nothing.evidence_precision is None
+
+
+def test_a_version_1_record_still_reads() -> None:
+    """A record written before page shares (the committed demo baseline up to issue 13)."""
+    line = (Path(__file__).parent / "fixtures" / "record-v1.jsonl").read_text()
+    record = RunRecord.from_dict(json.loads(line))
+    assert record.version == 1 and not record.reads_by_share
+    assert record.page_shares == () and record.cached_tool_usage == ()
+    assert record.pages_read == (1, 2, 3) and record.evidence_pages_read == (1,)
+    assert RECORD_VERSION == 2 and make_record().reads_by_share
+    unversioned = json.loads(line)
+    del unversioned["version"]
+    assert RunRecord.from_dict(unversioned).version == 1

@@ -84,7 +84,7 @@ def arm(summary: Summary, name: str) -> ArmSummary:
 
 
 def test_per_arm_figures_match_the_official_definitions(tiny_run: Path) -> None:
-    summary = build_report(load_run(tiny_run), resamples=RESAMPLES).summary
+    summary = build_report(load_run(tiny_run)).summary
     fs, md = arm(summary, "fs"), arm(summary, "md")
     assert fs.accuracy.value == pytest.approx(0.5)
     assert md.accuracy.value == pytest.approx(5 / 6)
@@ -109,18 +109,21 @@ def test_per_arm_figures_match_the_official_definitions(tiny_run: Path) -> None:
 
 
 def test_paired_comparison_itt_and_pairs_dropped(tiny_run: Path) -> None:
-    summary = build_report(load_run(tiny_run), resamples=RESAMPLES).summary
+    summary = build_report(load_run(tiny_run)).summary
     (comparison,) = summary.comparisons
     assert (comparison.a, comparison.b, comparison.paired) == ("fs", "md", 6)
     itt = comparison.itt
     assert itt is not None
     assert itt.accuracy.difference.value == pytest.approx(2 / 6)
     assert itt.f1.difference.value == pytest.approx(0.4)
-    assert itt.accuracy.mcnemar.model_dump() == {
+    assert itt.accuracy.mcnemar_ignoring_documents.model_dump() == {
         "only_a_correct": 0,
         "only_b_correct": 2,
         "p_value": pytest.approx(0.5),
     }
+    clustered = itt.accuracy.clustered_mcnemar
+    assert (clustered.only_a_correct, clustered.only_b_correct) == (0, 2)
+    assert clustered.p_value is not None and 0 < clustered.p_value < 1
     assert itt.tokens.ratio.value == pytest.approx(2100 / 1100)
     assert itt.latency.difference.value == pytest.approx(10.0)
     dropped = comparison.sensitivity
@@ -133,7 +136,7 @@ def test_paired_comparison_itt_and_pairs_dropped(tiny_run: Path) -> None:
 
 
 def test_breakdowns_follow_the_paper(tiny_run: Path) -> None:
-    rows = build_report(load_run(tiny_run), resamples=RESAMPLES).summary.breakdowns
+    rows = build_report(load_run(tiny_run)).summary.breakdowns
     cells = {(r.dimension, r.group): r for r in rows}
     single = cells[("evidence pages", "single-page")]
     assert single.arms["fs"].model_dump() == {"n": 2, "accuracy": 1.0}
@@ -162,7 +165,7 @@ def test_epochs_are_averaged_before_pairing(tmp_path: Path) -> None:
         make_record("a", "q2", "d2", epoch=0, score=1),
         make_record("a", "q2", "d2", epoch=1, score=1),
     ]
-    summary = build_report(load_run(write_run(tmp_path / "e", records)), resamples=RESAMPLES).summary
+    summary = build_report(load_run(write_run(tmp_path / "e", records))).summary
     a = arm(summary, "a")
     assert a.questions == 2 and a.records == 4 and a.epochs == 2
     assert a.accuracy.value == pytest.approx(0.75)
@@ -175,7 +178,7 @@ def test_evidence_recall_of_a_record() -> None:
 
 def test_a_baseline_run_is_labelled_a_floor_everywhere(tmp_path: Path) -> None:
     folder = random_run(tmp_path / "demo", model="baseline/keyword", documents=3, per_document=3)
-    report = build_report(load_run(folder), resamples=RESAMPLES)
+    report = build_report(load_run(folder))
     summary = report.summary
     assert summary.floor is True and summary.label == FLOOR_LABEL
     assert all(a.floor and a.label == FLOOR_LABEL for a in summary.arms)
@@ -192,19 +195,20 @@ def test_a_baseline_run_is_labelled_a_floor_everywhere(tmp_path: Path) -> None:
 
 
 def test_markdown_holds_the_tables(tiny_run: Path) -> None:
-    markdown = to_markdown(build_report(load_run(tiny_run), resamples=RESAMPLES).summary)
+    markdown = to_markdown(build_report(load_run(tiny_run)).summary)
     assert "## Arms" in markdown and "## md vs fs (paired, 6 questions)" in markdown
     assert "| Accuracy | 50.0 % | 83.3 % | +33.3 pts" in markdown
-    assert "McNemar p = 0.500 (b = 0, c = 2)" in markdown
-    assert "Sensitivity, 1 pair(s) with an error or timeout dropped" in markdown
+    assert "clustered McNemar p = " in markdown and "(b = 0, c = 2)" in markdown
+    assert "Plain McNemar, which ignores documents" in markdown and "p = 0.500" in markdown
+    assert "Sensitivity, 1 pair(s) not finished normally in an arm (1 error) dropped" in markdown
     assert "## Accuracy by breakdown" in markdown and "## Method" in markdown
 
 
 def test_summary_is_strict_json(tmp_path: Path) -> None:
     folder = random_run(tmp_path / "r", documents=1, per_document=2)  # one document: NaN intervals
-    summary = build_report(load_run(folder), resamples=RESAMPLES).summary
+    summary = build_report(load_run(folder)).summary
     text = json.dumps(summary.model_dump(mode="json"), allow_nan=False)  # raises if a NaN slipped through
-    assert json.loads(text)["version"] == SUMMARY_VERSION == 2
+    assert json.loads(text)["version"] == SUMMARY_VERSION == 3
     itt = summary.comparisons[0].itt
     assert itt is not None and itt.accuracy.difference.low is None  # undefined, not NaN
     assert "NaN" not in summary.model_dump_json() and "Infinity" not in summary.model_dump_json()
@@ -216,7 +220,7 @@ def test_summary_is_strict_json(tmp_path: Path) -> None:
 )
 def test_awkward_runs_still_report(tmp_path: Path, documents: int, per_document: int) -> None:
     folder = random_run(tmp_path / "r", documents=documents, per_document=per_document, epochs=2)
-    report = build_report(load_run(folder), resamples=RESAMPLES)
+    report = build_report(load_run(folder))
     markdown = to_markdown(report.summary)
     assert "## Arms" in markdown
     comparison = report.summary.comparisons[0]
@@ -240,14 +244,14 @@ def test_a_single_arm_run_has_no_comparison(tmp_path: Path) -> None:
     folder = write_run(
         tmp_path / "one", [make_record("fs", "q1", "d1"), make_record("fs", "q2", "d2", score=0)]
     )
-    summary = build_report(load_run(folder), resamples=RESAMPLES).summary
+    summary = build_report(load_run(folder)).summary
     assert summary.comparisons == [] and len(summary.arms) == 1
     assert "## fs" not in to_markdown(summary)
 
 
 def test_arms_on_different_questions_pair_only_the_common_ones(tmp_path: Path) -> None:
     records = [make_record("a", f"q{i}", f"d{i}") for i in range(4)] + [make_record("b", "q0", "d0")]
-    summary = build_report(load_run(write_run(tmp_path / "p", records)), resamples=RESAMPLES).summary
+    summary = build_report(load_run(write_run(tmp_path / "p", records))).summary
     assert summary.comparisons[0].paired == 1
     assert any("different questions" in w for w in summary.warnings)
 
@@ -255,16 +259,14 @@ def test_arms_on_different_questions_pair_only_the_common_ones(tmp_path: Path) -
 def test_an_arm_of_the_config_without_records_is_named_not_dropped_silently(tmp_path: Path) -> None:
     records = [make_record("fs", "q1", "d1"), make_record("fs", "q2", "d2", score=0)]
     manifest = {"run_id": "r", "arms": [{"name": "fs"}, {"name": "fs+md-vision"}]}
-    summary = build_report(
-        load_run(write_run(tmp_path / "r", records, manifest)), resamples=RESAMPLES
-    ).summary
+    summary = build_report(load_run(write_run(tmp_path / "r", records, manifest))).summary
     assert [a.arm for a in summary.arms] == ["fs"] and summary.comparisons == []
     assert any("fs+md-vision of the run's config have no records" in w for w in summary.warnings)
 
 
 def test_reference_arm_can_be_chosen_and_unknown_arms_are_refused(tiny_run: Path) -> None:
     run = load_run(tiny_run)
-    summary = build_report(run, reference="md", resamples=RESAMPLES).summary
+    summary = build_report(run, reference="md").summary
     assert summary.reference_arm == "md" and summary.comparisons[0].b == "fs"
     with pytest.raises(ReportError, match="reference arm 'nope'"):
         build_report(run, reference="nope")
@@ -294,7 +296,7 @@ def test_duplicates_keep_the_last_copy(tiny_run: Path) -> None:
     run = load_run(tiny_run)
     assert len(run.records) == 12
     assert any("more than once" in w for w in run.warnings)
-    assert arm(build_report(run, resamples=RESAMPLES).summary, "fs").accuracy.value == pytest.approx(4 / 6)
+    assert arm(build_report(run).summary, "fs").accuracy.value == pytest.approx(4 / 6)
 
 
 def test_shards_merge(tmp_path: Path) -> None:
@@ -324,7 +326,7 @@ def test_reruns_of_one_config_merge_as_further_epochs(tmp_path: Path) -> None:
         ("q3", 0),
     ]
     assert not any("more than once" in w for w in run.warnings)
-    a = arm(build_report(run, resamples=RESAMPLES).summary, "a")
+    a = arm(build_report(run).summary, "a")
     assert a.epochs == 3 and a.accuracy.value == pytest.approx((1 / 3 + 1 + 1) / 3)
     # Without the flag the rerun's copy of (q1, epoch 0) replaces the first run's.
     assert len(load_run(first, second).records) == 4
@@ -370,7 +372,7 @@ def test_planning_statement_before_a_run() -> None:
 
 
 def test_summary_round_trips_through_json_and_the_model(tiny_run: Path) -> None:
-    summary = build_report(load_run(tiny_run), resamples=RESAMPLES).summary
+    summary = build_report(load_run(tiny_run)).summary
     text = summary.model_dump_json(indent=2)
     back = parse_summary(text)
     assert back == summary
@@ -386,22 +388,23 @@ def test_summary_round_trips_through_json_and_the_model(tiny_run: Path) -> None:
         "label",
         "reference_arm",
         "confidence",
-        "resamples",
-        "seed",
         "arms",
+        "reference_rows",
         "comparisons",
         "breakdowns",
+        "breakdown_note",
         "warnings",
     }
     accuracy = data["arms"][0]["accuracy"]
     assert set(accuracy) == {"value", "low", "high", "method"} and accuracy["value"] == 0.5
     assert accuracy["method"] == "korn-graubard" and 0 < accuracy["low"] < 0.5 < accuracy["high"] < 1
-    assert data["comparisons"][0]["itt"]["accuracy"]["mcnemar"]["only_b_correct"] == 2
+    assert data["comparisons"][0]["itt"]["accuracy"]["clustered_mcnemar"]["only_b_correct"] == 2
+    assert data["comparisons"][0]["itt"]["accuracy"]["mcnemar_ignoring_documents"]["only_b_correct"] == 2
 
 
 def test_a_summary_with_undefined_figures_round_trips(tmp_path: Path) -> None:
     folder = random_run(tmp_path / "r", documents=1, per_document=2)
-    summary = build_report(load_run(folder), resamples=RESAMPLES).summary
+    summary = build_report(load_run(folder)).summary
     assert parse_summary(summary.model_dump_json()) == summary
 
 
@@ -411,8 +414,9 @@ def test_a_summary_with_undefined_figures_round_trips(tmp_path: Path) -> None:
         ("{not json", "is not JSON"),
         ("[1, 2]", "has another layout (not a JSON object)"),
         ('{"arms": []}', "has another layout (no schema version)"),
-        ('{"version": 1, "arms": []}', "is of schema version 1 (this docab reads version 2)"),
-        ('{"version": 2, "arms": [{"arm": "fs"}]}', "has another layout ("),
+        ('{"version": 1, "arms": []}', "is of schema version 1 (this docab reads version 3)"),
+        ('{"version": 2, "arms": []}', "is of schema version 2 (this docab reads version 3)"),
+        ('{"version": 3, "arms": [{"arm": "fs"}]}', "has another layout ("),
     ],
 )
 def test_text_that_is_not_a_summary_of_this_version_is_named(text: str, message: str) -> None:
@@ -422,13 +426,76 @@ def test_text_that_is_not_a_summary_of_this_version_is_named(text: str, message:
 
 
 def test_a_summary_with_an_unknown_field_is_another_layout(tiny_run: Path) -> None:
-    data = build_report(load_run(tiny_run), resamples=RESAMPLES).summary.model_dump(mode="json")
+    data = build_report(load_run(tiny_run)).summary.model_dump(mode="json")
     data["arms"][0]["surprise"] = 1
     with pytest.raises(SummaryFormatError, match=r"first at arms\.0\.surprise"):
         parse_summary(json.dumps(data))
 
 
 def test_the_summary_is_immutable(tiny_run: Path) -> None:
-    summary = build_report(load_run(tiny_run), resamples=RESAMPLES).summary
+    summary = build_report(load_run(tiny_run)).summary
     with pytest.raises(ValueError, match="frozen"):
         summary.run_id = "other"  # type: ignore[misc]
+
+
+def test_answerable_accuracy_not_answerable_use_and_the_reference_row(tiny_run: Path) -> None:
+    summary = build_report(load_run(tiny_run)).summary
+    fs, md = arm(summary, "fs"), arm(summary, "md")
+    assert fs.answerable_questions == 5 and fs.answerable_accuracy.value == pytest.approx(0.4)
+    assert md.answerable_accuracy.value == pytest.approx(0.8)
+    assert fs.not_answerable.model_dump() == {
+        "answered": pytest.approx(1 / 6),
+        "correct": 1.0,  # its one "Not answerable" was on the unanswerable question
+        "found": 1.0,
+    }
+    (reference,) = summary.reference_rows
+    assert reference.name == "always Not answerable" and reference.questions == 6
+    assert reference.accuracy == pytest.approx(1 / 6) and reference.f1 == 0.0
+    assert reference.answerable_accuracy == 0.0
+    itt = summary.comparisons[0].itt
+    assert itt is not None and itt.answerable.questions == 5
+    assert itt.answerable.difference.value == pytest.approx(0.4)
+    markdown = to_markdown(summary)
+    assert "(always Not answerable)" in markdown and "Acc answerable" in markdown
+
+
+def test_evidence_precision_and_tokens_per_evidence_page(tiny_run: Path) -> None:
+    summary = build_report(load_run(tiny_run)).summary
+    fs, md = arm(summary, "fs").evidence, arm(summary, "md").evidence
+    assert fs is not None and md is not None and fs.questions == 5
+    assert fs.recall.value == pytest.approx(0.7) and md.recall.value == pytest.approx(1.0)
+    # fs read page 3 of each question, always evidence; md read 3 and 4 where only 3 was evidence twice
+    assert fs.precision is not None and fs.precision.value == pytest.approx(1.0)
+    assert md.precision is not None and md.precision.value == pytest.approx(8 / 10)
+    fs_tokens = sum(o.tokens for q, o in build_report(load_run(tiny_run)).outcomes["fs"].items() if q != "q6")
+    assert fs.tokens_per_evidence_page == pytest.approx(fs_tokens / 5)
+    itt = summary.comparisons[0].itt
+    assert itt is not None and itt.evidence is not None and itt.evidence.precision is not None
+    assert itt.evidence.precision.difference.value == pytest.approx(0.8 - 1.0)
+
+
+def test_the_sensitivity_view_drops_every_unfinished_status_and_counts_them(tmp_path: Path) -> None:
+    records = []
+    for i, (status_a, status_b) in enumerate(
+        [("ok", "ok"), ("ok", "limit"), ("timeout", "ok"), ("error", "limit"), ("ok", "ok"), ("ok", "ok")]
+    ):
+        records.append(make_record("a", f"q{i}", f"d{i % 3}", status=status_a, score=float(status_a == "ok")))
+        records.append(make_record("b", f"q{i}", f"d{i % 3}", status=status_b, score=float(status_b == "ok")))
+    summary = build_report(load_run(write_run(tmp_path / "s", records))).summary
+    sensitivity = summary.comparisons[0].sensitivity
+    assert sensitivity is not None
+    assert (sensitivity.dropped, sensitivity.paired) == (3, 3)  # a limit-hit pair is dropped too
+    assert sensitivity.dropped_by_status.model_dump() == {"error": 1, "timeout": 1, "limit": 1}
+    assert "(1 error, 1 timeout, 1 limit)" in to_markdown(summary)
+
+
+def test_breakdowns_say_how_many_cells_and_that_they_are_unadjusted(tmp_path: Path) -> None:
+    summary = build_report(load_run(random_run(tmp_path / "r", documents=12, per_document=5))).summary
+    cells = sum(len(row.differences) for row in summary.breakdowns)
+    assert cells > 5 and summary.breakdown_note.startswith(f"{cells} paired differences over")
+    assert "unadjusted" in summary.breakdown_note
+    small = [d for row in summary.breakdowns for d in row.differences.values() if d.documents < 5]
+    wide = [d for row in summary.breakdowns for d in row.differences.values() if d.documents >= 5]
+    assert small and all(d.low is None and d.note.startswith("too small for an interval") for d in small)
+    assert wide and all(d.low is not None and d.method == "cluster-t-cr3" for d in wide)
+    assert "no interval:" in to_markdown(summary)

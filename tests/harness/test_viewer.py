@@ -138,7 +138,7 @@ def test_the_summary_becomes_the_reports_tables(run_dir: Path) -> None:
     from docab.report.summary import build_report
 
     run = load_run(run_dir)
-    summary = build_report(run, resamples=200).summary
+    summary = build_report(run).summary
     index = build_index(run.records, manifest=run.manifest, summary=summary)
     titles = [s["title"] for s in index["summary"]["sections"]]
     assert titles[0] == "Arms" and "fs+md-vision vs fs (paired, 6 questions)" in titles
@@ -351,7 +351,7 @@ def test_the_viewer_writes_damaged_and_old_transcripts_and_flags_them(
     document["events"][1]["usage"] = "lost"  # one event damaged, the file still JSON
     (run_dir / damaged.transcript).write_text(json.dumps(document))
     (run_dir / old.transcript).write_text(json.dumps(old_format_transcript()))
-    assert main(["view", str(run_dir), "--no-plots", "--resamples", "200"]) == 0
+    assert main(["view", str(run_dir), "--no-plots"]) == 0
     out, err = capsys.readouterr()
     assert "13 of 15 transcripts" in out  # both are still shown
     assert "warning: fs q-differ epoch 0: 1 of 6 event(s) do not match the transcript format" in err
@@ -414,7 +414,7 @@ def test_the_page_allows_only_its_own_script_and_style() -> None:
 
 
 def test_write_viewer_writes_the_page_and_one_script_per_readable_transcript(run_dir: Path) -> None:
-    result = write_viewer(run_dir, draw_plots=False, resamples=200)
+    result = write_viewer(run_dir, draw_plots=False)
     assert result.path == run_dir / "viewer" / "index.html"
     assert (result.questions, result.records, result.transcripts) == (7, 15, 13)
     assert sorted(p.split(":")[0] for p in result.problems) == [
@@ -436,10 +436,10 @@ def test_write_viewer_writes_the_page_and_one_script_per_readable_transcript(run
 def test_write_viewer_draws_missing_plots_and_uses_a_fresh_summary(run_dir: Path) -> None:
     from docab.report.summary import build_report
 
-    summary = build_report(load_run(run_dir), resamples=200).summary
+    summary = build_report(load_run(run_dir)).summary
     summary = summary.model_copy(update={"warnings": ["from the file"]})
     (run_dir / "summary.json").write_text(summary.model_dump_json())
-    result = write_viewer(run_dir, resamples=200)
+    result = write_viewer(run_dir)
     drawn = {p.name for p in result.plots_drawn}
     assert {
         "accuracy.png",
@@ -457,14 +457,14 @@ def test_write_viewer_draws_missing_plots_and_uses_a_fresh_summary(run_dir: Path
     ]
     assert "Accuracy by evidence source" in [p["title"] for p in index["plots"]]
     # A second run finds the plots fresh and draws nothing.
-    assert write_viewer(run_dir, resamples=200).plots_drawn == []
+    assert write_viewer(run_dir).plots_drawn == []
 
 
 def test_a_summary_older_than_the_records_is_recomputed(run_dir: Path) -> None:
     (run_dir / "summary.json").write_text(json.dumps({"warnings": ["stale"], "arms": []}))
     records = run_dir / "records.jsonl"
     os.utime(run_dir / "summary.json", (records.stat().st_mtime - 60, records.stat().st_mtime - 60))
-    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    index = _embedded(write_viewer(run_dir, draw_plots=False).path.read_text())
     assert index["summary"]["source"] == "computed"
     assert "older than records.jsonl" in index["summary"]["note"]
 
@@ -474,24 +474,24 @@ def test_a_merged_summary_written_into_one_of_its_folders_is_not_shown_as_that_f
 ) -> None:
     from docab.report.summary import build_report
 
-    summary = build_report(load_run(run_dir), resamples=200).summary
+    summary = build_report(load_run(run_dir)).summary
     # as `docab report run_dir shard2` writes it
     summary = summary.model_copy(
         update={"runs": [str(run_dir), str(tmp_path / "shard2")], "warnings": ["merged"]}
     )
     (run_dir / "summary.json").write_text(summary.model_dump_json())
-    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    index = _embedded(write_viewer(run_dir, draw_plots=False).path.read_text())
     assert index["summary"]["source"] == "computed" and "other folders" in index["summary"]["note"]
     assert "merged" not in index["summary"]["warnings"]
     summary = summary.model_copy(update={"runs": [str(run_dir)]})  # its own summary is used
     (run_dir / "summary.json").write_text(summary.model_dump_json())
-    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    index = _embedded(write_viewer(run_dir, draw_plots=False).path.read_text())
     assert index["summary"]["source"] == "summary.json"
 
 
 def test_a_summary_of_another_layout_is_recomputed(run_dir: Path) -> None:
     (run_dir / "summary.json").write_text(json.dumps({"arms": [{"arm": "fs"}]}))
-    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    index = _embedded(write_viewer(run_dir, draw_plots=False).path.read_text())
     assert index["summary"]["source"] == "computed" and "another layout" in index["summary"]["note"]
 
 
@@ -500,7 +500,7 @@ def test_a_summary_of_another_layout_is_recomputed(run_dir: Path) -> None:
     [
         (
             lambda data: {**data, "version": 1},
-            "summary.json is of schema version 1 (this docab reads version 2)",
+            "summary.json is of schema version 1 (this docab reads version 3)",
         ),
         (
             lambda data: {**data, "arms": [{**data["arms"][0], "accuracy": "high"}]},
@@ -512,23 +512,23 @@ def test_a_summary_of_another_layout_is_recomputed(run_dir: Path) -> None:
 def test_a_summary_of_another_version_or_invalid_is_recomputed(run_dir: Path, edit: Any, note: str) -> None:
     from docab.report.summary import build_report
 
-    data = build_report(load_run(run_dir), resamples=200).summary.model_dump(mode="json")
+    data = build_report(load_run(run_dir)).summary.model_dump(mode="json")
     data["runs"] = [str(run_dir)]
     data["warnings"] = ["from the file"]
     (run_dir / "summary.json").write_text(json.dumps(edit(data)))
-    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    index = _embedded(write_viewer(run_dir, draw_plots=False).path.read_text())
     assert index["summary"]["source"] == "computed" and note in index["summary"]["note"]
     assert "from the file" not in index["summary"]["warnings"]
     (run_dir / "summary.json").write_text(json.dumps(data))  # the same file, valid: it is used
-    index = _embedded(write_viewer(run_dir, draw_plots=False, resamples=200).path.read_text())
+    index = _embedded(write_viewer(run_dir, draw_plots=False).path.read_text())
     assert index["summary"]["source"] == "summary.json" and index["summary"]["warnings"] == ["from the file"]
 
 
 def test_rewriting_replaces_the_viewer_whole(run_dir: Path) -> None:
-    write_viewer(run_dir, draw_plots=False, resamples=200)
+    write_viewer(run_dir, draw_plots=False)
     stale = run_dir / "viewer" / "transcripts" / "999.js"
     stale.write_text("old")
-    write_viewer(run_dir, draw_plots=False, resamples=200)
+    write_viewer(run_dir, draw_plots=False)
     assert not stale.exists()
 
 
@@ -539,7 +539,7 @@ def test_a_transcript_outside_the_run_folder_is_not_read(tmp_path: Path) -> None
     folder = write_run(
         tmp_path / "run", [RunRecord.from_dict({**record.to_dict(), "transcript": "../secret.json"})]
     )
-    result = write_viewer(folder, draw_plots=False, resamples=200)
+    result = write_viewer(folder, draw_plots=False)
     assert result.transcripts == 0 and "outside the run folder" in result.problems[0]
     assert "secret" not in "".join(p.read_text() for p in (folder / "viewer").rglob("*.*"))
 
@@ -562,7 +562,7 @@ def test_transcript_size_limit_at_its_edge(tmp_path: Path) -> None:
 def test_view_command_writes_the_viewer_and_names_its_problems(
     run_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["view", str(run_dir), "--no-plots", "--resamples", "200"]) == 0
+    assert main(["view", str(run_dir), "--no-plots"]) == 0
     out, err = capsys.readouterr()
     assert f"wrote {run_dir / 'viewer' / 'index.html'} (7 questions, 13 of 15 transcripts" in out
     assert "open: file://" in out
@@ -594,15 +594,18 @@ def test_view_command_reports_a_folder_it_cannot_write(
     run_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (run_dir / "viewer").write_text("a file where the viewer folder goes")
-    assert main(["view", str(run_dir), "--no-plots", "--resamples", "200"]) == 2
+    assert main(["view", str(run_dir), "--no-plots"]) == 2
     err = capsys.readouterr().err
     assert "docab view: error: could not write the viewer into" in err
     assert not list(run_dir.glob(".viewer-*"))
 
 
-def test_view_command_rejects_too_few_resamples(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_view_command_rejects_an_unknown_option_as_a_usage_error(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The report has no resampling any more: --resamples is gone, and saying it is a usage error.
     assert main(["view", str(run_dir), "--resamples", "5"]) == 2
-    assert "--resamples must be at least 100" in capsys.readouterr().err
+    assert "unrecognized arguments: --resamples 5" in capsys.readouterr().err
 
 
 def test_view_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
@@ -646,7 +649,7 @@ def _choose(page: Any, select: str, value: str) -> None:
 
 
 def test_the_viewer_in_headless_chromium(run_dir: Path, chromium: Chromium, tmp_path: Path) -> None:
-    write_viewer(run_dir, resamples=200)
+    write_viewer(run_dir)
     page = chromium.new_page()
     page.navigate((run_dir / "viewer" / "index.html").as_uri())
 
@@ -739,7 +742,7 @@ def test_a_large_run_is_drawn_a_page_at_a_time_and_sorts(tmp_path: Path, chromiu
         for i in range(650)
     ]
     folder = write_run(tmp_path / "big", records)
-    write_viewer(folder, draw_plots=False, resamples=200)
+    write_viewer(folder, draw_plots=False)
     page = chromium.new_page()
     page.navigate((folder / "viewer" / "index.html").as_uri())
     assert page.wait_until(VISIBLE_ROWS) == 300
@@ -773,7 +776,7 @@ def test_flagged_transcripts_show_their_notices_in_the_browser(run_dir: Path, ch
     old = next(r for r in run.records if r.qid == "q-hostile" and r.arm == "fs")
     assert old.transcript
     (run_dir / old.transcript).write_text(json.dumps(old_format_transcript()))
-    write_viewer(run_dir, draw_plots=False, resamples=200)
+    write_viewer(run_dir, draw_plots=False)
     page = chromium.new_page()
     page.navigate((run_dir / "viewer" / "index.html").as_uri() + "#q=q-hostile")
     page.wait_until(f"{SHOWING}('q-hostile') && document.querySelectorAll('#arms .events').length === 2")

@@ -184,3 +184,44 @@ def test_every_limit_flag_sets_a_limits_field_of_its_own_kind(tmp_path: Path) ->
     for item in LIMIT_FLAGS:
         value = getattr(limits, item.attribute)
         assert value == wanted[item.attribute] and type(value) is item.kind, item.flag
+
+
+async def _relative_path_checks(client, docs: Path) -> None:
+    """Under --relative-paths nothing a result shows names where the allowed folder is."""
+    root = str(docs.resolve())
+    indexed = await client.call_tool("index_md", {"uri": "guide.md"})
+    folder = await client.call_tool("index_md", {"uri": "."})
+    read = await client.call_tool("read_md_with_images", {"uri": "guide.md", "section": "## Troubleshooting"})
+    missing = await client.call_tool("read_md_with_images", {"uri": "guide.md", "section": "## Nowhere"})
+    outside = await client.call_tool("read_md_with_images", {"uri": "/etc/passwd"})
+    assert indexed.content[0].text.startswith('<file path="guide.md" lines=55 chars=')
+    assert '<file path="guide.md"' in folder.content[0].text
+    assert read.content[1].text.startswith("Image: images/panel.png (")
+    assert read.meta[META_KEY]["source"] == "guide.md"
+    assert missing.is_error and "not found in guide.md" in missing.content[0].text
+    assert outside.is_error and "outside the allowed paths (.)" in outside.content[0].text
+    for result in (indexed, folder, read, missing, outside):
+        shown = " ".join(getattr(block, "text", "") for block in result.content) + str(result.meta)
+        assert root not in shown
+
+
+def test_relative_paths_over_stdio(docs: Path) -> None:
+    async def go():
+        params = _stdio("--allow-path", str(docs), "--allow-domain", "none", "--relative-paths")
+        async with Client(params) as client:
+            await _relative_path_checks(client, docs)
+
+    run(go())
+
+
+def test_relative_paths_in_process(docs: Path) -> None:
+    settings = dataclasses.replace(settings_for(docs), relative_paths=True)
+    assert settings.show(docs.resolve() / "a" / "b.md") == "a/b.md" and settings.show(docs.resolve()) == "."
+    assert settings.show("/elsewhere/c.md") == "/elsewhere/c.md"  # outside the first folder: as is
+    assert settings_for(docs).show(docs / "x.md") == str(docs / "x.md")  # the default shows real paths
+
+    async def go():
+        async with Client(build_server(settings)) as client:
+            await _relative_path_checks(client, docs)
+
+    run(go())

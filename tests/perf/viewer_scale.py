@@ -184,7 +184,7 @@ def main() -> None:
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="docab-viewer-scale-")) / "run"
     build(folder, questions=args.questions, turns=args.turns, result_chars=args.result_chars)
-    summary = build_report(load_run(folder), resamples=1000).summary
+    summary = build_report(load_run(folder)).summary
     (folder / "summary.json").write_text(summary.model_dump_json())
     began = time.perf_counter()
     result = write_viewer(folder, draw_plots=False)

@@ -120,6 +120,16 @@ def test_second_call_is_a_hit_with_zero_cost(llm_stub: LLMStub, tmp_path: Path, 
     assert first.usage.to_meta()["input_tokens"] == 900
 
 
+def test_a_hit_still_reports_what_the_answer_originally_cost(
+    llm_stub: LLMStub, tmp_path: Path, picture: Path
+) -> None:
+    llm_stub.push("openai", openai_reply("described", prompt_tokens=900, completion_tokens=40))
+    first, second = with_service(settings_for(llm_stub, tmp_path), lambda s: analyze_twice(s, str(picture)))
+    original = second.usage.to_meta()["original_usage"]
+    assert (original["input_tokens"], original["output_tokens"]) == (900, 40)
+    assert "original_usage" not in first.usage.to_meta()  # a miss spent its tokens itself
+
+
 def test_the_key_is_the_content_not_the_path(llm_stub: LLMStub, tmp_path: Path, picture: Path) -> None:
     (tmp_path / "copy.png").write_bytes(picture.read_bytes())
     (tmp_path / "other.png").write_bytes(png_bytes(color="blue"))

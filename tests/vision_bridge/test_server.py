@@ -150,6 +150,8 @@ def test_console_script_over_stdio(llm_stub: LLMStub, tmp_path: Path) -> None:
     assert first.meta[USAGE_META_KEY]["input_tokens"] == 77
     assert first.meta[USAGE_META_KEY]["model"] == "stdio-model"
     assert cached.meta[USAGE_META_KEY]["from_cache"] is True
+    assert cached.meta[USAGE_META_KEY]["input_tokens"] == 0
+    assert cached.meta[USAGE_META_KEY]["original_usage"]["input_tokens"] == 77
     assert refused.is_error and refused.content[0].text.startswith("[vision_error] input:")
     request = llm_stub.requests_for("openai")[0]
     assert request.headers["authorization"] == "Bearer stdio-key"

@@ -46,6 +46,7 @@ class AgentTrace:
     submission: Submission | None = None
     final_text: str = ""
     usage: list[Usage] = field(default_factory=list)
+    cached_tool_usage: list[Usage] = field(default_factory=list)  # original cost of cached tool answers
     model_time_s: float = 0.0
     tool_time_s: float = 0.0
     wall_time_s: float = 0.0
@@ -228,6 +229,9 @@ async def _tool_call(
     sidecar = Usage.from_tool_meta(result.meta)
     if sidecar is not None:
         trace.usage.append(sidecar)
+    original = Usage.cached_original_from_tool_meta(result.meta)
+    if original is not None:
+        trace.cached_tool_usage.append(original)
     if not model.supports_images:
         result = _without_images(result)
     shown = budget.apply(result)

@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "docab.cli.report",
     "docab.cli.export",
     "docab.cli.view",
+    "docab.cli.calibrate",
 )
 
 EPILOG = """\

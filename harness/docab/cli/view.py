@@ -34,7 +34,6 @@ examples:
 
 
 def register(subparsers: Any) -> None:
-    from docab.cli.report import statistics_options
 
     parser = subparsers.add_parser(
         "view",
@@ -48,7 +47,6 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="do not draw missing plots (the viewer shows the ones present)",
     )
-    statistics_options(parser, when=" when the summary must be computed")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=main)
 
@@ -62,8 +60,6 @@ def main(args: argparse.Namespace) -> int:
             result = write_viewer(
                 args.run_dir,
                 draw_plots=not args.no_plots,
-                resamples=args.resamples,
-                seed=args.seed,
                 progress=progress,
             )
         except (ReportError, ViewerError) as exc:

@@ -3,6 +3,21 @@
 This is the only definition of what a run produces per sample; the runner writes it, and the
 report, the viewer, the comparison and the notebooks read it. Bump ``RECORD_VERSION`` on any change
 that a reader must know about, and keep ``from_dict`` able to read older versions.
+
+Versions:
+
+- 1: ``pages_read`` held every page any shown line mapped to (a page heading or image reference
+  was enough).
+- 2: ``pages_read`` holds the pages the agent was shown at least half the text of, or the page
+  image of (:data:`READ_SHARE`, ``docab.agent.evidence``); ``page_shares`` gives, per page shown
+  anything of, the share of its text shown; ``cached_tool_usage`` keeps the original cost of tool
+  answers served from a cache. A version-1 record reads with ``page_shares == ()`` and its
+  ``pages_read`` as written (the older, looser measure: :attr:`RunRecord.reads_by_share` is False).
+
+Evidence metrics from one record: :attr:`RunRecord.evidence_pages_read` (evidence pages read),
+:attr:`~RunRecord.evidence_recall` (their share of the evidence pages) and
+:attr:`~RunRecord.evidence_precision` (their share of the pages read); tokens per evidence page
+found are ``record.tokens() / len(record.evidence_pages_read)`` summed over a set of records.
 """
 
 from __future__ import annotations
@@ -13,7 +28,8 @@ from typing import Any, Literal
 
 from docab.log.usage import Usage, totals_by_role
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2
+READ_SHARE = 0.5  # a page counts as read when at least this share of its text was shown
 
 Status = Literal["ok", "error", "timeout", "limit"]
 AnswerProtocol = Literal["submit_tool", "extraction"]
@@ -26,6 +42,20 @@ class ToolCallRecord:
     is_error: bool = False
     truncated: bool = False  # the shared output budget cut the result
     arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PageShare:
+    """How much of one page the agent was shown (``docab.agent.evidence`` defines page text)."""
+
+    page: int
+    text_share: float  # share of the page's text characters shown, 0 to 1 (0 for a page with no text)
+    image: bool = False  # its page image was shown
+
+    @property
+    def read(self) -> bool:
+        """The page counts as read: its image, or at least :data:`READ_SHARE` of its text, was shown."""
+        return self.image or self.text_share >= READ_SHARE
 
 
 @dataclass(frozen=True)
@@ -47,6 +77,9 @@ class RunRecord:
     answer_format: str
     # cost
     usage: tuple[Usage, ...] = ()  # one per model call, each with its role
+    # What tool answers served from a cache cost when they were first computed (role tool-side);
+    # not spent by this sample, so never part of ``usage`` or ``tokens()``.
+    cached_tool_usage: tuple[Usage, ...] = ()
     model_time_s: float = 0.0
     tool_time_s: float = 0.0
     wall_time_s: float = 0.0
@@ -56,7 +89,8 @@ class RunRecord:
     # trail
     limit_hit: str | None = None  # "turns" | "tokens" | "wall_time" when status == "limit"
     errors: tuple[str, ...] = ()
-    pages_read: tuple[int, ...] = ()  # pages whose content the agent saw, for evidence recall
+    pages_read: tuple[int, ...] = ()  # pages the agent read (see PageShare.read), for evidence recall
+    page_shares: tuple[PageShare, ...] = ()  # every page shown anything of, by page number
     sections_read: tuple[str, ...] = ()
     evidence_pages: tuple[int, ...] = ()
     evidence_sources: tuple[str, ...] = ()
@@ -73,6 +107,32 @@ class RunRecord:
     def tokens(self, role: str | None = None) -> int:
         return sum(u.total for u in self.usage if role is None or u.role == role)
 
+    def cached_tokens(self) -> int:
+        """What the cached tool answers of this sample originally cost (not spent here)."""
+        return sum(u.total for u in self.cached_tool_usage)
+
+    @property
+    def reads_by_share(self) -> bool:
+        """``pages_read`` uses the share-of-page rule (version 2 on), not the older any-line rule."""
+        return self.version >= 2
+
+    @property
+    def evidence_pages_read(self) -> tuple[int, ...]:
+        """The evidence pages among the pages read."""
+        return tuple(sorted(set(self.pages_read) & set(self.evidence_pages)))
+
+    @property
+    def evidence_recall(self) -> float | None:
+        """Share of the evidence pages read; None for a question without evidence pages."""
+        gold = set(self.evidence_pages)
+        return len(self.evidence_pages_read) / len(gold) if gold else None
+
+    @property
+    def evidence_precision(self) -> float | None:
+        """Share of the pages read that are evidence pages; None when no page was read."""
+        read = set(self.pages_read)
+        return len(self.evidence_pages_read) / len(read) if read else None
+
     def to_dict(self) -> dict[str, Any]:
         # Built by hand: ``dataclasses.asdict`` deep-copies every nested value (raw provider usage,
         # tool arguments) and cost milliseconds per record in the runner's hot path.
@@ -82,7 +142,11 @@ class RunRecord:
         data["tool_calls"] = [
             {name: getattr(c, name) for name in c.__dataclass_fields__} for c in self.tool_calls
         ]
+        data["page_shares"] = [
+            {"page": p.page, "text_share": p.text_share, "image": p.image} for p in self.page_shares
+        ]
         data["usage"] = [u.to_dict() for u in self.usage]
+        data["cached_tool_usage"] = [u.to_dict() for u in self.cached_tool_usage]
         data["usage_totals"] = {role: t.to_dict() for role, t in totals_by_role(self.usage).items()}
         return data
 
@@ -91,6 +155,12 @@ class RunRecord:
         known = {f for f in cls.__dataclass_fields__}
         values = {k: v for k, v in data.items() if k in known}
         values["usage"] = tuple(Usage.from_dict(u) for u in data.get("usage", ()))
+        values["cached_tool_usage"] = tuple(Usage.from_dict(u) for u in data.get("cached_tool_usage", ()))
+        values["page_shares"] = tuple(
+            PageShare(int(p["page"]), float(p["text_share"]), bool(p.get("image", False)))
+            for p in data.get("page_shares", ())
+        )
+        values.setdefault("version", 1)  # records before versioning was written were version 1
         values["tool_calls"] = tuple(ToolCallRecord(**c) for c in data.get("tool_calls", ()))
         for name in ("errors", "pages_read", "sections_read", "evidence_pages", "evidence_sources"):
             values[name] = tuple(data.get(name, ()))

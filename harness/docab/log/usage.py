@@ -111,6 +111,28 @@ class Usage:
             raw=dict(report),
         )
 
+    @classmethod
+    def cached_original_from_tool_meta(cls, meta: Mapping[str, Any] | None) -> Usage | None:
+        """What a tool answer served from the tool's cache cost when it was first computed: the
+        report's ``original_usage`` when ``from_cache`` is true (docs/architecture.md, "Sidecar
+        token use"), else None. Not spent by this call: records keep it apart from ``usage``."""
+        report = _get(meta, TOOL_USAGE_META_KEY)
+        if not isinstance(report, Mapping) or report.get("from_cache") is not True:
+            return None
+        original = report.get("original_usage")
+        if not isinstance(original, Mapping):
+            return None
+        counted = cls.from_tool_meta(
+            {
+                TOOL_USAGE_META_KEY: {
+                    **original,
+                    "model": report.get("model"),
+                    "provider": report.get("provider"),
+                }
+            }
+        )
+        return replace(counted, raw=dict(report)) if counted is not None else None
+
     def with_role(self, role: UsageRole) -> Usage:
         return replace(self, role=role)
 

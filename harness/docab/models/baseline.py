@@ -1,25 +1,60 @@
 """``baseline/keyword``: a deterministic offline policy that drives the same tool loop as a model.
 
 It is a floor, not a model result (``is_baseline = True``; reports label it so). It lets the
-whole pipeline — tools, MCP servers, budget, records, report — run without an API key, and it
-uses each arm's tools the way a simple agent would:
+whole pipeline — tools, MCP servers, budget, records, report — run without an API key, and it is
+built so that an offline A/B is a fair retrieval comparison: every arm runs the same search,
+chooses the same regions of the document, reads the same number of lines, and stops by the same
+rule; an arm's tools decide only *how* a chosen region is read, so a difference between arms
+measures what the tools show and what that costs, not choices the policy made differently.
 
-1. search: ``index_md`` on the document when the arm offers it (md-vision), then ``grep`` for
-   the question's keywords;
-2. read: the best-matching parts by keyword overlap with the question — whole pages through
-   md-vision's ``read_md_with_images`` when offered (pages located with the index), else
-   windows of ``document.md`` around the best grep hits through ``read_file``;
-3. answer: the best-matching line read, reduced to a span shaped by the question (a number for
-   "how many", a percentage, a year, the value after a ``label:``, ...), or "Not answerable" when
-   nothing read matches well enough. Submitted through ``submit_answer`` (or as the final text
-   under the extraction protocol).
+The algorithm (one step per model turn; the state is read back from the conversation):
+
+1. **search** (every arm): one ``grep`` of ``document/`` for the question's keywords
+   (:func:`grep_pattern`, case-insensitive, at most :data:`SEARCH_MATCHES` hits).
+2. **structure** (every arm): one ``grep`` of ``document/document.md`` for its level-1 and
+   level-2 headings (``# Title``, ``## Page N``), which cut the document into *blocks*; in the
+   converted corpus each page is one block. (md-vision's ``index_md`` would give the same lines
+   to one arm only, so the policy does not use it: the search stays identical.)
+3. **read** (every arm, one turn): the hits ranked by keyword overlap with the question choose up
+   to :data:`READS_PER_STEP` regions of at most :data:`REGION_LINES` lines each
+   (:func:`plan_regions`): a hit's whole block when the block is known to fit, else a window of
+   ``REGION_LINES`` lines from :data:`LINES_BEFORE_HIT` lines above the hit, kept inside its
+   block (the last block's end is unknown, so it is always read as a window). A hit on a
+   level-1/2 heading itself (the title, ``## Page N``) chooses nothing, and a region never
+   overlaps one already chosen. Each region is read with the arm's tool for reading
+   (:func:`read_call`):
+
+   - filesystem only: ``read_file`` with ``offset`` and ``limit`` (numbered lines);
+   - with md-vision: ``read_md_with_images`` with ``section = "## Page N"`` when the region is
+     exactly one page's block (a section runs to the next heading of its level or higher, which
+     is that block's end, so it is the same lines: in the converted corpus, whose converter
+     escapes every other block marker, the grep of step 2 finds exactly the headings md-vision
+     parses), else with ``line_range``; ``max_images = 0``, because the policy never looks at
+     images and an image would cost one arm budget the other does not spend.
+
+   Both calls show the same lines of ``document.md``; only their format and cost differ. The
+   reading budget is in lines, not characters, because the policy cannot know how long lines it
+   has not read are; the same lines cost each arm what its tool's format costs (``read_file``
+   numbers each line; md-vision adds a note about images it did not inline), and the output
+   budget cuts both alike.
+4. **answer**: the best-matching line shown, reduced to a span shaped by the question (a number
+   for "how many", a percentage, a year, the value after a ``label:``, ...), or "Not answerable"
+   when nothing shown matches well enough; when nothing was read, the search hits themselves.
+   Lines that are the tools' own notes (starting with ``[`` or ``Note:``) are skipped in every
+   arm alike. Submitted through ``submit_answer`` (or as the final text under the extraction
+   protocol).
+
+Stopping rule: each step runs at most once and a call identical to an earlier one is never made
+(:meth:`KeywordBaseline.decide` drops it and moves on), so a sample takes four turns — search,
+structure, read, answer (two more at most if the answer tool refuses its answers) — and never
+reaches a turn limit by repetition. An arm without
+``grep`` cannot search and answers "Not answerable" at once.
 
 It never looks at images. Its token counts are estimates (characters / 4 of what it was sent and
-what it wrote, plus a fixed cost per image), marked ``estimated`` in the raw usage, so a demo
-shows how much context each arm's tools produce.
+what it wrote, plus each image's cost under the default image rule of ``docab.agent.budget``),
+marked ``estimated`` in the raw usage, so a demo shows how much context each arm's tools produce.
 
-The state of the episode is read from the conversation itself, so the policy holds no state
-between calls and one instance serves any number of samples concurrently.
+The policy holds no state between calls, so one instance serves any number of samples concurrently.
 """
 
 from __future__ import annotations
@@ -28,19 +63,23 @@ import json
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from docab.agent.answer import NOT_ANSWERABLE, SUBMIT_TOOL_NAME
-from docab.agent.budget import CHARS_PER_TOKEN, DEFAULT_IMAGE_TOKENS
+from docab.agent.budget import CHARS_PER_TOKEN, image_tokens
 from docab.agent.evidence import DOCUMENT_FILE, PAGE_HEADING
 from docab.agent.messages import Image, Message, ToolCall, ToolSpec
 from docab.log.usage import Usage
 from docab.models.base import Turn
 from docab.models.config import ModelConfig, ModelConfigError
 
-READS_PER_SAMPLE = 2
-WINDOW_BEFORE, WINDOW_LINES = 6, 30
+SEARCH_MATCHES = 200  # keyword hits the search asks for
+STRUCTURE_MATCHES = 500  # level-1/2 headings the structure step asks for (grep's maximum)
+READS_PER_STEP = 2  # regions read in the read step
+REGION_LINES = 60  # the reading budget of one region, in lines of document.md
+LINES_BEFORE_HIT = 10  # a window starts this many lines above its hit (within the hit's block)
 ANSWERABLE_SCORE = 0.5  # share of the question's keyword weight the best line must match
 
 STOPWORDS = frozenset(
@@ -192,8 +231,13 @@ _NUMBER = re.compile(r"(?<![\w.])[-+]?\$?\d[\d,]*(?:\.\d+)?%?")
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
 _PERCENT = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?\s?%")
 _GREP_HIT = re.compile(r"^(?P<path>[^\n:]+):(?P<line>\d+):(?P<text>.*)$")
-_NUMBERED = re.compile(r"^\s*\d+\t")
-_INDEX_ROW = re.compile(r"^(?P<heading>#{1,6}\s.*?)\t(?P<line>\d+)\t\d+\t\d+\s*$")
+_NUMBERED = re.compile(r"^\s*\d+\t(?P<text>.*)$")
+STRUCTURE_PATTERN = r"^#{1,2}\s"  # the headings that end an md-vision "## " section
+_GREP_CAPPED = "[stopped at max_matches="
+_TOOL_NOTE = (
+    "[",
+    "Note:",
+)  # lines the tools add (read_file's "[lines ...]", md-vision's notes, budget notices)
 
 
 def _stem(word: str) -> str:
@@ -310,8 +354,16 @@ class _History:
     def made(self, name: str) -> list[ToolCall]:
         return [c for c in self.calls if c.name == name]
 
-    def ok_text(self, name: str) -> list[str]:
-        return [self.results.get(c.id, "") for c in self.made(name) if c.id not in self.errors]
+    def made_call(self, name: str, arguments: dict[str, Any]) -> bool:
+        key = _call_key(name, arguments)
+        return any(_call_key(c.name, c.arguments) == key for c in self.calls)
+
+    def ok_text(self, name: str, where: Callable[[ToolCall], bool] = lambda _: True) -> list[str]:
+        return [self.results.get(c.id, "") for c in self.made(name) if c.id not in self.errors and where(c)]
+
+
+def _call_key(name: str, arguments: dict[str, Any]) -> str:
+    return name + json.dumps(arguments, sort_keys=True)
 
 
 def grep_hits(texts: Sequence[str]) -> list[tuple[int, str]]:
@@ -324,27 +376,98 @@ def grep_hits(texts: Sequence[str]) -> list[tuple[int, str]]:
     return hits
 
 
-def index_pages(texts: Sequence[str]) -> list[tuple[int, int, str]]:
-    """(first line, page number or 0, heading) rows from md-vision index output."""
-    rows = []
-    for text in texts:
-        for line in text.splitlines():
-            match = _INDEX_ROW.match(line.strip())
-            if match:
-                heading = match.group("heading").strip()
-                page = PAGE_HEADING.match(heading)
-                rows.append((int(match.group("line")), int(page.group(1)) if page else 0, heading))
-    return sorted(rows)
+@dataclass(frozen=True)
+class Block:
+    """Lines of ``document.md`` from one level-1/2 heading to the line before the next one."""
+
+    first: int
+    last: int | None  # None: runs to the end of the file, whose length the policy does not know
+    page: int | None = None  # the block is ``## Page N`` (its heading unique in the document)
+    heading: bool = True  # ``first`` is its heading (not so for lines before the first heading)
 
 
-def page_at(line: int, rows: list[tuple[int, int, str]]) -> int | None:
-    page = None
-    for start, number, _ in rows:
-        if start > line:
+def blocks_of(structure: Sequence[tuple[int, str]]) -> list[Block]:
+    """The blocks that level-1/2 headings (line, text) cut the document into. The last block's end
+    is unknown (also when the structure search stopped at its cap: hits below the last heading it
+    listed then fall in that block and are read as windows)."""
+    headings = sorted(structure)
+    pages = [int(m.group(1)) for _, text in headings if (m := PAGE_HEADING.match(text.strip()))]
+    unique_pages = {page for page in pages if pages.count(page) == 1}
+    blocks: list[Block] = []
+    if not headings or headings[0][0] > 1:
+        blocks.append(Block(1, headings[0][0] - 1 if headings else None, heading=False))
+    for index, (line, text) in enumerate(headings):
+        last = headings[index + 1][0] - 1 if index + 1 < len(headings) else None
+        match = PAGE_HEADING.match(text.strip())
+        page = int(match.group(1)) if match and int(match.group(1)) in unique_pages else None
+        blocks.append(Block(line, last, page))
+    return blocks
+
+
+@dataclass(frozen=True)
+class Region:
+    """Lines ``first`` to ``last`` of ``document.md`` that one read shows; ``page`` when the region
+    is exactly the block of page ``page``."""
+
+    first: int
+    last: int
+    page: int | None = None
+
+    def overlaps(self, other: Region) -> bool:
+        return self.first <= other.last and other.first <= self.last
+
+
+def region_for(hit: int, blocks: Sequence[Block]) -> Region:
+    """The region a hit on line ``hit`` chooses (see the module docstring, step 3)."""
+    block = next((b for b in reversed(blocks) if b.first <= hit), Block(1, None))
+    if block.last is not None and block.last - block.first + 1 <= REGION_LINES:
+        return Region(block.first, block.last, block.page)
+    first = max(block.first, hit - LINES_BEFORE_HIT)
+    last = first + REGION_LINES - 1
+    if block.last is not None and last > block.last:
+        last = block.last
+        first = max(block.first, last - REGION_LINES + 1)
+    return Region(first, last)
+
+
+def plan_regions(
+    hits: Sequence[tuple[int, str]], weights: dict[str, float], blocks: Sequence[Block]
+) -> list[Region]:
+    """Up to READS_PER_STEP regions, best hit first, none overlapping another. A hit on a level-1/2
+    heading (the title, ``## Page N``) says nothing about where the content is and chooses nothing."""
+    structure = {block.first for block in blocks if block.heading}
+    ranked = sorted(hits, key=lambda h: (-line_score(h[1], weights), h[0]))
+    regions: list[Region] = []
+    for line, _ in ranked:
+        if line in structure:
+            continue
+        region = region_for(line, blocks)
+        if any(region.overlaps(other) for other in regions):
+            continue
+        regions.append(region)
+        if len(regions) == READS_PER_STEP:
             break
-        if number:
-            page = number
-    return page
+    return regions
+
+
+def read_call(region: Region, offered: set[str]) -> tuple[str, dict[str, Any]]:
+    """How an arm reads a region: md-vision's reader when offered, else ``read_file``; the same lines."""
+    if "read_md_with_images" in offered:
+        if region.page is not None:
+            return "read_md_with_images", {
+                "uri": DOCUMENT_FILE,
+                "section": f"## Page {region.page}",
+                "max_images": 0,
+            }
+        return (
+            "read_md_with_images",
+            {"uri": DOCUMENT_FILE, "line_range": [region.first, region.last], "max_images": 0},
+        )
+    return "read_file", {
+        "path": DOCUMENT_FILE,
+        "offset": region.first,
+        "limit": region.last - region.first + 1,
+    }
 
 
 def _numbers_in(text: str) -> set[str]:
@@ -420,15 +543,19 @@ def shape_answer(question: str, line: str, weights: dict[str, float]) -> str:
     return " ".join(words[:12])
 
 
-def _read_lines(history: _History, read_tools: Sequence[str]) -> list[str]:
+def shown_lines(history: _History) -> list[str]:
+    """The document lines the read step showed, the same in every arm: ``read_file``'s numbered
+    lines without their numbers, md-vision's text as it is; the tools' own notes skipped."""
     lines: list[str] = []
-    for name in read_tools:
-        for text in history.ok_text(name):
-            for line in text.splitlines():
-                line = _NUMBERED.sub("", line)
-                if line.strip() and not line.startswith("[") and not PAGE_HEADING.match(line.strip()):
-                    lines.append(line)
-    return lines
+    for text in history.ok_text("read_file"):
+        lines += [m.group("text") for line in text.splitlines() if (m := _NUMBERED.match(line))]
+    for text in history.ok_text("read_md_with_images"):
+        lines += text.splitlines()
+    return [
+        line
+        for line in lines
+        if line.strip() and not line.lstrip().startswith(_TOOL_NOTE) and not PAGE_HEADING.match(line.strip())
+    ]
 
 
 def _estimate_tokens(system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
@@ -436,8 +563,8 @@ def _estimate_tokens(system: str, messages: Sequence[Message], tools: Sequence[T
     images = 0
     for message in messages:
         chars += len(message.text) + sum(len(json.dumps(c.arguments)) for c in message.tool_calls)
-        images += sum(1 for b in message.blocks if isinstance(b, Image))
-    return math.ceil(chars / CHARS_PER_TOKEN) + images * DEFAULT_IMAGE_TOKENS
+        images += sum(image_tokens(b) for b in message.blocks if isinstance(b, Image))
+    return math.ceil(chars / CHARS_PER_TOKEN) + images
 
 
 POLICIES = ("keyword",)
@@ -472,9 +599,9 @@ class KeywordBaseline:
     ) -> Turn:
         began = time.perf_counter()
         offered = {t.name for t in tools}
-        text, calls, step = self.decide(question_of(messages), _History.of(messages), offered)
+        text, planned, step = self.decide(question_of(messages), _History.of(messages), offered)
         turn_no = sum(1 for m in messages if m.role == "assistant") + 1
-        calls = tuple(ToolCall(f"call_{turn_no}_{i}", name, args) for i, (name, args) in enumerate(calls))
+        calls = tuple(ToolCall(f"call_{turn_no}_{i}", name, args) for i, (name, args) in enumerate(planned))
         written = len(text) + sum(len(json.dumps(c.arguments)) for c in calls)
         usage = Usage(
             input_uncached=_estimate_tokens(system, messages, tools),
@@ -493,57 +620,48 @@ class KeywordBaseline:
 
     def decide(
         self, question: str, history: _History, offered: set[str]
-    ) -> tuple[str, list[tuple[str, dict]], str]:
-        """The next action: (text, [(tool, arguments)], step name). Pure."""
+    ) -> tuple[str, list[tuple[str, dict[str, Any]]], str]:
+        """The next action: (text, [(tool, arguments)], step name). Pure; see the module docstring."""
         weights = keywords(question)
-        if "index_md" in offered and not history.made("index_md"):
-            return "", [("index_md", {"uri": DOCUMENT_FILE})], "index"
-        if "grep" in offered and not history.made("grep"):
-            args = {"pattern": grep_pattern(weights), "path": "document", "glob": "*.md", "ignore_case": True}
-            return "", [("grep", {**args, "max_matches": 200})], "search"
-        hits = grep_hits(history.ok_text("grep"))
-        read_tool = "read_md_with_images" if "read_md_with_images" in offered else "read_file"
-        if hits and not history.made(read_tool) and read_tool in offered:
-            reads = self._plan_reads(hits, weights, history, read_tool)
-            if reads:
-                return "", reads, "read"
+        for step, calls in self._steps(weights, history, offered):
+            fresh = [(name, args) for name, args in calls if not history.made_call(name, args)]
+            if fresh:
+                return "", fresh, step
         return self._answer(question, weights, history, offered)
 
-    def _plan_reads(
-        self, hits: list[tuple[int, str]], weights: dict[str, float], history: _History, read_tool: str
-    ) -> list[tuple[str, dict]]:
-        ranked = sorted(hits, key=lambda h: (-line_score(h[1], weights), h[0]))
-        if read_tool == "read_md_with_images":
-            rows = index_pages(history.ok_text("index_md"))
-            pages: list[int] = []
-            for line, _ in ranked:
-                page = page_at(line, rows)
-                if page is not None and page not in pages:
-                    pages.append(page)
-                if len(pages) == READS_PER_SAMPLE:
-                    break
-            if pages:
-                return [
-                    (read_tool, {"uri": DOCUMENT_FILE, "section": f"## Page {page}", "max_images": 0})
-                    for page in pages
-                ]
-            read_tool = "read_file"  # no usable index: fall back to windows of the file
-        windows: list[int] = []
-        for line, _ in ranked:
-            start = max(1, line - WINDOW_BEFORE)
-            if all(abs(start - other) >= WINDOW_LINES for other in windows):
-                windows.append(start)
-            if len(windows) == READS_PER_SAMPLE:
-                break
-        return [
-            ("read_file", {"path": DOCUMENT_FILE, "offset": start, "limit": WINDOW_LINES})
-            for start in windows
+    def _steps(
+        self, weights: dict[str, float], history: _History, offered: set[str]
+    ) -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
+        """The tool steps still to take, in order; a step already taken is left out."""
+        if "grep" not in offered:
+            return []
+        search = {
+            "pattern": grep_pattern(weights),
+            "path": "document",
+            "glob": "*.md",
+            "ignore_case": True,
+            "max_matches": SEARCH_MATCHES,
+        }
+        structure = {"pattern": STRUCTURE_PATTERN, "path": DOCUMENT_FILE, "max_matches": STRUCTURE_MATCHES}
+        steps: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = [
+            ("search", [("grep", search)]),
+            ("structure", [("grep", structure)]),
         ]
+        if any(history.made(name) for name in ("read_file", "read_md_with_images")):
+            return steps  # the read step was taken: one read turn per sample
+        hits = grep_hits(history.ok_text("grep", lambda c: c.arguments.get("pattern") != STRUCTURE_PATTERN))
+        headings = grep_hits(
+            history.ok_text("grep", lambda c: c.arguments.get("pattern") == STRUCTURE_PATTERN)
+        )
+        if hits and history.made_call("grep", structure):
+            regions = plan_regions(hits, weights, blocks_of(headings))
+            steps.append(("read", [read_call(region, offered) for region in regions]))
+        return steps
 
     def _answer(
         self, question: str, weights: dict[str, float], history: _History, offered: set[str]
-    ) -> tuple[str, list[tuple[str, dict]], str]:
-        lines = _read_lines(history, ("read_md_with_images", "read_file"))
+    ) -> tuple[str, list[tuple[str, dict[str, Any]]], str]:
+        lines = shown_lines(history)
         if not lines:  # nothing read: fall back to the search hits themselves
             lines = [text for _, text in grep_hits(history.ok_text("grep"))]
         best_score, best, best_index = 0.0, "", -1
@@ -556,12 +674,16 @@ class KeywordBaseline:
             score = line_score(line, weights)
             if score > best_score:
                 best_score, best, best_index = score, line, index
+        answer = ""
         if best_score >= ANSWERABLE_SCORE:
             cell = table_cell(lines, best_index, question) if wants_number(question) else None
-            answer, status = cell or shape_answer(question, best, weights), "answered"
-        else:
-            answer, status = NOT_ANSWERABLE, "not_answerable"
-        if SUBMIT_TOOL_NAME in offered:
-            args = {"status": status, "answer": "" if status == "not_answerable" else answer}
-            return "", [(SUBMIT_TOOL_NAME, args)], "answer"
-        return answer, [], "answer"
+            answer = (cell or shape_answer(question, best, weights)).strip()
+        status = "answered" if answer else "not_answerable"
+        if SUBMIT_TOOL_NAME not in offered:
+            return answer or NOT_ANSWERABLE, [], "answer"
+        submission = {"status": status, "answer": answer}
+        if history.made_call(SUBMIT_TOOL_NAME, submission):  # it was refused: never send it twice
+            submission = {"status": "not_answerable", "answer": ""}
+            if history.made_call(SUBMIT_TOOL_NAME, submission):
+                return NOT_ANSWERABLE, [], "answer"
+        return "", [(SUBMIT_TOOL_NAME, submission)], "answer"

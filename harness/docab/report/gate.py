@@ -1,9 +1,14 @@
 """The regression gate: does arm B fall behind arm A by more than a team is willing to accept?
 
 Pure functions on the typed comparisons of a report summary (``docab.report.schema.Comparison``).
-A metric fails only when both hold: its estimate is worse than the threshold, and its paired 95 %
-interval excludes zero (or, for cost ratios, excludes 1). A small run's noise therefore never fails
-the gate; a large, certain drop always does.
+
+Each gated metric is a one-sided test of "B is worse than A by more than the threshold allows",
+on the cluster-robust t of the metric's paired difference (for costs, of the mean log ratio). The
+p-values of the gated metrics of one comparison are adjusted together by Holm's step-down method,
+and a metric fails when its adjusted p-value is below ``alpha``. So when no metric got worse than
+its threshold (in particular when nothing changed), the gate fails by mistake at most ``alpha`` of
+the time across all the metrics it gates — checked by simulation (``docab calibrate``). A metric
+that fails is always worse than its threshold by its point estimate.
 
 Thresholds come from a TOML file (``[gate]`` table, keys as the fields below) and/or flags of
 ``docab compare``; a metric without a threshold is reported but not gated::
@@ -14,6 +19,7 @@ Thresholds come from a TOML file (``[gate]`` table, keys as the fields below) an
     evidence_recall_drop_points = 5.0
     tokens_rise_percent = 10.0         # paired geometric-mean token ratio may rise by up to 10 %
     latency_rise_percent = 50.0
+    alpha = 0.05                       # the family-wise false-fail rate (default 0.05)
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from docab.report import stats
 from docab.report.schema import ArmSummary, Comparison, CostComparison, ScoreComparison
 
 Verdict = Literal["fail", "pass", "not gated", "not measured"]
@@ -45,6 +52,7 @@ class Thresholds:
     evidence_recall_drop_points: float | None = None
     tokens_rise_percent: float | None = None
     latency_rise_percent: float | None = None
+    alpha: float = 0.05  # the family-wise rate of failing by mistake, across the gated metrics
 
     def merged(self, **overrides: float | None) -> Thresholds:
         """These thresholds with every override that is not None applied (flags over the file)."""
@@ -52,7 +60,7 @@ class Thresholds:
 
     @property
     def any(self) -> bool:
-        return any(getattr(self, f.name) is not None for f in fields(self))
+        return any(getattr(self, f.name) is not None for f in fields(self) if f.name != "alpha")
 
 
 def parse_thresholds(data: Mapping[str, Any], source: str = "gate file") -> Thresholds:
@@ -75,6 +83,8 @@ def parse_thresholds(data: Mapping[str, Any], source: str = "gate file") -> Thre
             or value < 0
         ):
             raise GateConfigError(f"{source}: [gate] {key} must be a number of 0 or more, got {value!r}")
+        if key == "alpha" and not 0 < value <= 0.5:
+            raise GateConfigError(f"{source}: [gate] alpha must be above 0 and at most 0.5, got {value!r}")
         values[key] = float(value)
     return Thresholds(**values)
 
@@ -107,6 +117,8 @@ class Check(BaseModel):
     high: float | None
     unit: Literal["points", "percent"]
     threshold: float | None  # the largest worsening allowed; None: not gated
+    p_value: float | None = None  # one-sided, of "no worse than allowed"; None when not gated or measured
+    adjusted_p: float | None = None  # Holm-adjusted across the comparison's gated metrics
     verdict: Verdict
 
     def describe(self, a_name: str, b_name: str) -> str:
@@ -117,7 +129,11 @@ class Check(BaseModel):
         unit = "points" if self.unit == "points" else "%"
         interval = f"95 % CI {_signed(self.low)} to {_signed(self.high)}"
         allowed = "" if self.threshold is None else f", more than the allowed {self.threshold:g}"
-        return f"{self.metric} of {b_name} {direction} by {amount:.1f} {unit} against {a_name} ({interval}){allowed}"
+        evidence = "" if self.adjusted_p is None else f"; Holm-adjusted p = {self.adjusted_p:.3g}"
+        return (
+            f"{self.metric} of {b_name} {direction} by {amount:.1f} {unit} against {a_name} "
+            f"({interval}{evidence}){allowed}"
+        )
 
 
 def _signed(value: float | None) -> str:
@@ -128,21 +144,30 @@ def _scaled(value: float | None, scale: float, shift: float = 0.0) -> float | No
     return None if value is None else (value - shift) * scale
 
 
+def _test(value: float | None, se: float | None, df: float | None) -> stats.ClusterT | None:
+    if value is None or se is None or not math.isfinite(value):
+        return None
+    return stats.ClusterT(value, se, math.nan if df is None else df, stats.NO_INTERVAL, 0)
+
+
 def score_check(metric: GatedMetric, cell: ScoreComparison | None, threshold: float | None) -> Check:
-    """A score (accuracy, F1, evidence recall) may fall by ``threshold`` points; it fails only when it
-    fell by more and the whole interval of the difference is below zero."""
+    """A score (accuracy, F1, evidence recall) may fall by ``threshold`` points: the one-sided p-value
+    of H0 "the true change is at least -threshold"."""
     gap = cell.difference if cell else None
     change = _scaled(gap.value, 100) if gap else None
     low = _scaled(gap.low, 100) if gap else None
     high = _scaled(gap.high, 100) if gap else None
+    test = _test(gap.value, gap.se, gap.df) if gap else None
     verdict: Verdict
+    p: float | None = None
     if change is None:
         verdict = "not measured"
     elif threshold is None:
         verdict = "not gated"
     else:
-        certain = high is not None and high < 0
-        verdict = "fail" if certain and change < -threshold else "pass"
+        verdict = "pass"
+        found = test.p_below(-threshold / 100) if test else math.nan
+        p = found if math.isfinite(found) else None
     return Check(
         metric=metric,
         a=cell.a if cell else None,
@@ -152,25 +177,32 @@ def score_check(metric: GatedMetric, cell: ScoreComparison | None, threshold: fl
         high=high,
         unit="points",
         threshold=threshold,
+        p_value=p,
         verdict=verdict,
     )
 
 
 def cost_check(metric: GatedMetric, cell: CostComparison | None, threshold: float | None) -> Check:
-    """A cost (tokens, latency) may rise by ``threshold`` percent by the paired geometric-mean ratio;
-    it fails only when it rose by more and the whole interval of the ratio is above 1."""
+    """A cost (tokens, latency) may rise by ``threshold`` percent by the paired geometric-mean ratio:
+    the one-sided p-value of H0 "the true mean log ratio is at most log(1 + threshold / 100)"."""
     ratio = cell.ratio if cell else None
     change = _scaled(ratio.value, 100, 1.0) if ratio else None
     low = _scaled(ratio.low, 100, 1.0) if ratio else None
     high = _scaled(ratio.high, 100, 1.0) if ratio else None
+    positive = ratio is not None and ratio.value is not None and ratio.value > 0
+    test = (
+        _test(math.log(ratio.value), ratio.log_se, ratio.df) if positive and ratio and ratio.value else None
+    )
     verdict: Verdict
+    p: float | None = None
     if change is None:
         verdict = "not measured"
     elif threshold is None:
         verdict = "not gated"
     else:
-        certain = low is not None and low > 0
-        verdict = "fail" if certain and change > threshold else "pass"
+        verdict = "pass"
+        found = test.p_above(math.log1p(threshold / 100)) if test else math.nan
+        p = found if math.isfinite(found) else None
     return Check(
         metric=metric,
         a=cell.a.median if cell else None,
@@ -180,14 +212,16 @@ def cost_check(metric: GatedMetric, cell: CostComparison | None, threshold: floa
         high=high,
         unit="percent",
         threshold=threshold,
+        p_value=p,
         verdict=verdict,
     )
 
 
 def evaluate(comparison: Comparison, thresholds: Thresholds) -> list[Check]:
-    """Every gated metric of one comparison (a ``comparisons`` entry of a report summary)."""
+    """Every gated metric of one comparison (a ``comparisons`` entry of a report summary), with the
+    gated metrics' p-values Holm-adjusted together and the verdicts that follow."""
     itt = comparison.itt
-    return [
+    checks = [
         score_check("accuracy", itt.accuracy if itt else None, thresholds.accuracy_drop_points),
         score_check("F1", itt.f1 if itt else None, thresholds.f1_drop_points),
         score_check(
@@ -198,6 +232,22 @@ def evaluate(comparison: Comparison, thresholds: Thresholds) -> list[Check]:
         cost_check("tokens", itt.tokens if itt else None, thresholds.tokens_rise_percent),
         cost_check("latency", itt.latency if itt else None, thresholds.latency_rise_percent),
     ]
+    return holm_verdicts(checks, thresholds.alpha)
+
+
+def holm_verdicts(checks: Sequence[Check], alpha: float) -> list[Check]:
+    """The checks with Holm-adjusted p-values over those that have one, and the verdict each gets:
+    fail when its adjusted p-value is below ``alpha``."""
+    adjusted = stats.holm([math.nan if c.p_value is None else c.p_value for c in checks])
+    result = []
+    for check, p in zip(checks, adjusted, strict=True):
+        if check.verdict in ("not gated", "not measured"):
+            result.append(check)
+            continue
+        value = None if math.isnan(p) else p
+        verdict: Verdict = "fail" if value is not None and value < alpha else "pass"
+        result.append(check.model_copy(update={"adjusted_p": value, "verdict": verdict}))
+    return result
 
 
 def failures(

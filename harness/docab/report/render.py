@@ -12,7 +12,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeGuard
 
-from docab.report.schema import ArmSummary, Comparison, Estimate, Ratio, Spread, Summary
+from docab.report.schema import (
+    ArmSummary,
+    BreakdownDifference,
+    Comparison,
+    Estimate,
+    Ratio,
+    ReferenceRow,
+    Spread,
+    Summary,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -20,10 +29,13 @@ if TYPE_CHECKING:
     from docab.report.gate import Check
 
 METHOD_NOTE = (
-    "Intervals are 95 %. Arm accuracy: Clopper-Pearson on the Korn-Graubard effective sample size "
-    "below 300 questions, document-clustered t above. F1, evidence recall and every B - A difference: "
-    "paired cluster bootstrap over documents (percentile). Epochs are averaged per question first; "
-    "errors and timeouts score 0 (intention-to-treat). Tokens count every role per question."
+    "Intervals are 95 %, with documents as clusters. Arm accuracy and evidence recall: Clopper-Pearson "
+    "on the Korn-Graubard effective sample size below 300 questions, else the cluster-robust t. F1, "
+    "evidence precision and every B - A difference: the cluster-robust t (CR3 variance, Bell-McCaffrey "
+    "degrees of freedom; ratios linearised), calibrated by simulation from 30 documents up "
+    "(docab calibrate). Paired test: McNemar clustered by document; plain McNemar ignores documents "
+    "and is shown only labelled so. Epochs are averaged per question first; errors, timeouts and "
+    "limits score 0 (intention-to-treat). Tokens count every role per question."
 )
 
 
@@ -61,7 +73,7 @@ def points(value: float | None) -> str:
     return f"{value * 100:+.1f}" if _ok(value) else "–"
 
 
-def difference(cell: Estimate | None, fmt: Format = points, unit: str = " pts") -> str:
+def difference(cell: Estimate | BreakdownDifference | None, fmt: Format = points, unit: str = " pts") -> str:
     if cell is None or not _ok(cell.value):
         return "–"
     text = f"{fmt(cell.value)}{unit}"
@@ -127,7 +139,8 @@ def title(summary: Summary) -> str:
 
 def sections(summary: Summary) -> list[Section]:
     arms = summary.arms
-    result = [_arms_section(arms), _tokens_section(arms), _time_section(arms), _tools_section(arms)]
+    result = [_arms_section(arms, summary.reference_rows), _answers_section(arms)]
+    result += [_tokens_section(arms), _time_section(arms), _tools_section(arms)]
     by_name = {a.arm: a for a in arms}
     result += [_comparison_section(c, by_name) for c in summary.comparisons]
     if summary.breakdowns:
@@ -140,7 +153,7 @@ def _models(arm: ArmSummary) -> str:
     return f"{text} (floor)" if arm.floor else text
 
 
-def _arms_section(arms: Sequence[ArmSummary]) -> Section:
+def _arms_section(arms: Sequence[ArmSummary], references: Sequence[ReferenceRow] = ()) -> Section:
     rows = []
     for arm in arms:
         status = arm.status
@@ -150,9 +163,23 @@ def _arms_section(arms: Sequence[ArmSummary]) -> Section:
                 _models(arm),
                 f"{arm.questions} ({arm.documents} docs, {arm.epochs} ep.)",
                 with_interval(arm.accuracy),
+                with_interval(arm.answerable_accuracy),
                 with_interval(arm.f1),
                 f"{status.ok} / {status.error} / {status.timeout} / {status.limit}",
                 with_interval(arm.evidence.recall) if arm.evidence else "–",
+            ]
+        )
+    for reference in references:
+        rows.append(
+            [
+                f"({reference.name})",
+                "reference",
+                str(reference.questions),
+                pct(reference.accuracy),
+                pct(reference.answerable_accuracy),
+                pct(reference.f1),
+                "",
+                "",
             ]
         )
     notes = []
@@ -169,12 +196,47 @@ def _arms_section(arms: Sequence[ArmSummary]) -> Section:
             "model",
             "questions",
             "Acc [95 % CI]",
+            "Acc answerable",
             "F1 [95 % CI]",
             "ok / error / timeout / limit",
             "evidence recall",
         ],
         rows,
-        notes,
+        notes + [f"({r.name}): {r.description}." for r in references],
+    )
+
+
+def _answers_section(arms: Sequence[ArmSummary]) -> Section:
+    """How each arm used "Not answerable", and how well it found the evidence pages."""
+    rows = []
+    for arm in arms:
+        refusals = arm.not_answerable
+        evidence = arm.evidence
+        rows.append(
+            [
+                arm.arm,
+                pct(refusals.answered),
+                pct(refusals.correct),
+                pct(refusals.found),
+                with_interval(evidence.precision) if evidence else "–",
+                count(evidence.tokens_per_evidence_page) if evidence else "–",
+            ]
+        )
+    return Section(
+        "Answers and evidence",
+        [
+            "arm",
+            '"Not answerable" given',
+            "of which right",
+            "unanswerable found",
+            "evidence precision",
+            "tokens per evidence page found",
+        ],
+        rows,
+        [
+            "A page counts as read only when most of its text (or its page image) was shown. "
+            "Evidence precision: the share of pages read that are evidence pages."
+        ],
     )
 
 
@@ -252,20 +314,30 @@ def _comparison_section(comparison: Comparison, arms: Mapping[str, ArmSummary]) 
     if itt is None:
         return Section(heading, ["note"], [[comparison.note or "nothing to compare"]])
     accuracy, f1, tokens, latency = itt.accuracy, itt.f1, itt.tokens, itt.latency
-    mcnemar = accuracy.mcnemar
+    clustered = accuracy.clustered_mcnemar
+    answerable = itt.answerable
     rows = [
         [
             "Accuracy",
             pct(accuracy.a),
             pct(accuracy.b),
             difference(accuracy.difference),
-            f"McNemar {p_value(mcnemar.p_value)} (b = {mcnemar.only_a_correct}, c = {mcnemar.only_b_correct})",
+            f"clustered McNemar {p_value(clustered.p_value)} "
+            f"(b = {clustered.only_a_correct}, c = {clustered.only_b_correct})",
+            "",
+        ],
+        [
+            f"Accuracy, answerable ({answerable.questions} q)",
+            pct(answerable.a),
+            pct(answerable.b),
+            difference(answerable.difference),
+            "",
             "",
         ],
         ["F1", pct(f1.a), pct(f1.b), difference(f1.difference), "", ""],
     ]
     if itt.evidence:
-        recall = itt.evidence.recall
+        recall, precision = itt.evidence.recall, itt.evidence.precision
         rows.append(
             [
                 f"Evidence recall ({itt.evidence.questions} q)",
@@ -276,6 +348,17 @@ def _comparison_section(comparison: Comparison, arms: Mapping[str, ArmSummary]) 
                 "",
             ]
         )
+        if precision is not None:
+            rows.append(
+                [
+                    "Evidence precision",
+                    pct(precision.a),
+                    pct(precision.b),
+                    difference(precision.difference),
+                    "",
+                    "",
+                ]
+            )
     rows += [
         [
             "Tokens/q (median)",
@@ -294,7 +377,12 @@ def _comparison_section(comparison: Comparison, arms: Mapping[str, ArmSummary]) 
             ratio(latency.ratio),
         ],
     ]
-    notes = [itt.mde.statement]
+    plain = accuracy.mcnemar_ignoring_documents
+    notes = [
+        itt.mde.statement,
+        f"Plain McNemar, which ignores documents (its false-positive rate is far above 5 % when "
+        f"questions cluster): {p_value(plain.p_value)}.",
+    ]
     overhead = comparison.first_call_input_difference
     if overhead is not None and overhead.n:
         notes.append(
@@ -305,13 +393,25 @@ def _comparison_section(comparison: Comparison, arms: Mapping[str, ArmSummary]) 
         notes.append(f"Correlation of the arms' per-question scores: r = {itt.score_correlation:.2f}.")
     sensitivity = comparison.sensitivity
     if sensitivity is not None and sensitivity.accuracy is not None and sensitivity.f1 is not None:
+        by_status = sensitivity.dropped_by_status
+        causes = ", ".join(
+            f"{n} {status}"
+            for status, n in (
+                ("error", by_status.error),
+                ("timeout", by_status.timeout),
+                ("limit", by_status.limit),
+            )
+            if n
+        )
         notes.append(
-            f"Sensitivity, {sensitivity.dropped} pair(s) with an error or timeout dropped from both arms "
-            f"(n = {sensitivity.paired}): accuracy {difference(sensitivity.accuracy.difference)}, "
+            f"Sensitivity, {sensitivity.dropped} pair(s) not finished normally in an arm ({causes}) dropped "
+            f"from both arms (n = {sensitivity.paired}): accuracy {difference(sensitivity.accuracy.difference)}, "
             f"F1 {difference(sensitivity.f1.difference)}."
         )
     else:
-        notes.append(f"Sensitivity (pairs with errors dropped): {sensitivity.note if sensitivity else ''}.")
+        notes.append(
+            f"Sensitivity (pairs with an error, timeout or limit dropped): {sensitivity.note if sensitivity else ''}."
+        )
     if (a in arms and arms[a].floor) or (b in arms and arms[b].floor):
         notes.append("An arm here is an offline baseline policy: a floor, not a model result.")
     return Section(heading, ["metric", a, b, "B − A [95 % CI]", "test", "ratio B/A [95 % CI]"], rows, notes)
@@ -325,7 +425,7 @@ def _breakdown_section(summary: Summary) -> Section:
         cells = [row.dimension, row.group]
         cells.append(str(max((v.n for v in row.arms.values()), default=0)))
         cells += [pct(row.arms[a].accuracy) if a in row.arms else "" for a in arm_names]
-        cells += [difference(row.differences[a]) if a in row.differences else "" for a in others]
+        cells += [_breakdown_difference(row.differences.get(a)) for a in others]
         rows.append(cells)
     headers = [
         "dimension",
@@ -334,14 +434,20 @@ def _breakdown_section(summary: Summary) -> Section:
         *[f"Acc {a}" for a in arm_names],
         *[f"{a} − {arm_names[0]}" for a in others],
     ]
-    return Section(
-        "Accuracy by breakdown",
-        headers,
-        rows,
-        [
-            "A question counts under each of its evidence sources; single-page means exactly one evidence page."
-        ],
-    )
+    notes = [
+        "A question counts under each of its evidence sources; single-page means exactly one evidence page."
+    ]
+    if summary.breakdown_note:
+        notes.append(summary.breakdown_note[0].upper() + summary.breakdown_note[1:])
+    return Section("Accuracy by breakdown", headers, rows, notes)
+
+
+def _breakdown_difference(cell: BreakdownDifference | None) -> str:
+    if cell is None:
+        return ""
+    if cell.note:
+        return f"{points(cell.value)} pts (no interval: {cell.documents} docs)"
+    return difference(cell)
 
 
 # -- renderers -------------------------------------------------------------------------------------------------
@@ -436,15 +542,18 @@ def gate_section(comparison: Comparison, checks: Sequence[Check]) -> Section:
             if check.low is not None and check.high is not None
             else "–"
         )
-        rows.append([check.metric, *values, change, interval, limit, check.verdict.upper()])
+        adjusted = "–" if check.adjusted_p is None else p_value(check.adjusted_p).removeprefix("p ")
+        rows.append([check.metric, *values, change, interval, limit, adjusted, check.verdict.upper()])
     return Section(
         f"Gate: {comparison.b} against {comparison.a}",
-        ["metric", "A", "B", "change", "95 % CI", "allowed", "verdict"],
+        ["metric", "A", "B", "change", "95 % CI", "allowed", "Holm p", "verdict"],
         rows,
         [
             "Scores change in points (B − A); tokens and latency by the paired geometric-mean ratio "
-            "(A and B show medians). A metric fails only when it is worse than allowed and its "
-            "interval excludes no change."
+            "(A and B show medians). Each gated metric is tested one-sided for being worse than "
+            "allowed; the p-values are Holm-adjusted across the gated metrics, and a metric fails when "
+            "its adjusted p is below 0.05, so the gate fails by mistake at most 5 % of the time when "
+            "nothing got worse (docab calibrate)."
         ],
     )
 

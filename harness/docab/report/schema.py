@@ -13,30 +13,24 @@ Conventions, for every model below:
 
 Versions (``SUMMARY_VERSION``, the ``version`` field):
 
-1. the untyped layout written before this module (``REPORT_VERSION`` 1 of ``docab.report.summary``);
-2. this schema. From 1: every figure with an interval is an :class:`Estimate` ``{value, low, high,
-   method}`` (differences said ``estimate``), bootstrap differences count ``undefined_resamples``
-   (was ``undefined``); McNemar's ``b``/``c`` are ``only_a_correct``/``only_b_correct`` and sit in
-   ``itt.accuracy``; the cost ratio is ``{value, low, high, method, pairs, excluded}`` (was
-   ``ratio``, ``ratio_low``, ``ratio_high``, ``n``); evidence recall is grouped under ``evidence``
-   (per arm) and ``itt.evidence`` (per comparison); ``mde``, ``mde_bounded`` and ``mde_statement``
-   are ``itt.mde`` ``{observed, bounded, statement}``; ``pairs_dropped`` is ``sensitivity``.
+1. the untyped layout written before the typed schema;
+2. the typed schema with paired cluster-bootstrap intervals (``undefined_resamples``,
+   ``difference_clustered_t``, ``resamples``, ``seed``);
+3. this schema (issue 13): every interval is the cluster-robust t (``cluster-t-cr3``) or, for an
+   arm's proportion on few questions, Korn-Graubard; a :class:`Difference` carries ``se``, ``df``
+   and ``p_value``; the headline test is ``clustered_mcnemar``, plain McNemar is
+   ``mcnemar_ignoring_documents``; arms gain ``answerable_accuracy``, ``not_answerable`` and
+   evidence ``precision`` and ``tokens_per_evidence_page``; comparisons gain ``answerable`` and
+   evidence ``precision``; the MDE is ``{planned, observed, resolvable, bounded, statement}``; the
+   sensitivity view drops every non-ok status and counts them (``dropped_by_status``);
+   ``reference_rows`` and ``breakdown_note`` are new; ``resamples`` and ``seed`` are gone.
 
 Reading a file: :func:`parse_summary` (raises :class:`SummaryFormatError` with a message fit to show).
 
-Adding a figure: give it a field, with a default when older writers lack it, on the model it
-describes, fill it in ``docab.report.summary``, show it in ``docab.report.render``, and bump
-``SUMMARY_VERSION`` (readers recompute a file of another version). Where figures belong: per arm
-on :class:`ArmSummary` (a score on the answerable questions only is another :class:`Estimate`; an
-arm's "Not answerable" answers a model of their own); evidence figures (precision, tokens per
-evidence page found) on :class:`EvidenceSummary` and :class:`EvidenceComparison`; reference rows
-that are not arms of the run (an "always Not answerable" policy) on :class:`Summary` beside
-``arms``; another paired test beside ``mcnemar`` on :class:`AccuracyComparison`; the MDE stated
-before the run beside ``observed`` on :class:`DetectableEffect`; counts of each status dropped on
-:class:`Sensitivity`; counts per cell on :class:`BreakdownCell`. Every interval already names its
-``method``, so a method chosen by the number of documents needs no new field. The gate
-(``docab.report.gate``) reads typed figures into :class:`docab.report.gate.Check` rows, so a
-further gated metric is one more row and a multiplicity adjustment a pass over the rows.
+Adding a figure: give it a field on the model it describes, fill it in ``docab.report.summary``,
+show it in ``docab.report.render``, and bump ``SUMMARY_VERSION`` (readers recompute a file of
+another version). The gate (``docab.report.gate``) reads typed figures into
+:class:`docab.report.gate.Check` rows, so a further gated metric is one more row.
 """
 
 from __future__ import annotations
@@ -47,7 +41,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-SUMMARY_VERSION: Literal[2] = 2
+SUMMARY_VERSION: Literal[3] = 3
 
 
 def _finite_or_none(value: object) -> object:
@@ -60,8 +54,10 @@ def _finite_or_none(value: object) -> object:
 Number = Annotated[float | None, BeforeValidator(_finite_or_none)]
 """A float, or None where the figure is undefined (see the module docstring)."""
 
-IntervalMethod = Literal["cluster-t", "korn-graubard", "clopper-pearson", "cluster-bootstrap", "none"]
-"""How an interval was computed (``docab.report.stats``): ``none`` when it could not be."""
+IntervalMethod = Literal["cluster-t-cr3", "korn-graubard", "clopper-pearson", "none"]
+"""How an interval was computed (``docab.report.stats``): ``cluster-t-cr3`` the cluster-robust t
+(CR3 variance, Bell-McCaffrey degrees of freedom); ``korn-graubard`` exact-type for an arm's
+proportion on few questions; ``none`` when it could not be computed (one document)."""
 
 Dimension = Literal["evidence source", "evidence pages", "document type", "answer format", "answer path"]
 """What a breakdown slices questions by."""
@@ -87,18 +83,11 @@ class Estimate(SchemaModel):
 
 class Difference(Estimate):
     """A paired difference B − A (a mean over the paired questions, or a difference of ratios such
-    as F1), with its paired cluster-bootstrap interval over documents."""
+    as F1, linearised), with its cluster-robust t interval over documents."""
 
-    undefined_resamples: int = 0
-    """Bootstrap resamples where the statistic was undefined (e.g. no answerable question drawn);
-    the interval is taken over the others."""
-
-
-class ClusteredDifference(Estimate):
-    """The same mean difference with its document-clustered standard error and t interval on
-    (documents − 1) degrees of freedom: a check on the bootstrap."""
-
-    se: Number
+    se: Number  # its standard error (0 when no document's contribution varies; None with one document)
+    df: Number  # the t distribution's degrees of freedom (Bell-McCaffrey)
+    p_value: Number  # two-sided, of no difference
 
 
 class Spread(SchemaModel):
@@ -123,10 +112,22 @@ class StatusCounts(SchemaModel):
 
 
 class EvidenceSummary(SchemaModel):
-    """How well an arm found the pages a question's answer is on."""
+    """How well an arm found the pages a question's answer is on, over the questions listing gold
+    evidence pages. A page counts as read only when the agent was shown most of it
+    (``docab.agent.evidence``), never for its heading or an image reference alone."""
 
     questions: int  # questions listing gold evidence pages: the others have no recall
-    recall: Estimate  # mean share of a question's gold evidence pages the agent read (cluster bootstrap)
+    recall: Estimate  # mean share of a question's gold evidence pages the agent read
+    precision: Estimate | None  # share of the pages read that are evidence pages; None when none read
+    tokens_per_evidence_page: Number  # all tokens over evidence pages found; None when none found
+
+
+class NotAnswerableSummary(SchemaModel):
+    """How an arm used the answer "Not answerable" (epochs averaged per question)."""
+
+    answered: float  # share of questions answered "Not answerable"
+    correct: Number  # share of those answers whose gold is "Not answerable"; None when never answered
+    found: Number  # share of the unanswerable questions answered so; None when the set has none
 
 
 class TokenSummary(SchemaModel):
@@ -171,8 +172,11 @@ class ArmSummary(SchemaModel):
     epochs: int  # the most epochs any question had
     status: StatusCounts
     limits: dict[str, int]  # records stopped by each limit (turns, tokens, wall_time)
-    accuracy: Estimate  # mean score; Korn-Graubard below 300 questions, clustered t above
-    f1: Estimate  # MMLongBench-Doc's generalised F1, cluster bootstrap
+    accuracy: Estimate  # mean score; Korn-Graubard below 300 questions, cluster-robust t above
+    answerable_questions: int  # questions whose gold answer is not "Not answerable"
+    answerable_accuracy: Estimate  # mean score on those alone (None value when there are none)
+    f1: Estimate  # MMLongBench-Doc's generalised F1 (2S / (NA + NP)), linearised cluster-robust t
+    not_answerable: NotAnswerableSummary
     evidence: EvidenceSummary | None  # None when no question lists evidence pages
     tokens: TokenSummary
     time: TimeSummary
@@ -194,40 +198,57 @@ class ScoreComparison(SchemaModel):
 
 
 class McNemar(SchemaModel):
-    """Exact McNemar on binary correctness (score >= 0.5): a binomial test of the discordant pairs."""
+    """Exact McNemar on binary correctness (score >= 0.5): a binomial test of the discordant pairs.
+    It ignores documents, so its false-positive rate is far above 5 % when questions cluster: shown
+    only labelled so, never as the headline test."""
 
     only_a_correct: int  # the test's b
     only_b_correct: int  # the test's c
     p_value: Number
 
 
+class ClusteredMcNemar(SchemaModel):
+    """McNemar's comparison of paired correctness with documents as clusters (Obuchowski 1998): the
+    mean of (B correct) − (A correct) tested with the cluster-robust t. The headline test."""
+
+    only_a_correct: int
+    only_b_correct: int
+    statistic: Number  # t
+    df: Number
+    p_value: Number  # two-sided
+
+
 class AccuracyComparison(ScoreComparison):
-    difference_clustered_t: ClusteredDifference
-    mcnemar: McNemar
+    clustered_mcnemar: ClusteredMcNemar
+    mcnemar_ignoring_documents: McNemar
 
 
 class EvidenceComparison(SchemaModel):
     questions: int  # paired questions listing evidence pages
     recall: ScoreComparison
+    precision: ScoreComparison | None  # None when an arm read no page on these questions
 
 
 class Ratio(SchemaModel):
-    """The paired geometric-mean ratio B / A of a cost, over pairs where both are positive."""
+    """The paired geometric-mean ratio B / A of a cost, over pairs where both are positive: the mean
+    of log(B / A) with its cluster-robust t interval, mapped back by exp."""
 
     value: Number
     low: Number
     high: Number
     method: IntervalMethod
+    log_se: Number  # standard error of the mean log ratio
+    df: Number
     pairs: int  # pairs used
     excluded: int  # pairs with a zero or missing value on either side
 
 
 class SignedRank(SchemaModel):
-    """Wilcoxon signed-rank test on B − A (zero differences dropped)."""
+    """Wilcoxon signed-rank test on B − A of per-document mean costs (zero differences dropped)."""
 
     statistic: Number
     p_value: Number
-    pairs: int  # pairs with a non-zero difference
+    pairs: int  # documents with a non-zero difference
 
 
 class CostComparison(SchemaModel):
@@ -241,19 +262,33 @@ class CostComparison(SchemaModel):
 
 
 class DetectableEffect(SchemaModel):
-    """The smallest accuracy difference this run could resolve (80 % power, two-sided alpha 0.05)."""
+    """The smallest accuracy difference this run could resolve (80 % power, two-sided alpha 0.05).
 
-    observed: Number  # from the run's own variance of differences and ICC; None with one document
-    bounded: bool  # the variance was 0, so an upper bound of it was used (see ``statement``)
+    ``planned`` follows from stated assumptions (``docab.report.stats.PlanningAssumptions``: 30 %
+    of answers differing between arms, ICC 0.1) at this run's questions and questions per document;
+    ``observed`` from the run's own standard error. The report claims ``resolvable``, the larger of
+    the two: two near-identical arms make the observed figure meaninglessly small."""
+
+    planned: Number
+    observed: Number  # None with one document
+    resolvable: Number
+    bounded: bool  # the arms never differed: the observed figure uses an upper bound of Var(d)
     statement: str  # the sentence the report prints
+
+
+class AnswerableComparison(ScoreComparison):
+    """Accuracy on the paired questions whose gold answer is not "Not answerable"."""
+
+    questions: int
 
 
 class PairedResults(SchemaModel):
     """Every paired statistic of one comparison over the questions both arms ran."""
 
     questions: int
-    documents: int  # clusters: every interval resamples documents
+    documents: int  # clusters: every interval treats documents as the unit
     accuracy: AccuracyComparison
+    answerable: AnswerableComparison
     f1: ScoreComparison
     evidence: EvidenceComparison | None  # None when no paired question lists evidence pages
     score_correlation: Number  # Pearson r of the arms' per-question scores
@@ -263,10 +298,21 @@ class PairedResults(SchemaModel):
     mde: DetectableEffect
 
 
+class DroppedStatus(SchemaModel):
+    """Paired questions dropped from the sensitivity view, by the status that dropped them (a pair
+    counts once, under the first of error, timeout, limit found in either arm)."""
+
+    error: int = 0
+    timeout: int = 0
+    limit: int = 0
+
+
 class Sensitivity(SchemaModel):
-    """The comparison again without the pairs where either arm had an error or a timeout."""
+    """The comparison again without every pair where either arm did not finish normally (status
+    error, timeout or limit)."""
 
     dropped: int
+    dropped_by_status: DroppedStatus
     paired: int  # pairs kept
     accuracy: AccuracyComparison | None = None  # None when nothing was dropped or nothing kept
     f1: ScoreComparison | None = None
@@ -287,6 +333,21 @@ class Comparison(SchemaModel):
     first_call_input_difference: Spread | None = None  # B − A: the cost of extra tool definitions per call
 
 
+# -- reference rows ---------------------------------------------------------------------------------------
+
+
+class ReferenceRow(SchemaModel):
+    """A policy that is not an arm of the run, scored on the run's questions, so an arm's figures
+    can be read against it (an arm below "always Not answerable" has learnt nothing)."""
+
+    name: str
+    description: str
+    questions: int
+    accuracy: float
+    answerable_accuracy: Number
+    f1: float
+
+
 # -- breakdowns -------------------------------------------------------------------------------------------
 
 
@@ -295,8 +356,18 @@ class BreakdownCell(SchemaModel):
     accuracy: Number
 
 
-class BreakdownDifference(Difference):
+class BreakdownDifference(SchemaModel):
+    """B − A on the group's paired questions; an interval only when the group spans at least
+    ``docab.report.summary.MIN_DOCUMENTS_FOR_INTERVAL`` documents (else ``note`` says so).
+    Intervals are unadjusted for the number of cells."""
+
     n: int  # questions of the group both arms ran
+    documents: int
+    value: Number
+    low: Number = None
+    high: Number = None
+    method: IntervalMethod = "none"
+    note: str = ""
 
 
 class Breakdown(SchemaModel):
@@ -308,24 +379,21 @@ class Breakdown(SchemaModel):
     differences: dict[str, BreakdownDifference]  # per arm against the reference; none for "answer path"
 
 
-# -- the summary ------------------------------------------------------------------------------------------
-
-
 class Summary(SchemaModel):
     """A run's report: ``summary.json``."""
 
-    version: Literal[2] = SUMMARY_VERSION
+    version: Literal[3] = SUMMARY_VERSION
     runs: list[str]  # the run folders it was computed from
     run_id: str
     floor: bool  # an arm is an offline baseline policy
     label: str
     reference_arm: str
     confidence: float  # of every interval
-    resamples: int  # bootstrap resamples
-    seed: int
     arms: list[ArmSummary]  # the reference arm first
+    reference_rows: list[ReferenceRow]  # policies that are not arms, on the same questions
     comparisons: list[Comparison]  # each other arm against the reference
     breakdowns: list[Breakdown]  # empty when not computed (docab compare)
+    breakdown_note: str  # how many cells, and that their intervals are unadjusted
     warnings: list[str]
 
     def arm(self, name: str) -> ArmSummary | None:

@@ -8,11 +8,17 @@ run as ``summary.json``); ``docab.report.render`` renders it as a terminal table
 
 Conventions, from ../shared/specs/harness.md and mmlongbench.md:
 
-- intention-to-treat: every record counts, errors and timeouts with score 0; the sensitivity view
-  drops a question from *both* arms when either arm had an error or timeout on it;
+- intention-to-treat: every record counts, errors, timeouts and limits with score 0; the
+  sensitivity view drops a question from *both* arms when either arm did not finish it normally
+  (status error, timeout or limit), and says how many of each;
 - epochs are averaged per question before anything else; documents are the clustering unit;
-- Acc is the mean score; F1 is the generalised F1 (precision over predictions other than exactly
-  "Not answerable"); evidence recall is the share of a question's gold evidence pages the agent read;
+- Acc is the mean score, reported beside the accuracy on answerable questions alone and the
+  "always Not answerable" reference row (about a fifth of MMLongBench-Doc is unanswerable, so a
+  policy that never answers beats a weak one); F1 is the generalised F1 (precision over
+  predictions other than exactly "Not answerable"); evidence recall is the share of a question's
+  gold evidence pages the agent read, precision the share of the pages read that are evidence;
+- every interval is the cluster-robust t of :mod:`docab.report.stats`, with documents as clusters;
+  breakdown cells are unadjusted for their number, and say so;
 - tokens are per question, all roles (agent, tool-side, extractor) unless a role is named;
 - a run of an offline baseline policy (``baseline/...``) is labelled a floor everywhere.
 
@@ -39,7 +45,8 @@ from docab.report import schema, stats
 
 NOT_ANSWERABLE = "Not answerable"
 FLOOR_LABEL = "offline baseline policy, not a model result"
-INFRASTRUCTURE_FAILURES = frozenset({"error", "timeout"})  # dropped in the sensitivity view
+NOT_FINISHED = ("error", "timeout", "limit")  # statuses dropped from both arms in the sensitivity view
+MIN_DOCUMENTS_FOR_INTERVAL = 5  # a breakdown cell spanning fewer documents gets no interval
 
 
 class ReportError(Exception):
@@ -187,6 +194,8 @@ class QuestionOutcome:
     truncations: float
     retries: float
     evidence_recall: float  # NaN when the question lists no evidence page
+    pages_read: float  # pages the agent was shown most of (epochs averaged)
+    evidence_found: float  # of those, pages listed as evidence (epochs averaged)
     evidence_pages: tuple[int, ...]
     evidence_sources: tuple[str, ...]
     doc_type: str
@@ -196,8 +205,9 @@ class QuestionOutcome:
     errors: tuple[str, ...] = field(default=(), compare=False)
 
     @property
-    def infrastructure_failure(self) -> bool:
-        return any(s in INFRASTRUCTURE_FAILURES for s in self.statuses)
+    def unfinished(self) -> str | None:
+        """The first status other than ok among the epochs (error, timeout, limit), or None."""
+        return next((s for s in NOT_FINISHED if s in self.statuses), None)
 
 
 def evidence_recall(record: RunRecord) -> float:
@@ -260,6 +270,8 @@ def summarise_question(records: Sequence[RunRecord]) -> QuestionOutcome:
         truncations=per_epoch_mean(lambda r: sum(c.truncated for c in r.tool_calls)),
         retries=per_epoch_mean(lambda r: r.retries),
         evidence_recall=_mean(evidence_recall(r) for r in records),
+        pages_read=per_epoch_mean(lambda r: len(set(r.pages_read))),
+        evidence_found=per_epoch_mean(lambda r: len(set(r.pages_read) & set(r.evidence_pages))),
         evidence_pages=tuple(first.evidence_pages),
         evidence_sources=tuple(first.evidence_sources),
         doc_type=first.doc_type,
@@ -307,13 +319,26 @@ def estimate(value: float, interval: stats.Interval) -> schema.Estimate:
     return schema.Estimate(value=value, low=interval.low, high=interval.high, method=interval.method)
 
 
-def difference(boot: stats.BootstrapEstimate) -> schema.Difference:
+def difference(test: stats.ClusterT) -> schema.Difference:
     return schema.Difference(
-        value=boot.estimate,
-        low=boot.interval.low,
-        high=boot.interval.high,
-        method=boot.interval.method,
-        undefined_resamples=boot.undefined,
+        value=test.estimate,
+        low=test.interval.low,
+        high=test.interval.high,
+        method=test.interval.method,
+        se=test.se,
+        df=test.df,
+        p_value=test.p_two_sided(0.0),
+    )
+
+
+def ratio_estimate(test: stats.ClusterT) -> schema.Estimate:
+    """An arm's ratio figure (F1, evidence precision), clipped to [0, 1]."""
+    low, high = test.interval.low, test.interval.high
+    return schema.Estimate(
+        value=test.estimate,
+        low=max(0.0, low) if math.isfinite(low) else None,
+        high=min(1.0, high) if math.isfinite(high) else None,
+        method=test.interval.method,
     )
 
 
@@ -330,9 +355,6 @@ def arm_summary(
     outcomes: Mapping[str, QuestionOutcome],
     records: Sequence[RunRecord],
     manifest: Mapping[str, Any],
-    *,
-    resamples: int,
-    seed: int,
 ) -> schema.ArmSummary:
     items = list(outcomes.values())
     docs = np.array([o.doc_id for o in items], dtype=object)
@@ -342,22 +364,14 @@ def arm_summary(
     models = sorted({r.model for r in records})
     statuses = Counter(r.status for r in records)
     limits = Counter(r.limit_hit for r in records if r.limit_hit)
-    recall = np.array([o.evidence_recall for o in items])
-    with_evidence = np.isfinite(recall)
     usage = [u for r in records for u in r.usage]
     input_total = sum(u.input_total for u in usage)
     roles = sorted({role for o in items for role in o.tokens_by_role})
     tool_names = sorted({n for o in items for n in o.tool_calls_by_name})
     tool_overhead = _manifest_arm(manifest, arm).tool_definition_tokens
-    f1 = stats.bootstrap_f1(scores, answerable, answered, docs, resamples=resamples, seed=seed)
-    evidence = None
-    if with_evidence.any():
-        found = stats.bootstrap_mean(
-            recall[with_evidence], docs[with_evidence], resamples=resamples, seed=seed
-        )
-        evidence = schema.EvidenceSummary(
-            questions=int(with_evidence.sum()), recall=estimate(found.estimate, found.interval)
-        )
+    f1_numerator, f1_denominator = stats.f1_parts(scores, answerable, answered)
+    f1 = stats.ratio_t(f1_numerator, f1_denominator, docs)
+    gold_answerable = answerable > 0
     floor = any(is_floor(m) for m in models)
     return schema.ArmSummary(
         arm=arm,
@@ -373,8 +387,14 @@ def arm_summary(
         ),
         limits=dict(limits),
         accuracy=estimate(float(scores.mean()), stats.proportion_interval(scores, docs)),
-        f1=estimate(f1.estimate, f1.interval),
-        evidence=evidence,
+        answerable_questions=int(gold_answerable.sum()),
+        answerable_accuracy=estimate(
+            float(scores[gold_answerable].mean()) if gold_answerable.any() else math.nan,
+            stats.proportion_interval(scores[gold_answerable], docs[gold_answerable]),
+        ),
+        f1=ratio_estimate(f1) if f1_denominator.sum() > 0 else estimate(0.0, stats.NO_INTERVAL),
+        not_answerable=not_answerable_summary(answered, answerable),
+        evidence=evidence_summary([o for o in items if math.isfinite(o.evidence_recall)]),
         tokens=schema.TokenSummary(
             total=spread(o.tokens for o in items),
             by_role={role: spread(o.tokens_by_role.get(role, 0.0) for o in items) for role in roles},
@@ -410,6 +430,38 @@ def arm_summary(
     )
 
 
+def not_answerable_summary(answered: np.ndarray, answerable: np.ndarray) -> schema.NotAnswerableSummary:
+    """How often an arm answered "Not answerable", how often that was right, and how many of the
+    unanswerable questions it recognised (per question, epochs averaged)."""
+    said = 1.0 - answered
+    right = float(np.sum(said * (1.0 - answerable)))
+    unanswerable = float(np.sum(1.0 - answerable))
+    return schema.NotAnswerableSummary(
+        answered=float(said.mean()) if said.size else 0.0,
+        correct=right / float(said.sum()) if said.sum() > 0 else None,
+        found=right / unanswerable if unanswerable > 0 else None,
+    )
+
+
+def evidence_summary(items: Sequence[QuestionOutcome]) -> schema.EvidenceSummary | None:
+    """Evidence recall and precision over the questions listing evidence pages, and what an
+    evidence page found cost in tokens; None when no question lists any."""
+    if not items:
+        return None
+    docs = np.array([o.doc_id for o in items], dtype=object)
+    recall = np.array([o.evidence_recall for o in items])
+    read = np.array([o.pages_read for o in items])
+    found = np.array([o.evidence_found for o in items])
+    tokens = np.array([o.tokens for o in items])
+    precision = stats.ratio_t(found, read, docs)
+    return schema.EvidenceSummary(
+        questions=len(items),
+        recall=estimate(float(recall.mean()), stats.proportion_interval(recall, docs)),
+        precision=ratio_estimate(precision) if read.sum() > 0 else None,
+        tokens_per_evidence_page=float(tokens.sum() / found.sum()) if found.sum() > 0 else None,
+    )
+
+
 def _mean_duration(items: Sequence[QuestionOutcome], name: str) -> float | None:
     calls = sum(o.tool_calls_by_name.get(name, 0.0) for o in items)
     seconds = sum(o.tool_seconds_by_name.get(name, 0.0) for o in items)
@@ -439,33 +491,33 @@ def paired_data(
     )
 
 
-def mde_statement(analysis: stats.PairedAnalysis) -> str:
+def mde_statement(analysis: stats.PairedAnalysis, plan: stats.PlanningAssumptions | None = None) -> str:
+    """The sentence the report prints about the finest difference this run resolves: never finer
+    than the planned figure, whatever the run's own variance says."""
+    plan = plan or stats.PlanningAssumptions()
     if analysis.clusters < 2:
         return (
             "The minimum detectable effect cannot be estimated from this run: its questions come from one "
             "document, and what varies between documents is unknown."
         )
-    if not math.isfinite(analysis.mde):
+    resolvable = analysis.mde
+    if not math.isfinite(resolvable):
         return "The minimum detectable effect cannot be estimated from this run (too few questions or documents)."
-    icc = 0.0 if math.isnan(analysis.icc) else analysis.icc
-    basis = ""
     if analysis.mde_bounded and analysis.accuracy_a == analysis.accuracy_b:
-        basis = (
-            "no question's score differed between the arms, so the variance of the differences is taken "
-            "at its 95 % upper bound (rule of three); "
-        )
+        basis = "no question's score differed between the arms, so the run's own figure rests on the 95 % upper bound of the variance of the differences (rule of three)"
     elif analysis.mde_bounded:
-        basis = (
-            "every question's score changed by the same amount, so the variance of the differences is "
-            "taken at its upper bound, the mean squared difference; "
-        )
+        basis = "every question's score changed by the same amount, so the run's own figure rests on an upper bound of the variance of the differences, the mean squared difference"
+    else:
+        basis = "from this run's own variance"
+    observed = f"{basis}: {analysis.mde_observed * 100:.1f} points"
     context = (
-        f"(n = {analysis.n} question{'s' * (analysis.n != 1)} on {analysis.clusters} documents, ICC {icc:.2f}; "
-        f"{basis}80 % power, two-sided alpha 0.05)."
+        f"(n = {analysis.n} question{'s' * (analysis.n != 1)} on {analysis.clusters} documents; planned "
+        f"{analysis.mde_planned * 100:.1f} points assuming {plan.discordance:.0%} of answers differ between "
+        f"arms and ICC {plan.icc:g}; {observed}; {plan.power:.0%} power, two-sided alpha {plan.alpha:g})."
     )
-    if analysis.mde >= 1.0:
-        return f"No difference in accuracy is resolvable with this run {context}"
-    return f"Differences in accuracy under {analysis.mde * 100:.1f} points are not resolvable with this run {context}"
+    if resolvable >= 1.0:
+        return f"Differences in accuracy of any size are not resolvable with this run {context}"
+    return f"Differences in accuracy under {resolvable * 100:.1f} points are not resolvable with this run {context}"
 
 
 def planning_statement(n: int, assumptions: stats.PlanningAssumptions | None = None) -> str:
@@ -487,6 +539,12 @@ def paired_results(
         questions=analysis.n,
         documents=analysis.clusters,
         accuracy=accuracy_comparison(analysis),
+        answerable=schema.AnswerableComparison(
+            questions=analysis.answerable,
+            a=analysis.answerable_accuracy_a,
+            b=analysis.answerable_accuracy_b,
+            difference=difference(analysis.answerable_difference),
+        ),
         f1=schema.ScoreComparison(
             a=analysis.f1_a, b=analysis.f1_b, difference=difference(analysis.f1_difference)
         ),
@@ -496,21 +554,30 @@ def paired_results(
         latency=cost_comparison(analysis.latency),
         icc=analysis.icc,
         mde=schema.DetectableEffect(
-            observed=analysis.mde, bounded=analysis.mde_bounded, statement=mde_statement(analysis)
+            planned=analysis.mde_planned,
+            observed=analysis.mde_observed,
+            resolvable=analysis.mde,
+            bounded=analysis.mde_bounded,
+            statement=mde_statement(analysis),
         ),
     )
 
 
 def accuracy_comparison(analysis: stats.PairedAnalysis) -> schema.AccuracyComparison:
-    t = analysis.accuracy_difference_t
+    clustered = analysis.clustered_mcnemar
+    t = clustered.test
     return schema.AccuracyComparison(
         a=analysis.accuracy_a,
         b=analysis.accuracy_b,
         difference=difference(analysis.accuracy_difference),
-        difference_clustered_t=schema.ClusteredDifference(
-            value=t.mean, low=t.interval.low, high=t.interval.high, method=t.interval.method, se=t.se
+        clustered_mcnemar=schema.ClusteredMcNemar(
+            only_a_correct=clustered.b,
+            only_b_correct=clustered.c,
+            statistic=t.estimate / t.se if t.se and math.isfinite(t.se) else None,
+            df=t.df,
+            p_value=clustered.p_value,
         ),
-        mcnemar=schema.McNemar(
+        mcnemar_ignoring_documents=schema.McNemar(
             only_a_correct=analysis.mcnemar.b,
             only_b_correct=analysis.mcnemar.c,
             p_value=analysis.mcnemar.p_value,
@@ -524,12 +591,14 @@ def cost_comparison(cost: stats.CostComparison) -> schema.CostComparison:
         b=_spread(cost.b),
         difference=difference(cost.difference),
         ratio=schema.Ratio(
-            value=cost.ratio.geometric_mean,
+            value=cost.ratio,
             low=cost.ratio_interval.low,
             high=cost.ratio_interval.high,
             method=cost.ratio_interval.method,
-            pairs=cost.ratio.n_used,
-            excluded=cost.ratio.n_excluded,
+            log_se=cost.ratio_test.se,
+            df=cost.ratio_test.df,
+            pairs=cost.pairs,
+            excluded=cost.excluded,
         ),
         wilcoxon=schema.SignedRank(
             statistic=cost.wilcoxon.statistic, p_value=cost.wilcoxon.p_value, pairs=cost.wilcoxon.n_nonzero
@@ -542,9 +611,6 @@ def compare_arms(
     name_b: str,
     a: Mapping[str, QuestionOutcome],
     b: Mapping[str, QuestionOutcome],
-    *,
-    resamples: int,
-    seed: int,
 ) -> schema.Comparison:
     common = [q for q in a if q in b]
     if not common:
@@ -556,29 +622,9 @@ def compare_arms(
             paired=0,
             note="the arms share no question; nothing to pair",
         )
-    analysis = stats.paired_analysis(paired_data(a, b, common), resamples=resamples, seed=seed)
-    evidence = evidence_comparison(a, b, common, resamples=resamples, seed=seed)
+    analysis = stats.paired_analysis(paired_data(a, b, common))
+    evidence = evidence_comparison(a, b, common)
     overhead = [b[q].first_call_input - a[q].first_call_input for q in common]
-    kept = [q for q in common if not (a[q].infrastructure_failure or b[q].infrastructure_failure)]
-    dropped = len(common) - len(kept)
-    if dropped and kept:
-        sensitive = stats.paired_analysis(paired_data(a, b, kept), resamples=resamples, seed=seed)
-        sensitivity = schema.Sensitivity(
-            dropped=dropped,
-            paired=len(kept),
-            accuracy=accuracy_comparison(sensitive),
-            f1=schema.ScoreComparison(
-                a=sensitive.f1_a, b=sensitive.f1_b, difference=difference(sensitive.f1_difference)
-            ),
-        )
-    elif dropped:
-        sensitivity = schema.Sensitivity(
-            dropped=dropped, paired=0, note="every paired question had an error or timeout in an arm"
-        )
-    else:
-        sensitivity = schema.Sensitivity(
-            dropped=0, paired=len(kept), note="no errors or timeouts: identical to intention-to-treat"
-        )
     return schema.Comparison(
         a=name_a,
         b=name_b,
@@ -586,40 +632,79 @@ def compare_arms(
         questions_b=len(b),
         paired=len(common),
         itt=paired_results(analysis, evidence),
-        sensitivity=sensitivity,
+        sensitivity=sensitivity(a, b, common),
         first_call_input_difference=spread(x for x in overhead if math.isfinite(x)),
     )
 
 
+def sensitivity(
+    a: Mapping[str, QuestionOutcome], b: Mapping[str, QuestionOutcome], common: Sequence[str]
+) -> schema.Sensitivity:
+    """The comparison without every pair where either arm did not finish normally."""
+    dropped = Counter(status for q in common if (status := a[q].unfinished or b[q].unfinished) is not None)
+    kept = [q for q in common if a[q].unfinished is None and b[q].unfinished is None]
+    by_status = schema.DroppedStatus(**dropped)
+    count = len(common) - len(kept)
+    if count and kept:
+        analysis = stats.paired_analysis(paired_data(a, b, kept))
+        return schema.Sensitivity(
+            dropped=count,
+            dropped_by_status=by_status,
+            paired=len(kept),
+            accuracy=accuracy_comparison(analysis),
+            f1=schema.ScoreComparison(
+                a=analysis.f1_a, b=analysis.f1_b, difference=difference(analysis.f1_difference)
+            ),
+        )
+    if count:
+        return schema.Sensitivity(
+            dropped=count,
+            dropped_by_status=by_status,
+            paired=0,
+            note="every paired question had an error, timeout or limit in an arm",
+        )
+    return schema.Sensitivity(
+        dropped=0,
+        dropped_by_status=by_status,
+        paired=len(kept),
+        note="no errors, timeouts or limits: identical to intention-to-treat",
+    )
+
+
 def evidence_comparison(
-    a: Mapping[str, QuestionOutcome],
-    b: Mapping[str, QuestionOutcome],
-    common: Sequence[str],
-    *,
-    resamples: int,
-    seed: int,
+    a: Mapping[str, QuestionOutcome], b: Mapping[str, QuestionOutcome], common: Sequence[str]
 ) -> schema.EvidenceComparison | None:
-    """B's evidence recall against A's on the paired questions that list evidence pages, with the
-    paired cluster bootstrap by document; None when no paired question lists any."""
+    """B's evidence recall and precision against A's on the paired questions that list evidence
+    pages, each with its cluster-robust t interval; None when no paired question lists any."""
     with_evidence = [
         q for q in common if math.isfinite(a[q].evidence_recall) and math.isfinite(b[q].evidence_recall)
     ]
     if not with_evidence:
         return None
     docs = np.array([a[q].doc_id for q in with_evidence], dtype=object)
-    gap = stats.bootstrap_mean(
-        [b[q].evidence_recall - a[q].evidence_recall for q in with_evidence],
-        docs,
-        resamples=resamples,
-        seed=seed,
-    )
+
+    def column(side: Mapping[str, QuestionOutcome], attribute: str) -> np.ndarray:
+        return np.array([float(getattr(side[q], attribute)) for q in with_evidence])
+
+    recall_a, recall_b = column(a, "evidence_recall"), column(b, "evidence_recall")
+    read_a, read_b = column(a, "pages_read"), column(b, "pages_read")
+    found_a, found_b = column(a, "evidence_found"), column(b, "evidence_found")
+    precision = None
+    if read_a.sum() > 0 and read_b.sum() > 0:
+        gap = stats.ratio_difference_t(found_a, read_a, found_b, read_b, docs)
+        precision = schema.ScoreComparison(
+            a=float(found_a.sum() / read_a.sum()),
+            b=float(found_b.sum() / read_b.sum()),
+            difference=difference(gap),
+        )
     return schema.EvidenceComparison(
         questions=len(with_evidence),
         recall=schema.ScoreComparison(
-            a=float(np.mean([a[q].evidence_recall for q in with_evidence])),
-            b=float(np.mean([b[q].evidence_recall for q in with_evidence])),
-            difference=difference(gap),
+            a=float(recall_a.mean()),
+            b=float(recall_b.mean()),
+            difference=difference(stats.mean_t(recall_b - recall_a, docs)),
         ),
+        precision=precision,
     )
 
 
@@ -663,9 +748,6 @@ def breakdowns(
     arms: Sequence[str],
     outcomes: Mapping[str, Mapping[str, QuestionOutcome]],
     reference: str,
-    *,
-    resamples: int,
-    seed: int,
 ) -> list[schema.Breakdown]:
     cells: dict[tuple[schema.Dimension, str], set[str]] = defaultdict(set)
     for arm in arms:
@@ -688,17 +770,8 @@ def breakdowns(
             common = sorted(q for q in qids if q in base and q in outcomes[arm])
             if not common:
                 continue
-            docs = np.array([base[q].doc_id for q in common], dtype=object)
-            gap = stats.bootstrap_mean(
-                [outcomes[arm][q].score - base[q].score for q in common], docs, resamples=resamples, seed=seed
-            )
-            differences[arm] = schema.BreakdownDifference(
-                n=len(common),
-                value=gap.estimate,
-                low=gap.interval.low,
-                high=gap.interval.high,
-                method=gap.interval.method,
-                undefined_resamples=gap.undefined,
+            differences[arm] = breakdown_difference(
+                [base[q].doc_id for q in common], [outcomes[arm][q].score - base[q].score for q in common]
             )
         rows.append(schema.Breakdown(dimension=dimension, group=group, arms=by_arm, differences=differences))
     # The answer path is each arm's own (tool-submitted or extracted), so it gets no paired difference.
@@ -722,6 +795,64 @@ def breakdowns(
     return rows
 
 
+def breakdown_difference(documents: Sequence[str], gaps: Sequence[float]) -> schema.BreakdownDifference:
+    """B − A on one cell: an interval only when the cell spans enough documents for one."""
+    docs = np.array(documents, dtype=object)
+    count = len(set(documents))
+    value = float(np.mean(gaps))
+    if count < MIN_DOCUMENTS_FOR_INTERVAL:
+        return schema.BreakdownDifference(
+            n=len(gaps),
+            documents=count,
+            value=value,
+            note=f"too small for an interval ({count} document{'s' * (count != 1)}; "
+            f"{MIN_DOCUMENTS_FOR_INTERVAL} needed)",
+        )
+    gap = stats.mean_t(gaps, docs)
+    return schema.BreakdownDifference(
+        n=len(gaps),
+        documents=count,
+        value=value,
+        low=gap.interval.low,
+        high=gap.interval.high,
+        method=gap.interval.method,
+    )
+
+
+def breakdown_note(rows: Sequence[schema.Breakdown]) -> str:
+    cells = sum(len(row.differences) for row in rows)
+    if not cells:
+        return ""
+    return (
+        f"{cells} paired difference{'s' * (cells != 1)} over {len(rows)} group{'s' * (len(rows) != 1)}: "
+        "each interval is unadjusted for the number of cells, so about 1 in 20 excludes zero by chance; "
+        f"cells spanning fewer than {MIN_DOCUMENTS_FOR_INTERVAL} documents get none."
+    )
+
+
+def reference_rows(outcomes: Mapping[str, Mapping[str, QuestionOutcome]]) -> list[schema.ReferenceRow]:
+    """Policies that are not arms, on the run's questions: what answering "Not answerable" to every
+    question scores (the official scorer gives it 1 on unanswerable gold, 0 elsewhere, and F1 0)."""
+    questions: dict[str, bool] = {}
+    for by_question in outcomes.values():
+        for qid, outcome in by_question.items():
+            questions.setdefault(qid, outcome.answerable)
+    if not questions:
+        return []
+    unanswerable = sum(not answerable for answerable in questions.values())
+    answerable = len(questions) - unanswerable
+    return [
+        schema.ReferenceRow(
+            name="always Not answerable",
+            description='answers "Not answerable" to every question: an arm below it has learnt nothing',
+            questions=len(questions),
+            accuracy=unanswerable / len(questions),
+            answerable_accuracy=0.0 if answerable else None,
+            f1=0.0,
+        )
+    ]
+
+
 # -- the report -------------------------------------------------------------------------------------------
 
 
@@ -736,12 +867,10 @@ def build_report(
     *,
     reference: str | None = None,
     arms: Sequence[str] | None = None,
-    resamples: int = stats.DEFAULT_RESAMPLES,
-    seed: int = 0,
     with_breakdowns: bool = True,
 ) -> Report:
-    """Summaries per arm, each arm against the reference arm (the first, unless named), breakdowns
-    (one bootstrap per group cell: left out, as an empty list, by callers that show none)."""
+    """Summaries per arm, each arm against the reference arm (the first, unless named), reference
+    rows, and breakdowns (left out, as an empty list, by callers that show none)."""
     outcomes = question_outcomes(run.records)
     order = arm_order(run.manifest, list(outcomes))
     if arms:
@@ -756,13 +885,8 @@ def build_report(
     by_arm: dict[str, list[RunRecord]] = defaultdict(list)
     for record in run.records:
         by_arm[record.arm].append(record)
-    arm_summaries = [
-        arm_summary(a, outcomes[a], by_arm[a], run.manifest, resamples=resamples, seed=seed) for a in order
-    ]
-    comparisons = [
-        compare_arms(reference, a, outcomes[reference], outcomes[a], resamples=resamples, seed=seed)
-        for a in order[1:]
-    ]
+    arm_summaries = [arm_summary(a, outcomes[a], by_arm[a], run.manifest) for a in order]
+    comparisons = [compare_arms(reference, a, outcomes[reference], outcomes[a]) for a in order[1:]]
     floor = any(s.floor for s in arm_summaries)
     warnings = list(run.warnings)
     absent = [a for a in declared_arms(run.manifest) if a not in outcomes]
@@ -778,20 +902,19 @@ def build_report(
             + ", ".join(f"{a}: {n}" for a, n in counts.items())
             + "); comparisons use the questions both arms answered"
         )
+    rows = breakdowns(order, outcomes, reference) if with_breakdowns else []
     summary = schema.Summary(
         runs=[str(s) for s in run.sources],
         run_id=readable_manifest(run.manifest).run_id or next(iter(run.records)).run_id,
         floor=floor,
         label=FLOOR_LABEL if floor else "",
         reference_arm=reference,
-        confidence=0.95,
-        resamples=resamples,
-        seed=seed,
+        confidence=stats.CONFIDENCE,
         arms=arm_summaries,
+        reference_rows=reference_rows({a: outcomes[a] for a in order}),
         comparisons=comparisons,
-        breakdowns=(
-            breakdowns(order, outcomes, reference, resamples=resamples, seed=seed) if with_breakdowns else []
-        ),
+        breakdowns=rows,
+        breakdown_note=breakdown_note(rows),
         warnings=warnings,
     )
     return Report(summary=summary, outcomes={a: outcomes[a] for a in order})

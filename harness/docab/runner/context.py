@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from docab.agent.answer import AnswerExtractor, protocol_instructions
-from docab.agent.budget import OutputBudget
+from docab.agent.budget import OutputBudget, image_rule_for
 from docab.agent.evidence import PageMap
 from docab.agent.toolbox.base import Tool
 from docab.agent.toolbox.filesystem import filesystem_tools
@@ -51,8 +51,14 @@ def server_specs(config: RunConfig, names: Iterable[str] | None = None) -> dict[
     return {name: server_spec(name, config.mcp_servers[name]) for name in wanted}
 
 
-def output_budget(config: BudgetConfig) -> OutputBudget:
-    return OutputBudget(limit=config.limit, unit=config.unit, image_cost=config.image_cost)
+def output_budget(config: BudgetConfig, provider: str = "") -> OutputBudget:
+    """The run's budget; images cost what the model's provider documents (one rule for every arm)."""
+    return OutputBudget(
+        limit=config.limit,
+        unit=config.unit,
+        image_cost=config.image_cost,
+        image_rule=image_rule_for(provider),
+    )
 
 
 @dataclass
@@ -78,7 +84,7 @@ class RunContext:
             self.server_specs = server_specs(self.config)
         if self.config.answer.protocol == "extraction" and self.extractor is None:
             raise ValueError("the extraction protocol needs an answer extractor")
-        self.budget = output_budget(self.config.output_budget)
+        self.budget = output_budget(self.config.output_budget, self.config.model.provider)
 
     def system_prompt(self, arm: ArmConfig) -> str:
         return self.config.system_prompt(arm, protocol_instructions(self.config.answer.protocol))

@@ -143,7 +143,9 @@ def page_map(ctx: RunContext, sample: Sample, document: Path) -> PageMap:
     known = ctx.page_maps.get(sample.document_dir)
     if known is None:
         text = (document / "document.md").read_text(encoding="utf-8", errors="replace")
-        known = PageMap.from_markdown(text, spans=page_spans(sample.document_dir / "meta.json"))
+        meta = sample.document_dir / "meta.json"  # left out of the workspace: read from the corpus
+        spans = page_spans(meta.read_text(encoding="utf-8", errors="replace")) if meta.is_file() else None
+        known = PageMap.from_markdown(text, spans=spans)
         ctx.page_maps[sample.document_dir] = known
     return known
 
@@ -247,6 +249,7 @@ def build_record(ctx: RunContext, state: SampleRun, *, now: float) -> RunRecord:
         gold=sample.answer,
         answer_format=sample.answer_format,
         usage=tuple(trace.usage if trace else ()) + (extraction.usage if extraction else ()),
+        cached_tool_usage=tuple(trace.cached_tool_usage) if trace else (),
         model_time_s=round(trace.model_time_s, 6) if trace else 0.0,
         tool_time_s=round(trace.tool_time_s, 6) if trace else 0.0,
         wall_time_s=round(state.wall_time_s(now), 6),
@@ -256,6 +259,7 @@ def build_record(ctx: RunContext, state: SampleRun, *, now: float) -> RunRecord:
         limit_hit=trace.limit_hit if trace else None,
         errors=tuple(state.errors),
         pages_read=tracker.pages_read if tracker else (),
+        page_shares=tracker.page_shares if tracker else (),
         sections_read=tuple(tracker.sections) if tracker else (),
         evidence_pages=sample.evidence_pages,
         evidence_sources=sample.evidence_sources,

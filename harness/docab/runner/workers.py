@@ -6,6 +6,11 @@ worker owns one workspace root, where each sample's document is placed
 (:mod:`docab.runner.workspace`), and the sessions of MCP servers declared ``scope = "worker"``;
 servers with ``scope = "sample"`` are started for the sample and stopped after it. Finished
 samples go to the store's writer thread (transcript, then record, flushed) as they finish.
+
+Workspace roots are ``<temp>/docab-<random>/wNNN``: nothing in the path names the run, an arm
+or a question, and it is the same for every sample a worker runs. The tools show paths relative to
+the root (the filesystem tools always; md-vision with ``--relative-paths``, as the shipped configs
+start it), so every path the model sees is the same in every sample, arm and run.
 """
 
 from __future__ import annotations
@@ -24,13 +29,16 @@ from docab.runner.sample import run_sample
 from docab.runner.schedule import WorkUnit
 from docab.runner.workspace import DocumentPool
 
+WORKSPACE_PREFIX = "docab-"  # + a random suffix; each worker's root is <parent>/wNNN
+
 
 async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: int) -> None:
     """Run the units with ``concurrency`` workers; records are appended as samples finish."""
     queue: asyncio.Queue[WorkUnit] = asyncio.Queue()
     for unit in units:
         queue.put_nowait(unit)
-    parent = Path(tempfile.mkdtemp(prefix=f"docab-{ctx.run_id[:40]}-", dir=ctx.workspace_parent))
+    # Nothing in a workspace path names the run, an arm or a question: the model may see it.
+    parent = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX, dir=ctx.workspace_parent))
     ctx.store.open()
     # Transcripts, images and records are written in the order samples finish, from one thread,
     # off the event loop (file creation is slow on some disks and would stall every sample).

@@ -101,15 +101,13 @@ def write_viewer(
     run_dir: Path,
     *,
     draw_plots: bool = True,
-    resamples: int = 10_000,
-    seed: int = 0,
     progress: Progress | None = None,
     max_transcript_bytes: int = MAX_TRANSCRIPT_BYTES,
 ) -> ViewerResult:
     """Write ``run_dir/viewer/index.html`` and ``viewer/transcripts/<n>.js``; returns what was written.
 
     The summary comes from ``summary.json`` when it is at least as new as ``records.jsonl`` and reads
-    as a summary of this schema version (``docab.report.schema.parse_summary``), else it is computed with ``docab.report.summary`` (``resamples``, ``seed``) and not written back. With
+    as a summary of this schema version (``docab.report.schema.parse_summary``), else it is computed with ``docab.report.summary`` and not written back. With
     ``draw_plots``, plots missing or older than the records are drawn into ``run_dir/plots/``.
     Raises ``docab.report.summary.ReportError`` for a folder without records, :class:`ViewerError` when
     the viewer cannot be written.
@@ -127,7 +125,7 @@ def write_viewer(
         or not existing_plots
         or any(_stale(plots_dir / name, records_path) for name in existing_plots)
     )
-    report = build_report(run, resamples=resamples, seed=seed) if summary is None or need_plots else None
+    report = build_report(run) if summary is None or need_plots else None
     drawn: list[Path] = []
     if need_plots and report is not None:
         from docab.report.plots import write_plots

@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="all|none|HOST",
         help="hosts the server may fetch (repeatable; at least one)",
     )
+    parser.add_argument(
+        "--relative-paths",
+        action="store_true",
+        help="show local paths in results relative to the first --allow-path folder (for sandboxed "
+        "agents that should not see where their files live)",
+    )
     limits = parser.add_argument_group("limits (defaults in brackets)")
     defaults = Limits()
     for item in LIMIT_FLAGS:
@@ -134,7 +140,12 @@ def parse_settings(argv: Sequence[str]) -> Settings:
             # flag its field's kind (tests/md_vision/test_mcp.py holds them together).
             limits = replace(limits, **{item.attribute: value})  # type: ignore[arg-type]
     try:
-        return Settings.build(allow_paths=args.allow_path, allow_domains=args.allow_domain, limits=limits)
+        return Settings.build(
+            allow_paths=args.allow_path,
+            allow_domains=args.allow_domain,
+            limits=limits,
+            relative_paths=args.relative_paths,
+        )
     except ValueError as exc:
         raise FlagError(str(exc)) from None
 

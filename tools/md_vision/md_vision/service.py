@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeVar, TypeVarTuple
 
@@ -191,6 +191,10 @@ class MdVision:
 
     # --- loading ----------------------------------------------------------------------------
 
+    def _shown(self, location: LocalFile | RemoteFile) -> str:
+        """Where a markdown source is, as results name it (see ``Settings.show``)."""
+        return self.settings.show(location.path) if isinstance(location, LocalFile) else location.display
+
     async def _run(self, function: Callable[[*_Args], _T], *args: *_Args) -> _T:
         return await asyncio.get_running_loop().run_in_executor(self._threads, function, *args)
 
@@ -234,7 +238,9 @@ class MdVision:
             raise ToolFailure("line_range must be two integers: [start, end] (1-based, inclusive)")
         try:
             loaded, document = await self._load(uri)
-            selection = select(document, section=section, line_range=line_range, name=loaded.location.display)
+            selection = select(
+                document, section=section, line_range=line_range, name=self._shown(loaded.location)
+            )
         except (SourceError, SelectionError) as exc:
             raise ToolFailure(str(exc)) from exc
         return await self._read_selection(loaded, document, selection, max_images)
@@ -300,7 +306,7 @@ class MdVision:
         if not any(isinstance(block, TextBlock) and block.role == "source" for block in out):
             out.append(TextBlock("", role="source"))
         return ReadResult(
-            source=loaded.location.display,
+            source=self._shown(loaded.location),
             first_line=selection.first,
             last_line=selection.last,
             heading=selection.heading.label if selection.heading else None,
@@ -359,7 +365,7 @@ class MdVision:
             )
             cached = self._images.get(key)
             if cached is not None:
-                return cached, target.shown
+                return cached, self.settings.show(target.path)
 
             def load_and_prepare() -> PreparedImage:
                 data = read_image_file(target, limits.max_image_bytes)
@@ -373,7 +379,7 @@ class MdVision:
 
             prepared = await self._run(load_and_prepare)
             self._images.put(key, prepared)
-            return prepared, target.shown
+            return prepared, self.settings.show(target.path)
         if isinstance(target, RemoteImage):
             final_url, data = await fetch_image(self._http(), self.settings, target)
             shown = final_url
@@ -414,7 +420,7 @@ class MdVision:
             cached = self._indexes.get(location.key)
             if cached is None:
                 _, document = await self._load(str(path))
-                cached = _indexed(index_document(document, str(path)))
+                cached = _indexed(index_document(document, self.settings.show(path)))
                 self._indexes.put(location.key, cached)
             return self._finish_index([cached], [])
         except SourceError as exc:
@@ -445,7 +451,7 @@ class MdVision:
         missing: list[tuple[int, FoundFile]] = []
         for position, file in enumerate(scan.files):
             if file.problem is not None:
-                problem = FileProblem(str(file.path), file.problem)
+                problem = FileProblem(self.settings.show(file.path), file.problem)
                 entries[position] = (problem, format_problem(problem))
                 continue
             cached = self._indexes.get(file.key)
@@ -462,6 +468,8 @@ class MdVision:
                 on_broken=lambda: self._discard_parsers(pool),
             )
             for (position, file), entry in zip(missing, fresh, strict=True):
+                if entry.path is not None:
+                    entry = replace(entry, path=self.settings.show(entry.path))
                 entries[position] = indexed = _indexed(entry)
                 if isinstance(entry, FileIndex):
                     self._indexes.put(file.key, indexed)

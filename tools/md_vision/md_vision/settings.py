@@ -59,6 +59,9 @@ class Settings:
     paths: PathPolicy
     hosts: HostPolicy
     limits: Limits = field(default_factory=Limits)
+    # --relative-paths: show local paths relative to the first allowed folder, so a sandboxed agent
+    # does not learn where its files live (a harness's workspace path can name the run).
+    relative_paths: bool = False
 
     @classmethod
     def build(
@@ -67,13 +70,35 @@ class Settings:
         allow_paths: Iterable[str | os.PathLike[str]],
         allow_domains: Iterable[str] = ("none",),
         limits: Limits | None = None,
+        relative_paths: bool = False,
     ) -> Settings:
         """Validate allowed paths and hosts; raises ``ValueError`` with a start-up message."""
         return cls(
             paths=PathPolicy.from_dirs(allow_paths, what="--allow-path"),
             hosts=host_policy(allow_domains),
             limits=limits or Limits(),
+            relative_paths=relative_paths,
         )
+
+    def show(self, path: str | os.PathLike[str]) -> str:
+        """A local (real) path as results show it: as is, or relative to the first allowed folder
+        with ``relative_paths`` (forward slashes; ``.`` for the folder itself)."""
+        text = os.fspath(path)
+        if not self.relative_paths:
+            return text
+        root = self.paths.roots[0]
+        if text == root:
+            return "."
+        if text.startswith(root.rstrip(os.sep) + os.sep):
+            return text[len(root.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
+        return text
+
+    def hide_roots(self, message: str) -> str:
+        """``message`` with the first allowed folder's path shown as ``.`` under ``relative_paths``."""
+        if not self.relative_paths:
+            return message
+        root = self.paths.roots[0].rstrip(os.sep)
+        return message.replace(root + os.sep, "").replace(root, ".")
 
 
 def host_policy(values: Iterable[str]) -> HostPolicy:

@@ -137,7 +137,7 @@ def resolve_local(settings: Settings, raw: str) -> Path:
     try:
         return settings.paths.resolve(raw)
     except PathDenied as exc:
-        raise SourceError(f"{exc}. Pass a path inside an allowed directory.") from exc
+        raise SourceError(settings.hide_roots(f"{exc}. Pass a path inside an allowed directory.")) from exc
 
 
 def stat_file(path: Path, shown: str) -> os.stat_result:

@@ -205,6 +205,7 @@ class VisionService:
             calls=0 if from_cache else meter.requests,
             from_cache=from_cache,
             latency_s=self.clock() - started,
+            original=answer.usage if from_cache else None,
         )
         return ToolOutcome(text, False, report, self._details(call, answer_from=answer.answer_from))
 

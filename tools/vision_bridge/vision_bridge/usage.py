@@ -3,6 +3,9 @@
 The report follows the project's contract (docs/architecture.md, "Sidecar token use in a tool
 result"): under ``io.github.docab/usage``, ``input_tokens`` is the total input including cache
 reads and writes, ``calls`` the provider requests made (0 when the answer came from the cache).
+An answer from the cache spends nothing, so its token counts are zero; what it cost when it was
+first computed is kept under ``original_usage`` (the same five token fields), so that a harness
+can still show the cost of the answers it was given.
 """
 
 from __future__ import annotations
@@ -85,9 +88,10 @@ class UsageReport:
     calls: int
     from_cache: bool
     latency_s: float
+    original: TokenUsage | None = None  # a cached answer: what it cost when first computed
 
     def to_meta(self) -> dict[str, Any]:
-        return {
+        meta: dict[str, Any] = {
             "provider": self.provider,
             "model": self.model,
             **self.usage.to_dict(),
@@ -95,3 +99,6 @@ class UsageReport:
             "from_cache": self.from_cache,
             "latency_s": round(self.latency_s, 4),
         }
+        if self.from_cache and self.original is not None:
+            meta["original_usage"] = self.original.to_dict()
+        return meta
