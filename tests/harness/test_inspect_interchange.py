@@ -53,7 +53,7 @@ def test_the_demos_export_reads_back_with_the_reports_accuracy(demo_run: Path, t
     assert main(["export", str(demo_run), "--format", "inspect", "-o", str(out)]) == 0
     paths = sorted(out.glob("*.eval"))
     assert len(paths) == 2
-    report = build_report(load_run(demo_run), resamples=200).summary
+    report = build_report(load_run(demo_run)).summary
     expected = {arm.arm: arm.accuracy.value for arm in report.arms}
     assert _accuracy_per_arm_from_inspect(paths) == pytest.approx(expected)
 
@@ -72,7 +72,7 @@ def test_the_demos_export_reads_back_with_the_reports_accuracy(demo_run: Path, t
     assert len(inspect_log.read_eval_log_sample_summaries(str(out / "fs.eval"))) == 29
 
     # docab reads its own export back: the same records, so the same report.
-    again = build_report(load_run(out), resamples=200).summary
+    again = build_report(load_run(out)).summary
     assert [(a.arm, a.accuracy.value, a.f1.value) for a in again.arms] == [
         (a.arm, a.accuracy.value, a.f1.value) for a in report.arms
     ]
@@ -107,7 +107,7 @@ def test_export_round_trips_every_record_and_warns_of_missing_transcripts(
     assert log.stats.role_usage["extractor"].input_tokens == 40
     # Log files as arguments: the report goes beside them.
     files = [str(p) for p in sorted((folder / "inspect").glob("*.eval"))]
-    assert main(["report", *files, "--no-plots", "--resamples", "200"]) == 0
+    assert main(["report", *files, "--no-plots"]) == 0
     assert (folder / "inspect" / "summary.json").is_file()
 
 
@@ -204,7 +204,7 @@ def test_a_log_of_another_inspect_task_reads_as_a_run(tmp_path: Path) -> None:
     run = load_run(tmp_path / "logs")
     assert run.arms == ["baseline", "treatment"]
     assert any("no doc_id" in w for w in run.warnings)
-    summary = build_report(run, resamples=200).summary
+    summary = build_report(run).summary
     assert [a.accuracy.value for a in summary.arms] == [0.5, 1.0]
     assert summary.comparisons and summary.comparisons[0].b == "treatment"
 
@@ -325,11 +325,11 @@ def test_the_inspect_task_with_mockllm_gives_logs_docab_reports(
         r.pages_read == (1,) and r.extracted_answer == "Not answerable" for r in by_arm["fs+md-vision"]
     )
     assert all(r.score == (1.0 if r.gold == "Not answerable" else 0.0) for r in run.records)
-    summary = build_report(run, resamples=200).summary
+    summary = build_report(run).summary
     assert summary.comparisons[0].a == "fs" and summary.comparisons[0].b == "fs+md-vision"
-    assert main(["report", str(tmp_path / "logs"), "--no-plots", "--resamples", "200"]) == 0
+    assert main(["report", str(tmp_path / "logs"), "--no-plots"]) == 0
     assert (tmp_path / "logs" / "summary.json").exists()
-    assert main(["compare", str(logs[0]), str(logs[1]), "--resamples", "200"]) == 0
+    assert main(["compare", str(logs[0]), str(logs[1])]) == 0
     assert "fs+md-vision" in capsys.readouterr().out
     # Inspect still lists only its logs in the folder docab reported into.
     listed = inspect_log.list_eval_logs(str(tmp_path / "logs"))

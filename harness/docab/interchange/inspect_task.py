@@ -172,6 +172,7 @@ class SampleRecorder:
             tool_time_s=round(sum(c.duration_s for c in self.tool_calls), 6),
             tool_calls=list(self.tool_calls),
             pages_read=list(self.tracker.pages_read),
+            page_shares=list(self.tracker.page_shares),
             sections_read=list(self.tracker.sections),
             limit_hit=self.limit_hit,
             **answer,
@@ -279,7 +280,9 @@ def docab_agent(config: str = DEFAULT_CONFIG, arm: str = "") -> Solver:
             source = Path(question.document_dir)
             copy_document(source, root / DOCUMENT_DIR)
             text = (root / DOCUMENT_DIR / "document.md").read_text(encoding="utf-8", errors="replace")
-            tracker = ReadTracker(PageMap.from_markdown(text, page_spans(source / "meta.json")), str(root))
+            meta = source / "meta.json"
+            spans = page_spans(meta.read_text(encoding="utf-8", errors="replace")) if meta.is_file() else None
+            tracker = ReadTracker(PageMap.from_markdown(text, spans=spans), workspace_root=str(root))
             recorder = SampleRecorder(arm_config.name, protocol, tracker)
             try:
                 async with AsyncExitStack() as stack:

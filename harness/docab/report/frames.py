@@ -44,6 +44,7 @@ RECORD_COLUMNS_ADDED = {
     "tokens": "every token of the record, all roles (input including cache, plus output)",
     "tokens_<role>": "tokens of one role: tokens_agent, tokens_tool_side, tokens_extractor",
     "input_uncached, cache_read, cache_write, output, reasoning": "summed over the record's model calls",
+    "tokens_cached_tool": "what the tool answers served from a cache originally cost (not spent here)",
     "model_calls": "model calls of every role",
     "tool_call_count": "tool calls of the record",
     "calls_<tool>": "calls of one tool (0 when the arm never called it)",
@@ -61,6 +62,9 @@ _FLOAT: pa.DataType = pa.float64()
 _BOOL: pa.DataType = pa.bool_()
 _TEXTS: pa.DataType = pa.list_(pa.string())
 _INTS: pa.DataType = pa.list_(pa.int64())
+_PAGE_SHARES: pa.DataType = pa.list_(
+    pa.struct([("page", pa.int64()), ("text_share", pa.float64()), ("image", pa.bool_())])
+)
 
 RECORDS_SCHEMA = pa.schema(
     [
@@ -86,6 +90,7 @@ RECORDS_SCHEMA = pa.schema(
         ("limit_hit", _TEXT),  # null unless the status is limit
         ("errors", _TEXTS),
         ("pages_read", _INTS),
+        ("page_shares", _PAGE_SHARES),  # [{page, text_share, image}]: every page shown anything of
         ("sections_read", _TEXTS),
         ("evidence_pages", _INTS),
         ("evidence_sources", _TEXTS),
@@ -98,6 +103,7 @@ RECORDS_SCHEMA = pa.schema(
         ("tokens_agent", _INT),
         ("tokens_tool_side", _INT),
         ("tokens_extractor", _INT),
+        ("tokens_cached_tool", _INT),
         ("input_uncached", _INT),
         ("cache_read", _INT),
         ("cache_write", _INT),
@@ -136,6 +142,8 @@ QUESTIONS_SCHEMA = pa.schema(
         ("truncations", _FLOAT),
         ("retries", _FLOAT),
         ("evidence_recall", _FLOAT),
+        ("pages_read", _FLOAT),
+        ("evidence_found", _FLOAT),
         ("evidence_pages", _INTS),
         ("evidence_sources", _TEXTS),
         ("doc_type", _TEXT),
@@ -199,10 +207,15 @@ def record_row(record: RunRecord) -> dict[str, Any]:
     row: dict[str, Any] = {
         name: getattr(record, name)
         for name in record.__dataclass_fields__
-        if name not in ("usage", "tool_calls", *_LISTS)
+        if name not in ("usage", "cached_tool_usage", "tool_calls", "page_shares", *_LISTS)
     }
     for name in _LISTS:
         row[name] = list(getattr(record, name))
+    row["page_shares"] = [
+        {"page": share.page, "text_share": share.text_share, "image": share.image}
+        for share in record.page_shares
+    ]
+    row["tokens_cached_tool"] = record.cached_tokens()
     row["tokens"] = record.tokens()
     for role in ROLES:
         row[role_column(role)] = record.tokens(role)
