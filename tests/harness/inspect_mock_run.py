@@ -1,12 +1,13 @@
 """Run the docab Inspect task with Inspect's ``mockllm`` model driven by a scripted policy.
 
-    python -m tests.harness.inspect_mock_run LOG_DIR CONFIG LIMIT ARM [ARM ...]
+    python -m tests.harness.inspect_mock_run LIMIT LOG_DIR=CONFIG:ARM[,ARM...] [LOG_DIR=CONFIG:ARM...]
 
 The policy reads the document once (md-vision's ``read_md_with_images`` when the arm has it, else
 ``read_file``), then answers: with ``submit_answer`` under the submit_tool protocol, in plain text
 under extraction (where the same mock, as the ``grader`` role, replies in the extraction prompt's
 format). Every output states its usage, so mockllm need not count tokens (that needs tiktoken's
-encoding files, downloaded on first use). Prints one line per log: its path.
+encoding files, downloaded on first use). Each LOG_DIR gets one log per arm of its CONFIG (a
+shipped name or a TOML path). Prints one line per log: its path.
 
 A separate process keeps Inspect's global state (registry, display, event loop) out of pytest's.
 """
@@ -62,19 +63,24 @@ def policy(
 
 
 def main(argv: list[str]) -> int:
-    log_dir, config, limit, *arms = argv
+    limit, *groups = argv
     model = get_model("mockllm/model", custom_outputs=policy)
-    logs = inspect_eval(
-        [mmlongbench_doc(config=config, arm=arm) for arm in arms],
-        model=model,
-        model_roles={"grader": model},
-        limit=int(limit),
-        log_dir=log_dir,
-        display="none",
-    )
-    for log in logs:
-        print(log.location)
-    return 0 if all(log.status == "success" for log in logs) else 1
+    ok = True
+    for group in groups:
+        log_dir, _, spec = group.partition("=")
+        config, _, arms = spec.rpartition(":")
+        logs = inspect_eval(
+            [mmlongbench_doc(config=config, arm=arm) for arm in arms.split(",")],
+            model=model,
+            model_roles={"grader": model},
+            limit=int(limit),
+            log_dir=log_dir,
+            display="none",
+        )
+        for log in logs:
+            print(log.location)
+        ok = ok and all(log.status == "success" for log in logs)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -282,20 +282,21 @@ def test_only_the_interchange_imports_inspect_ai() -> None:
 # -- the Inspect task -------------------------------------------------------------------------------------
 
 
-def _mock_eval(tmp_path: Path, config: str, limit: int, *arms: str) -> list[Path]:
+@pytest.fixture(scope="module")
+def mock_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One run of the docab Inspect task with the scripted mockllm (``inspect_mock_run``), in one
+    process: ``demo/`` holds the demo config's two arms on 3 questions, ``extraction/`` the fs arm of
+    the same config under the extraction protocol on 2."""
     if shutil.which("md-vision", path=os.path.dirname(sys.executable)) is None:
         pytest.skip("the md-vision server (tools/md_vision) is not installed in this checkout")
-    env = {**os.environ, "DOCAB_CACHE": str(tmp_path / "cache"), "INSPECT_LOG_DIR": str(tmp_path / "logs")}
+    root = tmp_path_factory.mktemp("inspect-task")
+    config = root / "extraction.toml"
+    demo = (REPO_ROOT / "harness" / "docab" / "configs" / "demo.toml").read_text()
+    config.write_text(demo.replace('protocol = "submit_tool"', 'protocol = "extraction"'))
+    env = {**os.environ, "DOCAB_CACHE": str(root / "cache"), "INSPECT_LOG_DIR": str(root / "logs")}
+    groups = [f"{root / 'demo'}=demo:fs,fs+md-vision", f"{root / 'extraction'}={config}:fs"]
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.harness.inspect_mock_run",
-            str(tmp_path / "logs"),
-            config,
-            str(limit),
-            *arms,
-        ],
+        [sys.executable, "-m", "tests.harness.inspect_mock_run", "3", *groups],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
@@ -303,15 +304,18 @@ def _mock_eval(tmp_path: Path, config: str, limit: int, *arms: str) -> list[Path
         timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    return [Path(line) for line in result.stdout.split()]
+    assert len(result.stdout.split()) == 3
+    return root
 
 
 def test_the_inspect_task_with_mockllm_gives_logs_docab_reports(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    mock_logs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    logs = _mock_eval(tmp_path, "demo", 3, "fs", "fs+md-vision")
-    assert len(logs) == 2 and all(p.suffix == ".eval" for p in logs)
-    run = load_run(tmp_path / "logs")
+    folder = tmp_path / "logs"
+    shutil.copytree(mock_logs / "demo", folder)
+    logs = sorted(folder.glob("*.eval"))
+    assert len(logs) == 2
+    run = load_run(folder)
     assert run.arms == ["fs", "fs+md-vision"] and len(run.records) == 6
     assert all(r.status == "ok" and r.model == "mockllm/model" for r in run.records), [
         r.errors for r in run.records
@@ -327,22 +331,18 @@ def test_the_inspect_task_with_mockllm_gives_logs_docab_reports(
     assert all(r.score == (1.0 if r.gold == "Not answerable" else 0.0) for r in run.records)
     summary = build_report(run).summary
     assert summary.comparisons[0].a == "fs" and summary.comparisons[0].b == "fs+md-vision"
-    assert main(["report", str(tmp_path / "logs"), "--no-plots"]) == 0
-    assert (tmp_path / "logs" / "summary.json").exists()
+    assert main(["report", str(folder), "--no-plots"]) == 0
+    assert (folder / "summary.json").exists()
     assert main(["compare", str(logs[0]), str(logs[1])]) == 0
     assert "fs+md-vision" in capsys.readouterr().out
     # Inspect still lists only its logs in the folder docab reported into.
-    listed = inspect_log.list_eval_logs(str(tmp_path / "logs"))
+    listed = inspect_log.list_eval_logs(str(folder))
     assert len(listed) == 2
 
 
-def test_the_inspect_task_under_the_extraction_protocol(tmp_path: Path) -> None:
-    config = tmp_path / "extraction.toml"
-    demo = (REPO_ROOT / "harness" / "docab" / "configs" / "demo.toml").read_text()
-    config.write_text(demo.replace('protocol = "submit_tool"', 'protocol = "extraction"'))
-    _mock_eval(tmp_path, str(config), 2, "fs")
-    run = load_run(tmp_path / "logs")
-    assert len(run.records) == 2
+def test_the_inspect_task_under_the_extraction_protocol(mock_logs: Path) -> None:
+    run = load_run(mock_logs / "extraction")
+    assert len(run.records) == 3
     for record in run.records:
         assert record.answer_protocol == "extraction" and record.status == "ok", record.errors
         assert record.raw_answer == "The document does not say: not answerable."
