@@ -47,6 +47,7 @@ NOT_ANSWERABLE = "Not answerable"
 FLOOR_LABEL = "offline baseline policy, not a model result"
 NOT_FINISHED = ("error", "timeout", "limit")  # statuses dropped from both arms in the sensitivity view
 MIN_DOCUMENTS_FOR_INTERVAL = 5  # a breakdown cell spanning fewer documents gets no interval
+CALIBRATED_FROM_DOCUMENTS = 30  # the smallest size docab calibrate's table covers
 
 
 class ReportError(Exception):
@@ -894,6 +895,13 @@ def build_report(
         warnings.append(
             f"arm(s) {', '.join(absent)} of the run's config have no records yet; "
             "they are missing from every table (is the run still going, or did that arm fail to start?)"
+        )
+    documents = max((arm.documents for arm in arm_summaries), default=0)
+    if comparisons and documents < CALIBRATED_FROM_DOCUMENTS:
+        warnings.append(
+            f"this run spans {documents} document{'s' * (documents != 1)}: the paired intervals and tests are "
+            f"checked by simulation from {CALIBRATED_FROM_DOCUMENTS} documents up "
+            f"(docab calibrate --documents {max(documents, 2)} shows how they behave at this size)"
         )
     counts = {a: len(outcomes[a]) for a in order}
     if len(set(counts.values())) > 1:
