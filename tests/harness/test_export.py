@@ -115,3 +115,95 @@ def test_export_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["export", str(folder), "-o", str(tmp_path / "missing" / "x.parquet")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("docab export: error: could not write") and "Traceback" not in err
+
+
+# -- the fixed export schema (issue 17; the column rename is issue 15 item 8) --------------------------
+
+
+def _two_runs(tmp_path: Path) -> tuple[Path, Path]:
+    """Two runs whose values alone would give pyarrow different types: one never hit a limit nor
+    logged an error (limit_hit, errors and transcript all empty), the other did."""
+    calm = write_run(
+        tmp_path / "calm",
+        [make_record(arm, f"q{i}", "d1", pages_read=()) for arm in ("fs", "md") for i in range(3)],
+    )
+    eventful = write_run(
+        tmp_path / "eventful",
+        [
+            make_record("fs", "q0", "d1", status="limit", limit_hit="turns", pages_read=(3,)),
+            make_record("fs", "q1", "d2", status="error"),
+            make_record("md", "q0", "d1", tools=("read", "md_read")),
+            make_record("md", "q1", "d2", gold="Not answerable", evidence_pages=()),
+        ],
+    )
+    return calm, eventful
+
+
+@pytest.mark.parametrize("level", ["records", "questions"])
+def test_exports_of_two_runs_concatenate(tmp_path: Path, level: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from docab.report.frames import QUESTIONS_SCHEMA, RECORDS_SCHEMA
+
+    tables = []
+    for folder in _two_runs(tmp_path):
+        target = tmp_path / f"{folder.name}.parquet"
+        assert main(["export", str(folder), "--level", level, "-o", str(target)]) == 0
+        tables.append(pq.read_table(target))
+    fixed = RECORDS_SCHEMA if level == "records" else QUESTIONS_SCHEMA
+    for table in tables:
+        assert table.schema.field("limit_hit" if level == "records" else "limits").type != pa.null()
+        assert [table.schema.field(name).type for name in fixed.names] == list(fixed.types)
+        assert table.schema.metadata[b"docab.export"] == f"{level}/2".encode()
+    # Only the calls_<tool> columns differ (the second run called md_read): Arrow fills them in.
+    merged = pa.concat_tables(tables, promote_options="default")
+    assert merged.num_rows == sum(t.num_rows for t in tables)
+    assert merged.schema.field("calls_md_read").type == (pa.int64() if level == "records" else pa.float64())
+    # Without the differing tool columns the schemas are identical: a plain concatenation works.
+    shared = [name for name in tables[0].schema.names if name in tables[1].schema.names]
+    plain = pa.concat_tables([t.select(shared) for t in tables])
+    assert plain.schema.field("evidence_pages").type == pa.list_(pa.int64())
+    frame = pd.concat([t.to_pandas() for t in tables], ignore_index=True)
+    assert len(frame) == merged.num_rows
+
+
+def test_export_schema_declares_every_field_and_only_identifiers() -> None:
+    import dataclasses
+
+    from docab.log.records import RunRecord
+    from docab.report.frames import QUESTIONS_SCHEMA, RECORDS_SCHEMA
+    from docab.report.summary import QuestionOutcome
+
+    skipped = {"usage", "cached_tool_usage", "tool_calls"}
+    fields = [f for f in RunRecord.__dataclass_fields__ if f not in skipped]
+    assert fields == RECORDS_SCHEMA.names[: len(fields)]
+    per_role = {"tokens_by_role", "tool_calls_by_name", "tool_seconds_by_name"}
+    outcome_fields = [f.name for f in dataclasses.fields(QuestionOutcome) if f.name not in per_role]
+    assert outcome_fields == QUESTIONS_SCHEMA.names[: len(outcome_fields)]
+    for name in [*RECORDS_SCHEMA.names, *QUESTIONS_SCHEMA.names]:
+        assert name.isidentifier(), name
+    assert "tokens_tool_side" in RECORDS_SCHEMA.names and "tokens_tool_side" in QUESTIONS_SCHEMA.names
+
+
+def test_frames_carry_every_role_and_match_the_schema(tmp_path: Path) -> None:
+    from docab.report.frames import QUESTIONS_SCHEMA, RECORDS_SCHEMA
+
+    records = [
+        make_record("fs", "q1", "d1", extractor_tokens=50),
+        make_record("md", "q1", "d1", tools=("index_md",)),
+    ]
+    frame = records_frame(records)
+    assert list(frame.columns) == [*RECORDS_SCHEMA.names, "calls_index_md", "calls_read"]
+    assert frame.iloc[0]["tokens_extractor"] == 60 and frame.iloc[0]["tokens_tool_side"] == 0
+    assert "tokens_tool-side" not in frame.columns
+    questions = questions_frame(build_report(load_run(write_run(tmp_path / "r", records))).outcomes)
+    assert list(questions.columns) == [*QUESTIONS_SCHEMA.names, "calls_index_md", "calls_read"]
+    assert questions.set_index("arm").loc["md", "tokens_extractor"] == 0.0  # a role an arm never used
+
+
+def test_a_column_without_a_declared_type_is_refused() -> None:
+    from docab.report.frames import ExportSchemaError, export_schema
+
+    with pytest.raises(ExportSchemaError, match="new_field"):
+        export_schema(["arm", "new_field", "calls_grep"], level="records")

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docab.cli.errors import CommandError
+
+if TYPE_CHECKING:
+    from docab.report.summary import RunData
 
 HELP = """\
 Write a run as one flat table: --level records gives one row per record (arm, question, epoch),
@@ -16,15 +19,23 @@ one row per arm and question, epochs averaged (the unit the report pairs). Sever
 are merged as by docab report, with the same --reruns-as-epochs.
 
 The default output is RUN_DIR/<level>.<format>; parquet keeps list columns (pages read, evidence
-pages) as lists, CSV writes them as JSON text.
+pages) as lists, CSV writes them as JSON text. Every column has a fixed type (docab.report.frames:
+RECORDS_SCHEMA, QUESTIONS_SCHEMA), so the parquet files of different runs concatenate; tokens per
+role are tokens_agent, tokens_tool_side and tokens_extractor.
+
+--format inspect writes one Inspect AI eval log per arm (RUN_DIR/inspect/<arm>.eval, or into the
+folder -o names): messages and tool calls from the transcripts, scores, tokens per role, timing and
+the record of each sample, so `inspect view --log-dir RUN_DIR/inspect` shows the run and docab report
+or docab compare read the logs back. It needs the inspect-ai package.
 
 examples:
   docab export results/demo                              # results/demo/records.parquet
+  docab export results/demo --format inspect             # results/demo/inspect/fs.eval, ...
   docab export results/demo --level questions --format csv -o questions.csv
   python -c "import pandas as pd; print(pd.read_parquet('results/demo/records.parquet').groupby('arm').score.mean())"
 """
 
-FORMATS = ("parquet", "csv", "jsonl")
+FORMATS = ("parquet", "csv", "jsonl", "inspect")
 
 
 def register(subparsers: Any) -> None:
@@ -42,7 +53,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--format", choices=FORMATS, default="parquet", help="file format (default: parquet)")
     parser.add_argument(
-        "-o", "--output", type=Path, metavar="FILE", help="where to write (default: in RUN_DIR)"
+        "-o",
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="where to write (default: in RUN_DIR); with --format inspect, a folder",
     )
     parser.add_argument(
         "--reruns-as-epochs",
@@ -54,9 +69,11 @@ def register(subparsers: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    if args.format == "inspect" and args.level != "records":
+        raise CommandError("--format inspect writes every record (one sample per record); drop --level")
     import json
 
-    from docab.report.frames import questions_frame, records_frame
+    from docab.report.frames import arrow_table, questions_frame, records_frame
     from docab.report.summary import ReportError, load_run, question_outcomes
 
     try:
@@ -65,6 +82,8 @@ def run_export(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     for warning in run.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if args.format == "inspect":
+        return _export_inspect(args, run)
     if args.level == "records":
         frame = records_frame(run.records)
     else:
@@ -72,7 +91,9 @@ def run_export(args: argparse.Namespace) -> int:
     target = args.output or args.run_dirs[0] / f"{args.level}.{args.format}"
     try:
         if args.format == "parquet":
-            frame.to_parquet(target, index=False)
+            import pyarrow.parquet as pq
+
+            pq.write_table(arrow_table(frame, level=args.level), target)
         elif args.format == "csv":
             flat = frame.copy()
             for column in flat.columns:
@@ -84,4 +105,25 @@ def run_export(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(f"could not write {target}: {exc.strerror or exc}") from None
     print(f"wrote {target} ({len(frame)} rows, {len(frame.columns)} columns)", file=sys.stderr)
+    return 0
+
+
+def _export_inspect(args: argparse.Namespace, run: RunData) -> int:
+    from docab.errors import DocabError
+    from docab.interchange import require_inspect_ai
+    from docab.log.manifest import readable_manifest
+
+    out_dir = args.output or args.run_dirs[0] / "inspect"
+    try:
+        require_inspect_ai("--format inspect")
+        from docab.interchange.inspect_files import write_run_logs
+
+        written, problems = write_run_logs(run.sources, readable_manifest(run.manifest), run.records, out_dir)
+    except DocabError as exc:
+        raise CommandError(str(exc)) from None
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    print(f"open them with: inspect view --log-dir {out_dir}", file=sys.stderr)
     return 0

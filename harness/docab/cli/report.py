@@ -150,7 +150,7 @@ def run_report(args: argparse.Namespace) -> int:
     except ReportError as exc:
         raise CommandError(str(exc)) from None
     _emit(report.summary, args.format)
-    target = args.run_dirs[0]
+    target = args.run_dirs[0] if args.run_dirs[0].is_dir() else args.run_dirs[0].parent  # an Inspect log file
     written: list[Path] = []
     if not args.no_write:
         written = write_report_files(report, target, plots=not args.no_plots)

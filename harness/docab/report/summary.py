@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from docab.interchange import is_inspect_source
 from docab.log.manifest import ArmManifest, ManifestError, load_manifest, readable_manifest
 from docab.log.records import RunRecord
 from docab.report import schema, stats
@@ -81,13 +82,19 @@ def read_records(path: Path) -> tuple[list[RunRecord], list[str]]:
 
 
 def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
-    """One run, or several merged. Shards (disjoint questions) simply unite. A record key seen
+    """One run, or several merged; or Inspect eval logs, one arm each (:func:`load_inspect_logs`).
+    Shards (disjoint questions) simply unite. A record key seen
     twice keeps its last copy (a resumed or repeated shard), unless ``reruns_as_epochs``: then each
     folder's records of a question already seen in an earlier folder become further epochs of it,
     so reruns of one config average like ``epochs = k`` would."""
     if not run_dirs:
         raise ReportError("no run folder given")
     sources = tuple(Path(d) for d in run_dirs)
+    inspect_sources = [s for s in sources if is_inspect_source(s)]
+    if inspect_sources:
+        if len(inspect_sources) != len(sources):
+            raise ReportError("give docab run folders or Inspect logs, not both")
+        return load_inspect_logs(sources)
     manifest: dict[str, Any] = {}
     records: dict[tuple[str, str, int], RunRecord] = {}
     warnings: list[str] = []
@@ -122,6 +129,29 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
     if not records:
         raise ReportError(f"no run records in {', '.join(str(s) for s in sources)}")
     return RunData(sources, manifest, tuple(records.values()), tuple(warnings))
+
+
+def load_inspect_logs(sources: Sequence[Path]) -> RunData:
+    """Inspect eval logs as one run, one arm per log (``docab export --format inspect`` writes them, and
+    so does an ``inspect eval`` of the docab task): ``docab.interchange.inspect_files.read_logs``."""
+    from docab.errors import DocabError
+    from docab.interchange import require_inspect_ai
+
+    try:
+        require_inspect_ai("reading Inspect logs")
+        from docab.interchange.inspect_files import read_logs
+
+        logs = read_logs(sources)
+    except DocabError as exc:
+        raise ReportError(str(exc)) from None
+    if not logs.records:
+        raise ReportError(f"no samples in the Inspect logs {', '.join(str(s) for s in sources)}")
+    manifest = {
+        "run_id": logs.run_id,
+        "arms": [{"name": arm} for arm in logs.arms],
+        "models": {"agent": logs.models[0] if len(logs.models) == 1 else ", ".join(logs.models)},
+    }
+    return RunData(tuple(sources), manifest, logs.records, logs.warnings)
 
 
 def _as_further_epochs(found: Sequence[RunRecord], earlier: Iterable[RunRecord]) -> list[RunRecord]:
