@@ -97,11 +97,11 @@ def _proxy(raw: str) -> str | None:
     raw = raw.strip()
     if not raw:
         return None
-    import httpx
+    import httpx2
 
     try:
-        url = httpx.URL(raw)
-    except (httpx.InvalidURL, ValueError):
+        url = httpx2.URL(raw)
+    except (httpx2.InvalidURL, ValueError):
         raise ConfigError(f"MARKFETCH_PROXY_URL={raw!r} is not a URL") from None
     if url.scheme not in _PROXY_SCHEMES or not url.host:
         raise ConfigError(

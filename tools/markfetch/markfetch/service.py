@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 
 from docab_mcpguard import (
     FetchError,
@@ -67,7 +67,7 @@ class Response:
         return None
 
 
-def _check_html_type(url: str, _status: int, headers: httpx.Headers) -> None:
+def _check_html_type(url: str, _status: int, headers: httpx2.Headers) -> None:
     """Refuse non-HTML before downloading its body (a missing type is sniffed after download)."""
     mime = headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if mime and mime not in HTML_TYPES:
