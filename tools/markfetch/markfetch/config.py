@@ -176,9 +176,13 @@ def write_roots(env: Mapping[str, str], *, cwd: str | None = None) -> list[str]:
     raw = env.get("MARKFETCH_ALLOWED_WRITE_ROOTS", "")
     if not raw.strip():
         return [tempfile.gettempdir(), cwd or os.getcwd()]
-    entries = [entry.strip() for entry in raw.split(os.pathsep) if entry.strip()]
-    if not entries:
-        raise ConfigError(f"MARKFETCH_ALLOWED_WRITE_ROOTS={raw!r} lists no directory")
+    entries = [entry.strip() for entry in raw.split(os.pathsep)]
+    if not all(entries):
+        # An empty entry is a typo (":/tmp", "/a::/b"), not a wish to allow the working folder.
+        raise ConfigError(
+            f"MARKFETCH_ALLOWED_WRITE_ROOTS={raw!r} has an empty entry; list absolute directories "
+            f"separated by {os.pathsep!r}, with nothing empty between or around the separators"
+        )
     for entry in entries:
         if not os.path.isabs(entry):
             raise ConfigError(

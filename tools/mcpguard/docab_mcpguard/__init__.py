@@ -18,6 +18,9 @@ One implementation, used by md_vision, markfetch and vision_bridge:
 - :class:`DiskCache` keeps cached answers private (0700 folder, 0600 files), written atomically
   and read back only within their time-to-live.
 
+:func:`run_until_stopped` runs a stdio server so that end of input, Ctrl-C and SIGTERM all end
+it quietly, with its clean-up run.
+
 Every exception raised here derives from :class:`GuardError` and carries a message that is safe
 and useful to show to a user or a model.
 """
@@ -30,6 +33,7 @@ from docab_mcpguard.errors import FetchError, FetchErrorKind, GuardError, HostDe
 from docab_mcpguard.hosts import HostPolicy, normalise_host
 from docab_mcpguard.http import Fetched, FetchLimits, GuardedClient, Resolver, SystemResolver
 from docab_mcpguard.paths import PathPolicy
+from docab_mcpguard.stopping import run_until_stopped
 
 __all__ = [
     "MAX_CODINGS",
@@ -56,5 +60,6 @@ __all__ = [
     "classify_address",
     "is_internal",
     "normalise_host",
+    "run_until_stopped",
     "write_file_in",
 ]

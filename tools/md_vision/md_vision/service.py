@@ -16,10 +16,9 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal, TypeVar, TypeVarTuple
 
-from docab_mcpguard import FetchLimits, GuardedClient, Resolver, SystemResolver
+from docab_mcpguard import FetchLimits, GuardedClient, Opened, Resolver, SystemResolver
 from md_vision.cache import SizedLRU
 from md_vision.document import Document, ImageRef, parse_document
 from md_vision.folder import POOL_THRESHOLD, FoundFile, index_many, parser_pool, scan_folder, warm_up
@@ -42,12 +41,11 @@ from md_vision.sources import (
     fetch_image,
     fetch_markdown,
     is_url,
+    open_image,
+    open_local,
     read_image_file,
     read_local_markdown,
     resolve_image,
-    resolve_local,
-    stat_file,
-    stat_image,
 )
 
 _T = TypeVar("_T")
@@ -159,6 +157,7 @@ class MdVision:
         )
         self._parsers: Executor | None = None  # for large folders: made by warm_up() or on first use
         self._parsers_lock = threading.Lock()
+        self._closed = False  # close_parsers() was called: no new pool
 
     async def __aenter__(self) -> MdVision:
         return self
@@ -186,8 +185,16 @@ class MdVision:
         if self._client is not None:
             await self._client.aclose()
         self._threads.shutdown(wait=False, cancel_futures=True)
-        if self._parsers is not None:
-            self._parsers.shutdown(wait=False, cancel_futures=True)
+        self.close_parsers(wait=False)
+
+    def close_parsers(self, *, wait: bool) -> None:
+        """Stop the folder parsers for good; ``wait``: until their processes have exited (a
+        process still starting when the server exits would print a traceback)."""
+        with self._parsers_lock:
+            self._closed = True
+            pool, self._parsers = self._parsers, None
+        if pool is not None:
+            pool.shutdown(wait=wait, cancel_futures=True)
 
     # --- loading ----------------------------------------------------------------------------
 
@@ -199,19 +206,25 @@ class MdVision:
         if is_url(uri):
             loaded = await fetch_markdown(self._http(), self.settings, uri)
             return loaded, await self._run(parse_document, loaded.text)
-        path = resolve_local(self.settings, uri)
-        info = stat_file(path, uri)
-        if path.is_dir():
+        opened = open_local(self.settings, uri)
+        if opened.is_dir:
+            opened.close()
             raise SourceError(
                 f"{uri} is a folder: read_md_with_images needs a markdown file (index_md accepts folders)"
             )
-        location = LocalFile(path, info.st_size, info.st_mtime_ns)
+        return await self._load_opened(opened, uri)
+
+    async def _load_opened(self, opened: Opened, uri: str) -> tuple[LoadedMarkdown, Document]:
+        """The document of an opened local file (read through its descriptor, which this closes)."""
+        location = LocalFile(opened.path, opened.info.st_size, opened.info.st_mtime_ns)
         cached = self._documents.get(location.key)
         if cached is not None:
+            opened.close()
             return LoadedMarkdown(location, cached.text), cached
 
         def load_and_parse() -> Document:
-            text = read_local_markdown(path, info, self.settings.limits.max_markdown_bytes, uri)
+            with opened:  # the worker thread owns the descriptor from here on
+                text = read_local_markdown(opened, self.settings.limits.max_markdown_bytes, uri)
             return parse_document(text)
 
         document = await self._run(load_and_parse)
@@ -348,24 +361,27 @@ class MdVision:
     async def _prepare(self, target: ImageTarget, budget: int, name: str) -> tuple[PreparedImage, str]:
         limits = self.settings.limits
         if isinstance(target, LocalImage):
-            info = stat_image(target, limits.max_image_bytes)
+            opened = open_image(target, self.settings)
+            real = str(opened.path)
             key: tuple[str | int, ...] = (
                 "file",
-                str(target.path),
-                info.st_size,
-                info.st_mtime_ns,
+                real,
+                opened.info.st_size,
+                opened.info.st_mtime_ns,
                 budget,
                 limits.max_image_side,
             )
             cached = self._images.get(key)
             if cached is not None:
-                return cached, target.shown
+                opened.close()
+                return cached, real
 
             def load_and_prepare() -> PreparedImage:
-                data = read_image_file(target, limits.max_image_bytes)
+                with opened:  # the worker thread owns the descriptor from here on
+                    data = read_image_file(opened, limits.max_image_bytes)
                 return prepare_image(
                     data,
-                    name=str(target.path),
+                    name=real,
                     max_side=limits.max_image_side,
                     max_pixels=limits.max_image_pixels,
                     byte_budget=budget,
@@ -373,7 +389,7 @@ class MdVision:
 
             prepared = await self._run(load_and_prepare)
             self._images.put(key, prepared)
-            return prepared, target.shown
+            return prepared, real
         if isinstance(target, RemoteImage):
             final_url, data = await fetch_image(self._http(), self.settings, target)
             shown = final_url
@@ -406,23 +422,38 @@ class MdVision:
                 document = await self._run(parse_document, loaded.text)
                 entry = index_document(document, loaded.location.display)
                 return self._finish_index([_indexed(entry)], [])
-            path = resolve_local(self.settings, uri)
-            info = stat_file(path, uri)
-            if path.is_dir():
-                return await self._run(self._index_folder, path, uri)
-            location = LocalFile(path, info.st_size, info.st_mtime_ns)
+            opened = open_local(self.settings, uri)
+            if opened.is_dir:
+                return await self._index_folder_cancellably(opened, uri)
+            location = LocalFile(opened.path, opened.info.st_size, opened.info.st_mtime_ns)
             cached = self._indexes.get(location.key)
             if cached is None:
-                _, document = await self._load(str(path))
-                cached = _indexed(index_document(document, str(path)))
+                _, document = await self._load_opened(opened, uri)
+                cached = _indexed(index_document(document, str(location.path)))
                 self._indexes.put(location.key, cached)
+            else:
+                opened.close()
             return self._finish_index([cached], [])
         except SourceError as exc:
             raise ToolFailure(str(exc)) from exc
 
-    def _index_folder(self, root: Path, shown: str) -> IndexResult:
+    async def _index_folder_cancellably(self, root: Opened, shown: str) -> IndexResult:
+        """Index a folder on a worker thread; if the request is cancelled, the walk and the
+        workers stop (at most the chunks already handed to them are finished)."""
+        cancelled = threading.Event()
+        try:
+            return await self._run(self._index_folder, root, shown, cancelled)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    def _index_folder(self, root: Opened, shown: str, cancelled: threading.Event) -> IndexResult:
+        with root:  # this thread owns the folder's descriptor
+            return self._index_opened_folder(root, shown, cancelled)
+
+    def _index_opened_folder(self, root: Opened, shown: str, cancelled: threading.Event) -> IndexResult:
         limits = self.settings.limits
-        scan = scan_folder(root, self.settings.paths.contains, limits.max_folder_files)
+        scan = scan_folder(root, self.settings.paths, limits.max_folder_files, cancelled=cancelled)
         notes: list[str] = []
         if scan.found == 0:
             raise SourceError(
@@ -459,7 +490,9 @@ class MdVision:
                 [file.path for _, file in missing],
                 limits.max_markdown_bytes,
                 pool,
+                policy=self.settings.paths,
                 on_broken=lambda: self._discard_parsers(pool),
+                cancelled=cancelled,
             )
             for (position, file), entry in zip(missing, fresh, strict=True):
                 entries[position] = indexed = _indexed(entry)
@@ -472,6 +505,8 @@ class MdVision:
         if workers <= 1:
             return None
         with self._parsers_lock:  # warm_up() runs on its own thread; two pools would leak one
+            if self._closed:
+                return None
             if self._parsers is None:
                 self._parsers = parser_pool(workers)
             return self._parsers
