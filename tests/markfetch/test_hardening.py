@@ -15,7 +15,7 @@ from tests.markfetch.pages import page
 from tests.markfetch.test_mcp import HTML, calls, console_script, in_process, stdio_env
 from tests.support.bombs import bomb
 from tests.support.http_server import LocalServer, Reply
-from tests.support.stdio_process import can_track, peak_rss_mb, pid_of, tracked
+from tests.support.stdio_process import can_track, peak_rss_mb, pid_of, stops_quietly, tracked
 from tests.support.swapper import FolderSwapper
 
 BOMBS = ["gzip", "deflate", "br", "zstd", ("gzip", "gzip"), ("br", "zstd"), ("zstd", "deflate")]
@@ -167,3 +167,8 @@ def test_a_folder_swapped_for_a_link_during_saves_never_writes_outside(site, set
 @pytest.mark.slow
 def test_a_folder_swapped_for_a_link_during_2000_saves_never_writes_outside(site, settings, tmp_path) -> None:
     save_race(site, settings, tmp_path, 2000)
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_the_server_stops_quietly(tmp_path: Path, how: str) -> None:
+    assert stops_quietly([console_script()], how, env=stdio_env(tmp_path))

@@ -13,7 +13,7 @@ One implementation, used by md_vision, markfetch and vision_bridge:
   the address checked at connect time (so DNS rebinding cannot slip past), a byte cap on the
   decoded body (content codings decoded here in bounded steps: a decompression bomb stops at
   the cap without stalling the event loop) and one deadline for the whole fetch.
-  :meth:`GuardedClient.check_target` answers whether a URL would be fetched, for callers that
+  :func:`check_target` answers whether a URL would be fetched, for callers that
   hand URLs to someone else.
 - :class:`DiskCache` keeps cached answers private (0700 folder, 0600 files), written atomically
   and read back only within their time-to-live.
@@ -31,7 +31,7 @@ from docab_mcpguard.decoding import MAX_CODINGS, SUPPORTED_CODINGS, BodyDecoder,
 from docab_mcpguard.diskcache import DiskCache, Stored
 from docab_mcpguard.errors import FetchError, FetchErrorKind, GuardError, HostDenied, PathDenied
 from docab_mcpguard.hosts import HostPolicy, normalise_host
-from docab_mcpguard.http import Fetched, FetchLimits, GuardedClient, Resolver, SystemResolver
+from docab_mcpguard.http import Fetched, FetchLimits, GuardedClient, Resolver, SystemResolver, check_target
 from docab_mcpguard.paths import PathPolicy
 from docab_mcpguard.stopping import run_until_stopped
 
@@ -57,6 +57,7 @@ __all__ = [
     "Stored",
     "SystemResolver",
     "UndecodableBody",
+    "check_target",
     "classify_address",
     "is_internal",
     "normalise_host",

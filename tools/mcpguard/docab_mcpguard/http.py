@@ -112,6 +112,26 @@ async def _resolve_checked(policy: HostPolicy, resolver: Resolver, host: str, po
     return addresses
 
 
+async def check_target(url: str, *, policy: HostPolicy, resolver: Resolver) -> None:
+    """Raise the FetchError a fetch of ``url`` would raise before connecting, or return.
+
+    The URL is checked against the host policy, the host resolved and every address
+    classified, exactly as :meth:`GuardedClient.fetch` does for its first hop. For callers that
+    hand a URL to someone else to fetch (an API provider): only what the guard would fetch
+    itself may pass. (The other party resolves the name again: a name whose DNS answer
+    changes in between, rebinding, is beyond any check made here.)
+    """
+    try:
+        parsed = policy.check_url(url)
+    except HostDenied as exc:
+        raise FetchError(FetchErrorKind.BLOCKED, str(exc), url=url) from exc
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        await _resolve_checked(policy, resolver, parsed.host, port)
+    except HostDenied as exc:
+        raise FetchError(FetchErrorKind.BLOCKED, str(exc), url=url) from exc
+
+
 class _GuardedBackend(httpcore2.AsyncNetworkBackend):
     def __init__(self, policy: HostPolicy, resolver: Resolver) -> None:
         self._policy = policy
@@ -279,21 +299,8 @@ class GuardedClient:
         await self._client.aclose()
 
     async def check_target(self, url: str) -> None:
-        """Would :meth:`fetch` connect to ``url``'s first hop? Raise the FetchError it would raise.
-
-        The URL is checked against the host policy, the host resolved and every address
-        classified, exactly as a fetch does before connecting. For callers that hand a URL to
-        someone else to fetch (an API provider): only what the guard would fetch itself passes.
-        """
-        try:
-            parsed = self.policy.check_url(url)
-        except HostDenied as exc:
-            raise FetchError(FetchErrorKind.BLOCKED, str(exc), url=url) from exc
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        try:
-            await _resolve_checked(self.policy, self.resolver, parsed.host, port)
-        except HostDenied as exc:
-            raise FetchError(FetchErrorKind.BLOCKED, str(exc), url=url) from exc
+        """Would :meth:`fetch` connect to ``url``'s first hop? See :func:`check_target`."""
+        await check_target(url, policy=self.policy, resolver=self.resolver)
 
     async def fetch(
         self,

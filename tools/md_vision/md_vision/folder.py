@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import stat
 import threading
 from collections import deque
@@ -301,15 +302,40 @@ def index_many(
     return results
 
 
+PRELOAD = ["md_vision.folder"]  # what the forkserver imports once, so each worker starts ready
+
+
 def parser_pool(workers: int) -> Executor:
     """Worker processes started by a forkserver that has imported the parser; threads without one."""
     try:
         context = multiprocessing.get_context("forkserver")
     except ValueError:  # no forkserver on this platform
         return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="md-vision-parse")
-    # worker_init makes the workers ignore Ctrl-C (the server stops them itself).
-    context.set_forkserver_preload(["md_vision.worker_init", "md_vision.folder"])
+    context.set_forkserver_preload(PRELOAD)
     return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+def start_forkserver_deaf_to_ctrl_c() -> None:
+    """Start the forkserver now, from the main thread, with Ctrl-C ignored (call before serving).
+
+    Ctrl-C at a terminal reaches the whole process group. The server handles it and stops its
+    workers; the forkserver (still importing the parser, say) and the workers must not also
+    raise KeyboardInterrupt and print tracebacks of their own. An ignored signal stays ignored
+    across fork and exec, and the forkserver hands its dispositions on to every worker it forks,
+    so each of them ignores Ctrl-C from its first instruction. (Only the main thread may change
+    a signal's disposition: hence now, before the event loop starts.)
+    """
+    try:
+        multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
+    except ValueError:  # no forkserver on this platform: workers are threads
+        return
+    from multiprocessing import forkserver
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()  # spawns it (and the resource tracker) and returns
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _ready() -> bool:

@@ -16,6 +16,7 @@ from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, T
 from pydantic import Field
 
 from md_vision import __version__
+from md_vision.folder import start_forkserver_deaf_to_ctrl_c
 from md_vision.service import ImageBlock, IndexResult, MdVision, ReadResult, ToolFailure
 from md_vision.settings import Settings
 
@@ -154,7 +155,9 @@ def serve(settings: Settings) -> int:
     def start() -> None:  # runs once the signal handlers are in place
         # Folder parsers start while the client connects; starting the forkserver takes about
         # half a second, which the handshake does not wait for.
-        threading.Thread(target=vision.warm_up, name="md-vision-warm-up", daemon=True).start()
+        if settings.limits.index_workers > 1:
+            start_forkserver_deaf_to_ctrl_c()
+            threading.Thread(target=vision.warm_up, name="md-vision-warm-up", daemon=True).start()
         build_server(settings, vision).run()
 
     try:
