@@ -75,12 +75,7 @@ def _race(tmp_path: Path, count: int) -> None:
 
 
 def test_a_folder_swapped_for_a_link_never_yields_outside_bytes(tmp_path: Path) -> None:
-    _race(tmp_path, 600)
-
-
-@pytest.mark.slow
-def test_a_folder_swapped_for_a_link_never_yields_outside_bytes_in_2000_calls(tmp_path: Path) -> None:
-    _race(tmp_path, 2100)
+    _race(tmp_path, 2100)  # 700 each of reads, folder indexes and image reads
 
 
 # -- bombs --------------------------------------------------------------------------------------
@@ -117,6 +112,7 @@ def test_bombs_as_documents_and_as_images_end_at_the_cap_and_the_server_keeps_se
         async def go() -> tuple[list[tuple[str, float, str, float, str]], float]:
             rows = []
             async with Client(params) as client:
+                await timed(client, "index_md", str(tmp_path / "local.md"))  # first call: imports done
                 for number in range(len(BOMBS)):
                     (document, document_s), (image, image_s), (other, _) = await asyncio.gather(
                         timed(client, "index_md", server.url(f"/bomb{number}.md")),
@@ -173,20 +169,21 @@ def test_a_cancelled_folder_index_stops_its_workers(tmp_path: Path) -> None:
     body = "".join(
         f"## Part {n}\n\nSome text with `code`, *emphasis* and a [link](x{n}.md).\n\n" for n in range(120)
     )
-    (folder / "doc0000.md").write_text(f"# Doc\n\n{body}")
-    for number in range(1, 4000):  # hard links: each path is indexed, no data is written
-        os.link(folder / "doc0000.md", folder / f"doc{number:04d}.md")
+    (folder / "doc00000.md").write_text(f"# Doc\n\n{body}")
+    # 12,000 hard links: each path is indexed (about 20 s of CPU), yet no data is written.
+    for number in range(1, 12_000):
+        os.link(folder / "doc00000.md", folder / f"doc{number:05d}.md")
     pidfile = tmp_path / "pid"
     params = tracked(
         _stdio(
-            "--allow-path", str(tmp_path), "--allow-domain", "none", "--max-files", "10000", "--workers", "2"
+            "--allow-path", str(tmp_path), "--allow-domain", "none", "--max-files", "20000", "--workers", "2"
         ),
         pidfile,
     )
 
     async def go() -> tuple[float, float, str]:
         async with Client(params) as client:
-            await client.call_tool("index_md", {"uri": str(tmp_path / "many" / "doc0000.md")})
+            await client.call_tool("index_md", {"uri": str(tmp_path / "many" / "doc00000.md")})
             server = pid_of(pidfile)
             before = _cpu_seconds(_descendants(server))
             finished = False
@@ -218,7 +215,7 @@ def test_a_cancelled_folder_index_stops_its_workers(tmp_path: Path) -> None:
                 settled = now
             await anyio.sleep(1.0)
             idle = _cpu_seconds(workers) - settled
-            after = await client.call_tool("index_md", {"uri": str(tmp_path / "many" / "doc0001.md")})
+            after = await client.call_tool("index_md", {"uri": str(tmp_path / "many" / "doc00001.md")})
             return busy, idle, after.content[0].text
 
     busy, idle, after = asyncio.run(go())

@@ -62,13 +62,14 @@ def test_public_and_explicitly_allowed_urls_still_go_to_the_provider(
 ) -> None:
     llm_stub.push("openai", openai_reply("a cat"), openai_reply("a local cat"))
     settings = settings_for(llm_stub, tmp_path, VISION_ALLOW_HOSTS="127.0.0.1")
-    public, allowed = with_service(
-        settings,
-        lambda s: asyncio.gather(
-            s.analyze("https://images.example.com/cat.png"), s.analyze("http://127.0.0.1:9/cat.png")
-        ),
-        loader=loader_for(settings),
-    )
+
+    async def both(service):
+        return (
+            await service.analyze("https://images.example.com/cat.png"),
+            await service.analyze("http://127.0.0.1:9/cat.png"),
+        )
+
+    public, allowed = with_service(settings, both, loader=loader_for(settings))
     assert (public.text, allowed.text) == ("a cat", "a local cat")
     sent = {
         r.json()["messages"][0]["content"][0]["image_url"]["url"] for r in llm_stub.requests_for("openai")
@@ -151,6 +152,7 @@ def test_bombs_behind_image_urls_end_at_the_cap_quickly_and_the_server_keeps_ser
     async def go() -> tuple[list[tuple[str, float, str]], float]:
         rows = []
         async with Client(tracked(stdio_params(env), pidfile)) as client:
+            await timed(client, str(tmp_path / "local.png"))  # first call: the SDKs finish loading
             for number in range(len(BOMBS)):
                 (text, seconds), (other, _) = await asyncio.gather(
                     timed(client, llm_stub.server.url(f"/bomb{number}.png")),
