@@ -131,6 +131,7 @@ def test_bombs_behind_image_urls_end_at_the_cap_quickly_and_the_server_keeps_ser
             Reply(body=body, headers={"Content-Encoding": header}, content_type="image/png"),
         )
     (tmp_path / "local.png").write_bytes(PNG)
+    llm_stub.server.route("/fine.png", Reply(body=PNG, content_type="image/png"))
     pidfile = tmp_path / "pid"
     env = {
         "VISION_API_BASE_URL": llm_stub.openai_base_url,
@@ -152,7 +153,9 @@ def test_bombs_behind_image_urls_end_at_the_cap_quickly_and_the_server_keeps_ser
     async def go() -> tuple[list[tuple[str, float, str]], float]:
         rows = []
         async with Client(tracked(stdio_params(env), pidfile)) as client:
-            await timed(client, str(tmp_path / "local.png"))  # first call: the SDKs finish loading
+            # First calls: the SDKs finish loading, and one URL is downloaded (the path a bomb takes).
+            await timed(client, str(tmp_path / "local.png"))
+            await timed(client, llm_stub.server.url("/fine.png"))
             for number in range(len(BOMBS)):
                 (text, seconds), (other, _) = await asyncio.gather(
                     timed(client, llm_stub.server.url(f"/bomb{number}.png")),
