@@ -69,6 +69,14 @@ def test_a_root_spelled_through_a_link_is_accepted_both_ways(tree, tmp_path: Pat
     assert read(policy, str(tree["root"] / "docs" / "a.md"))[1] == b"# A"
 
 
+def test_a_path_spelled_through_a_link_outside_the_roots_finds_its_root(tree, tmp_path: Path) -> None:
+    (tmp_path / "alias").symlink_to(tree["root"])  # as /tmp is /private/tmp on macOS
+    policy = PathPolicy(roots=(str(tree["root"]),))  # built from real paths only: no alias known
+    assert read(policy, str(tmp_path / "alias" / "docs" / "a.md")) == (tree["root"] / "docs" / "a.md", b"# A")
+    with pytest.raises(PathDenied):  # and a link inside still cannot lead out
+        policy.open(str(tmp_path / "alias" / "escape" / "secret.md"))
+
+
 def test_a_root_prefix_is_compared_by_component(tree, tmp_path: Path) -> None:
     (tmp_path / "root2").mkdir()
     (tmp_path / "root2" / "x.md").write_text("x")

@@ -87,8 +87,8 @@ class PathPolicy:
     def open(self, raw: str | os.PathLike[str]) -> Opened:
         """Open ``raw`` (a file or a folder) beneath the roots, following links only inside them.
 
-        Absolute paths must start with a root (as its real path or as configured); relative
-        ones start at the first root. Raises :class:`PathDenied` when the path or a link on
+        Absolute paths must lie in a root (written as its real path, as configured, or through
+        links outside the roots that lead into it); relative ones start at the first root. Raises :class:`PathDenied` when the path or a link on
         the way leads outside, OSError when it cannot be opened (missing, permission, ...).
         The caller reads, stats and lists through the returned descriptor, and closes it.
         """
@@ -97,6 +97,12 @@ class PathPolicy:
         pairs = [(root, root) for root in self.roots] + list(self.aliases)
         if os.path.isabs(expanded):
             found = split_under(pairs, expanded)
+            if found is None:
+                # Spelled through a link outside the roots (macOS: /tmp is /private/tmp): the root
+                # is found from the real path of the folder. Only the choice of root comes from a
+                # name here; the walk that follows still opens every component beneath it.
+                folder, name = os.path.split(expanded)
+                found = split_under(pairs, os.path.join(os.path.realpath(folder), name))
             if found is None:
                 raise PathDenied(f"{text!r} is outside the allowed paths ({self.describe()})")
             root, parts = found
