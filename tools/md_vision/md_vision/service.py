@@ -22,14 +22,7 @@ from typing import Literal, TypeVar, TypeVarTuple
 from docab_mcpguard import FetchLimits, GuardedClient, Opened, Resolver, SystemResolver
 from md_vision.cache import SizedLRU
 from md_vision.document import Document, ImageRef, parse_document
-from md_vision.folder import (
-    POOL_THRESHOLD,
-    FoundFile,
-    index_many,
-    parser_pool,
-    scan_folder,
-    warm_up,
-)
+from md_vision.folder import POOL_THRESHOLD, FoundFile, index_many, parser_pool, scan_folder, warm_up
 from md_vision.imaging import ImageRejected, PreparedImage, prepare_image
 from md_vision.index import FileIndex, FileProblem, format_file_index, format_problem, index_document
 from md_vision.selection import Selection, SelectionError, select
@@ -161,8 +154,7 @@ class MdVision:
         self._indexes: SizedLRU[_Indexed] = SizedLRU(50_000)
         self._images: SizedLRU[PreparedImage] = SizedLRU(160_000_000, _size_of_prepared)
         self._threads = ThreadPoolExecutor(
-            max_workers=max(2, os.cpu_count() or 2),
-            thread_name_prefix="md-vision",
+            max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="md-vision"
         )
         self._parsers: Executor | None = None  # for large folders: made by warm_up() or on first use
         self._parsers_lock = threading.Lock()
