@@ -52,9 +52,12 @@ def test_tool_listing_schema_and_annotations(settings, tmp_path: Path) -> None:
 
     (tool,) = asyncio.run(go())
     assert tool.name == "fetch_markdown"
-    assert set(tool.input_schema["properties"]) == {"url", "savePath", "raw"}
+    assert set(tool.input_schema["properties"]) == {"url", "savePath", "raw", "overwrite"}
     assert tool.input_schema["required"] == ["url"]
-    assert tool.annotations.open_world_hint is True and tool.annotations.destructive_hint is False
+    assert tool.input_schema["properties"]["overwrite"]["default"] is False
+    # overwrite: true can replace a file: the tool is not read-only and may be destructive.
+    assert tool.annotations.open_world_hint is True and tool.annotations.read_only_hint is False
+    assert tool.annotations.destructive_hint is True
 
 
 def test_markdown_only_in_content_text(server: LocalServer, settings, tmp_path: Path) -> None:
@@ -104,15 +107,19 @@ def test_save_path_inside_and_outside_the_sandbox(server: LocalServer, settings,
     for result in refused:
         assert result.is_error is True and result.content[0].text.startswith("[save_forbidden] ")
     assert list(outside.iterdir()) == []
-    assert len(server.requests) == 2  # forbidden paths are refused before any fetch
+    # forbidden paths, and a missing folder, are refused before any fetch
+    assert len(server.requests) == 1
     assert failed.is_error is True and failed.content[0].text.startswith("[save_failed] ")
+    assert "its folder does not exist" in failed.content[0].text
 
 
 def test_fetch_errors_never_touch_the_file(server: LocalServer, settings, tmp_path: Path) -> None:
     server.route("/gone", Reply(status=410, body="gone"))
     (tmp_path / "keep.md").write_text("previous")
     app, _ = in_process(settings, [tmp_path])
-    (result,) = calls(app, {"url": site_url(server, "/gone"), "savePath": str(tmp_path / "keep.md")})
+    (result,) = calls(
+        app, {"url": site_url(server, "/gone"), "savePath": str(tmp_path / "keep.md"), "overwrite": True}
+    )
     assert result.content[0].text.startswith("[http_error] ")
     assert (tmp_path / "keep.md").read_text() == "previous"
 
@@ -174,6 +181,8 @@ def test_stdio_server_through_a_real_client(server: LocalServer, tmp_path: Path)
         ),
         ({"MARKFETCH_ALLOWED_WRITE_ROOTS": "/no/such/dir/anywhere"}, "does not exist"),
         ({"MARKFETCH_ALLOWED_WRITE_ROOTS": "relative"}, "not an absolute path"),
+        ({"MARKFETCH_ALLOWED_WRITE_ROOTS": ":/tmp"}, "has an empty entry"),
+        ({"MARKFETCH_ALLOWED_WRITE_ROOTS": "/tmp::/tmp"}, "has an empty entry"),
         ({"MARKFETCH_TIMEOUT_MS": "fast"}, "MARKFETCH_TIMEOUT_MS"),
     ],
 )

@@ -36,10 +36,10 @@ def forbidden(raw: str, policy: PathPolicy) -> str:
 def test_paths_inside_the_root_resolve_to_real_paths(tree) -> None:
     policy = PathPolicy.from_dirs([tree["root"]])
     assert (
-        sandboxed_save_path(str(tree["root"] / "sub" / "a.md"), policy)
+        sandboxed_save_path(str(tree["root"] / "sub" / "a.md"), policy).path
         == tree["root"].resolve() / "sub" / "a.md"
     )
-    assert sandboxed_save_path(str(tree["root"] / "deeplink" / ".." / "b.md"), policy) == (
+    assert sandboxed_save_path(str(tree["root"] / "deeplink" / ".." / "b.md"), policy).path == (
         tree["root"].resolve() / "sub" / "b.md"
     )
 

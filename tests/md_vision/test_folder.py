@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from docab_mcpguard import PathPolicy
 from md_vision.folder import index_many, parser_pool, scan_folder
 from md_vision.index import FileIndex
 from md_vision.service import MdVision, ToolFailure
@@ -110,11 +111,11 @@ def test_many_files_go_through_a_pool_in_order(tmp_path: Path) -> None:
         path.write_text(f"# Doc {number}\n## Part\n")
         paths.append(path)
     with ThreadPoolExecutor(2) as pool:
-        pooled = index_many(paths, 10_000, pool)
+        pooled = index_many(paths, 10_000, pool, policy=policy_for(tmp_path))
     assert [entry.rows[0].heading for entry in pooled if isinstance(entry, FileIndex)] == [
         f"# Doc {number}" for number in range(60)
     ]
-    assert pooled == index_many(paths, 10_000, None)
+    assert pooled == index_many(paths, 10_000, None, policy=policy_for(tmp_path))
 
 
 def test_worker_pool_through_the_service_matches_one_at_a_time(tmp_path: Path) -> None:
@@ -136,15 +137,24 @@ def test_parser_pool_is_processes_from_a_forkserver_and_gives_the_same_index(tmp
     try:
         assert isinstance(pool, ProcessPoolExecutor)
         assert pool._mp_context.get_start_method() == "forkserver"  # never forked from a threaded server
-        assert index_many(paths, 10_000, pool) == index_many(paths, 10_000, None)
+        assert index_many(paths, 10_000, pool, policy=policy_for(tmp_path)) == index_many(
+            paths, 10_000, None, policy=policy_for(tmp_path)
+        )
     finally:
         pool.shutdown()
 
 
+def policy_for(folder: Path) -> PathPolicy:
+    return PathPolicy.from_dirs([folder])
+
+
 class _DeadPool(Executor):
-    """A process pool whose worker died: every map raises BrokenProcessPool."""
+    """A process pool whose worker died: every map or submit raises BrokenProcessPool."""
 
     def map(self, *args, **kwargs):
+        raise BrokenProcessPool("a worker died")
+
+    def submit(self, *args, **kwargs):
         raise BrokenProcessPool("a worker died")
 
 
@@ -155,9 +165,9 @@ def test_a_dead_worker_pool_falls_back_to_indexing_here(tmp_path: Path) -> None:
         path.write_text(f"# Doc {number}\n")
         paths.append(path)
     broken: list[bool] = []
-    assert index_many(paths, 10_000, _DeadPool(), on_broken=lambda: broken.append(True)) == index_many(
-        paths, 10_000, None
-    )
+    assert index_many(
+        paths, 10_000, _DeadPool(), policy=policy_for(tmp_path), on_broken=lambda: broken.append(True)
+    ) == index_many(paths, 10_000, None, policy=policy_for(tmp_path))
     assert broken == [True]  # the owner hears of it, to replace the pool
 
 
@@ -195,5 +205,7 @@ def test_scan_does_not_follow_directory_symlinks(tmp_path: Path) -> None:
     (tmp_path / "real").mkdir()
     (tmp_path / "real" / "x.md").write_text("# x\n")
     os.symlink(tmp_path / "real", tmp_path / "loop")
-    scan = scan_folder(tmp_path, lambda _path: True, 100)
+    policy = policy_for(tmp_path)
+    with policy.open(tmp_path) as root:
+        scan = scan_folder(root, policy, 100)
     assert [file.path.name for file in scan.files] == ["x.md"]

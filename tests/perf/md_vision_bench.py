@@ -369,11 +369,14 @@ def bench_parallel(root: Path) -> list[Figure]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
+    from docab_mcpguard import PathPolicy
     from md_vision.folder import index_many, scan_folder
     from md_vision.parser import check_parser
 
     check_parser()
-    paths = [file.path for file in scan_folder(root, lambda _path: True, 10_000).files]
+    policy = PathPolicy.from_dirs([root])
+    with policy.open(root) as opened:
+        paths = [file.path for file in scan_folder(opened, policy, 10_000).files]
     figures = []
     for label, make in [
         ("1 thread (serial)", None),
@@ -386,10 +389,10 @@ def bench_parallel(root: Path) -> list[Figure]:
     ]:
         with Timer() as timer:
             if make is None:
-                index_many(paths, 10_000_000, None)
+                index_many(paths, 10_000_000, None, policy=policy)
             else:
                 with make() as pool:
-                    index_many(paths, 10_000_000, pool)
+                    index_many(paths, 10_000_000, pool, policy=policy)
         note = "CPU: this process only" if "process" in label else ""
         figures.append(
             Figure(f"cold index of {len(paths)} files, {label}", timer.wall, None, timer.cpu, note)

@@ -13,7 +13,33 @@ from PIL import Image
 
 from tests.support.llm_stub import LLMStub
 from vision_bridge.config import Settings, load_settings
+from vision_bridge.inputs import ImageLoader
 from vision_bridge.service import VisionService, create_service
+
+PUBLIC_ADDRESS = "93.184.216.34"  # a public address: never connected to, only classified
+
+
+class NameTable:
+    """A DNS for tests: names in ``table`` resolve as listed; IP literals are never looked up."""
+
+    def __init__(self, table: dict[str, list[str]]) -> None:
+        self.table = table
+
+    async def resolve(self, host: str, port: int) -> list[str]:
+        if host not in self.table:
+            raise OSError("no such host")
+        return self.table[host]
+
+
+def loader_for(settings: Settings, **names: list[str]) -> ImageLoader:
+    """The loader ``create_service`` would build, with ``example.com`` names resolving publicly
+    (no DNS here) plus ``names`` (underscores in keyword names stand for dots)."""
+    table = {host: [PUBLIC_ADDRESS] for host in ("example.com", "images.example.com")}
+    table.update({name.replace("_", "."): addresses for name, addresses in names.items()})
+    return ImageLoader(
+        allowed_paths=settings.allowed_paths, allow_hosts=settings.allow_hosts, resolver=NameTable(table)
+    )
+
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vision_bridge.conftest import png_bytes
+from tests.vision_bridge.conftest import PUBLIC_ADDRESS, NameTable, png_bytes
 from vision_bridge.errors import ErrorCause, VisionError
 from vision_bridge.inputs import (
     MAX_IMAGE_BYTES,
@@ -102,7 +102,8 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def loader(root: Path) -> ImageLoader:
-    return ImageLoader(allowed_paths=(os.path.realpath(root),))
+    resolver = NameTable({"example.com": [PUBLIC_ADDRESS]})
+    return ImageLoader(allowed_paths=(os.path.realpath(root),), resolver=resolver)
 
 
 def test_local_file_inside_the_allowed_path(loader: ImageLoader, root: Path) -> None:

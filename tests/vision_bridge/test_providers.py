@@ -9,7 +9,7 @@ import pytest
 
 from docab.log.usage import Usage
 from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
-from tests.vision_bridge.conftest import png_bytes, settings_for, with_service
+from tests.vision_bridge.conftest import loader_for, png_bytes, settings_for, with_service
 from vision_bridge.usage import USAGE_META_KEY
 
 URL = "https://images.example.com/cat.png"
@@ -68,7 +68,8 @@ def test_openai_compare_labels_images_and_passes_urls_through(
     async def scenario(service):
         return await service.compare([str(picture), URL], "Which is bigger?")
 
-    outcome = with_service(settings_for(llm_stub, tmp_path), scenario)
+    settings = settings_for(llm_stub, tmp_path)
+    outcome = with_service(settings, scenario, loader=loader_for(settings))
     assert not outcome.is_error, outcome.text
     content = sent_content(llm_stub, "openai")
     assert [part["type"] for part in content] == ["text", "image_url", "text", "image_url", "text"]
@@ -184,7 +185,8 @@ def test_anthropic_request_shape_and_headers(llm_stub: LLMStub, tmp_path: Path, 
     async def scenario(service):
         return await service.compare([str(picture), URL])
 
-    outcome = with_service(settings_for(llm_stub, tmp_path, "anthropic", VISION_MAX_TOKENS="99"), scenario)
+    settings = settings_for(llm_stub, tmp_path, "anthropic", VISION_MAX_TOKENS="99")
+    outcome = with_service(settings, scenario, loader=loader_for(settings))
     assert not outcome.is_error, outcome.text
     request = llm_stub.requests_for("anthropic")[0]
     assert request.path == "/v1/messages"

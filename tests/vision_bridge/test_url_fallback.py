@@ -91,7 +91,8 @@ def test_the_download_refuses_loopback_unless_the_host_is_allowed(llm_stub: LLMS
     )
     assert "VISION_ALLOW_HOSTS" in outcome.text
     assert image_gets(llm_stub) == 0
-    assert len(llm_stub.requests_for("openai")) == 1
+    # Refused before the provider is asked: it must not be handed an internal URL either.
+    assert len(llm_stub.requests_for("openai")) == 0
 
 
 def test_redirects_are_rechecked_hop_by_hop(llm_stub: LLMStub, tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ warnings, the MCP SDK's request log) are never written: :func:`quiet_logging` ru
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -25,12 +27,20 @@ def quiet_logging() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting (imports take a moment): no traceback
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     quiet_logging()
     if args:
         from markfetch.cli import main as cli_main
 
         return cli_main(args)
+    _exit_quietly_on_signals()
     from markfetch.errors import ConfigError
 
     try:
@@ -38,14 +48,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModuleNotFoundError as exc:  # pragma: no cover - a broken install
         print(f"markfetch: cannot start the MCP server: the package {exc.name!r} is missing", file=sys.stderr)
         return 2
+    from docab_mcpguard import run_until_stopped
+
     try:
-        run()
+        # EOF, Ctrl-C and SIGTERM all end it quietly.
+        return run_until_stopped(run)
     except ConfigError as exc:
         print(f"markfetch: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 0
-    return 0
+
+
+def _exit_quietly_on_signals() -> None:
+    """Until the server installs its own handlers, Ctrl-C or SIGTERM during start-up ends the
+    process at once and silently: an interrupt inside an import can surface as some other error,
+    with a traceback (pydantic, for one, reports it as a SchemaError)."""
+
+    def leave(signum: int, _frame: object) -> None:
+        os._exit(130 if signum == signal.SIGINT else 143)
+
+    signal.signal(signal.SIGINT, leave)
+    signal.signal(signal.SIGTERM, leave)
 
 
 if __name__ == "__main__":

@@ -98,5 +98,5 @@ def main(
         stdout.write(document)
         stdout.flush()
     else:
-        print(f"Saved {written:,} bytes to {output}", file=stderr)
+        print(f"Saved {written} bytes to {output}", file=stderr)  # no separator: `^Saved (\d+) bytes`
     return 0

@@ -97,11 +97,11 @@ def _proxy(raw: str) -> str | None:
     raw = raw.strip()
     if not raw:
         return None
-    import httpx
+    import httpx2
 
     try:
-        url = httpx.URL(raw)
-    except (httpx.InvalidURL, ValueError):
+        url = httpx2.URL(raw)
+    except (httpx2.InvalidURL, ValueError):
         raise ConfigError(f"MARKFETCH_PROXY_URL={raw!r} is not a URL") from None
     if url.scheme not in _PROXY_SCHEMES or not url.host:
         raise ConfigError(
@@ -176,9 +176,13 @@ def write_roots(env: Mapping[str, str], *, cwd: str | None = None) -> list[str]:
     raw = env.get("MARKFETCH_ALLOWED_WRITE_ROOTS", "")
     if not raw.strip():
         return [tempfile.gettempdir(), cwd or os.getcwd()]
-    entries = [entry.strip() for entry in raw.split(os.pathsep) if entry.strip()]
-    if not entries:
-        raise ConfigError(f"MARKFETCH_ALLOWED_WRITE_ROOTS={raw!r} lists no directory")
+    entries = [entry.strip() for entry in raw.split(os.pathsep)]
+    if not all(entries):
+        # An empty entry is a typo (":/tmp", "/a::/b"), not a wish to allow the working folder.
+        raise ConfigError(
+            f"MARKFETCH_ALLOWED_WRITE_ROOTS={raw!r} has an empty entry; list absolute directories "
+            f"separated by {os.pathsep!r}, with nothing empty between or around the separators"
+        )
     for entry in entries:
         if not os.path.isabs(entry):
             raise ConfigError(

@@ -115,12 +115,10 @@ class ChromeProfile:
 
 
 def decodable_encodings() -> frozenset[str]:
-    """Content encodings the installed httpx can decode (br and zstd need optional packages)."""
-    try:  # httpx keeps the table private; it is pinned below 0.29 in pyproject.toml
-        from httpx._decoders import SUPPORTED_DECODERS
-    except ImportError:  # pragma: no cover - a future httpx
-        return frozenset({"gzip", "deflate"})
-    return frozenset(SUPPORTED_DECODERS)
+    """Content encodings the guarded client decodes (itself, in bounded steps)."""
+    from docab_mcpguard import SUPPORTED_CODINGS
+
+    return frozenset(SUPPORTED_CODINGS)
 
 
 def validate_accept_language(value: str) -> str:

@@ -20,7 +20,7 @@ from docab_mcpguard import PathPolicy
 from markfetch import __version__
 from markfetch.config import Settings, load_settings, write_roots
 from markfetch.errors import ConfigError, ErrorCode, MarkfetchError
-from markfetch.service import Markfetch, sandboxed_save_path, save_document
+from markfetch.service import Markfetch, sandboxed_save_path, save_in_sandbox
 
 INSTRUCTIONS = (
     "markfetch fetches a public web page and returns its main content (the reader view) as clean "
@@ -51,8 +51,10 @@ def build_server(service: Markfetch, write_policy: PathPolicy) -> MCPServer:
         annotations=ToolAnnotations(
             title="Fetch a web page as markdown",
             read_only_hint=False,  # savePath writes a file
-            destructive_hint=False,
-            idempotent_hint=True,
+            # overwrite: true replaces an existing file, so the tool can destroy data; without it
+            # a save only ever adds a file.
+            destructive_hint=True,
+            idempotent_hint=True,  # the same call again changes nothing more (or is refused)
             open_world_hint=True,
         ),
     )
@@ -75,7 +77,8 @@ def build_server(service: Markfetch, write_policy: PathPolicy) -> MCPServer:
                     "Absolute file path to write the output to instead of returning it; the result is then "
                     "a short confirmation. Must lie inside the allowed write roots (default: the temp "
                     "folder and the server's working folder; MARKFETCH_ALLOWED_WRITE_ROOTS replaces them). "
-                    "An existing file is replaced; the folder must exist. Errors never touch the file."
+                    "The folder must exist. An existing file is an error ([save_failed]) unless overwrite "
+                    "is true. Errors never touch the file."
                 )
             ),
         ] = None,
@@ -88,14 +91,28 @@ def build_server(service: Markfetch, write_policy: PathPolicy) -> MCPServer:
                 )
             ),
         ] = False,
+        overwrite: Annotated[
+            bool,
+            Field(
+                description=(
+                    "With savePath: replace the file if it exists. Default false: an existing file is "
+                    "left untouched and the call fails before fetching."
+                )
+            ),
+        ] = False,
     ) -> CallToolResult:
         try:
-            target = sandboxed_save_path(savePath, write_policy) if savePath is not None else None
+            target = (
+                sandboxed_save_path(savePath, write_policy, overwrite=overwrite)
+                if savePath is not None
+                else None
+            )
             document = await service.document(url, raw=raw)
             if target is None:
                 return _text(document)
-            written = save_document(document, target)
-            return _text(f"Saved {written:,} bytes to {savePath}")
+            written = save_in_sandbox(document, target, write_policy, overwrite=overwrite)
+            # No thousands separator: clients parse this line (the reference's `^Saved (\d+) bytes`).
+            return _text(f"Saved {written} bytes to {savePath}")
         except MarkfetchError as exc:
             return _text(str(exc), is_error=True)
         except Exception as exc:  # a bug: still one line with a code, never a traceback for the model

@@ -9,14 +9,13 @@ whole fetch. Every failure leaves here as a :class:`MarkfetchError` with one of 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import os
-import tempfile
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 
 from docab_mcpguard import (
     FetchError,
@@ -26,6 +25,7 @@ from docab_mcpguard import (
     HostPolicy,
     PathDenied,
     PathPolicy,
+    write_file_in,
 )
 from docab_mcpguard.http import Resolver, SystemResolver
 from markfetch.cache import ResponseCache, cache_key
@@ -67,7 +67,7 @@ class Response:
         return None
 
 
-def _check_html_type(url: str, _status: int, headers: httpx.Headers) -> None:
+def _check_html_type(url: str, _status: int, headers: httpx2.Headers) -> None:
     """Refuse non-HTML before downloading its body (a missing type is sniffed after download)."""
     mime = headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if mime and mime not in HTML_TYPES:
@@ -199,25 +199,18 @@ def html_to_document(body: bytes, header_charset: str | None, url: str) -> str:
 # -- saving --------------------------------------------------------------------------------------
 
 
-def sandboxed_save_path(raw: str, policy: PathPolicy) -> Path:
-    """The real path ``raw`` would write to, if it lies inside the allowed write roots.
+@dataclass(frozen=True)
+class SaveTarget:
+    """Where a savePath write goes: a folder inside the write roots and a file name in it.
 
-    The path must be absolute; symlinks anywhere in it (``link/..`` included) are resolved before
-    the containment test, so a link inside a root cannot lead outside it.
+    ``folder`` is the folder as the caller wrote it; it is walked again, beneath the roots, at
+    write time (a folder swapped for a link meanwhile cannot lead the write outside).
+    ``path`` is the real path it resolved to when checked, for messages.
     """
-    if not raw.strip():
-        raise MarkfetchError(ErrorCode.SAVE_FORBIDDEN, "savePath is empty; give an absolute file path")
-    if not os.path.isabs(raw):
-        raise MarkfetchError(
-            ErrorCode.SAVE_FORBIDDEN,
-            f"savePath must be an absolute path, not {raw[:200]!r} (allowed roots: {policy.describe()})",
-        )
-    try:
-        return policy.resolve(raw)
-    except PathDenied as exc:
-        raise MarkfetchError(
-            ErrorCode.SAVE_FORBIDDEN, f"{exc}; set MARKFETCH_ALLOWED_WRITE_ROOTS to allow more"
-        ) from None
+
+    folder: str
+    name: str
+    path: Path
 
 
 _SAVE_ERRORS = {
@@ -229,27 +222,94 @@ _SAVE_ERRORS = {
     errno.EROFS: "the file system is read-only",
     errno.ENOSPC: "the disk is full",
     errno.ENAMETOOLONG: "the name is too long",
+    errno.ELOOP: "too many symbolic links on the way",
+    errno.EEXIST: "it already exists; pass overwrite: true to replace it",
+    errno.ENOTEMPTY: "it is a folder",
 }
 
 
-def save_document(text: str, path: Path) -> int:
-    """Write ``text`` to ``path`` atomically (temp file, then rename); return the bytes written."""
-    data = text.encode("utf-8")
-    if path.is_dir():
-        raise MarkfetchError(ErrorCode.SAVE_FAILED, f"cannot write {path}: it is a folder")
-    temp: str | None = None
+def _save_failed(shown: object, exc: OSError) -> MarkfetchError:
+    reason = _SAVE_ERRORS.get(exc.errno or 0, f"error {errno.errorcode.get(exc.errno or 0, 'unknown')}")
+    return MarkfetchError(ErrorCode.SAVE_FAILED, f"cannot write {shown}: {reason}")
+
+
+def _forbidden(exc: PathDenied) -> MarkfetchError:
+    return MarkfetchError(ErrorCode.SAVE_FORBIDDEN, f"{exc}; set MARKFETCH_ALLOWED_WRITE_ROOTS to allow more")
+
+
+def sandboxed_save_path(raw: str, policy: PathPolicy, *, overwrite: bool = False) -> SaveTarget:
+    """Check a savePath before fetching: absolute, its folder inside the write roots and there.
+
+    The folder is opened beneath the roots (links inside them are followed, ``link/..``
+    included; none may lead outside). The file itself is never written through a link: a
+    savePath that is a symbolic link is refused. Without ``overwrite``, an existing file of
+    that name is refused now rather than after the fetch. Raises save_forbidden or save_failed.
+    """
+    if not raw.strip():
+        raise MarkfetchError(ErrorCode.SAVE_FORBIDDEN, "savePath is empty; give an absolute file path")
+    if not os.path.isabs(raw):
+        raise MarkfetchError(
+            ErrorCode.SAVE_FORBIDDEN,
+            f"savePath must be an absolute path, not {raw[:200]!r} (allowed roots: {policy.describe()})",
+        )
+    folder, name = os.path.split(raw)
+    if name in ("", ".", ".."):
+        raise MarkfetchError(
+            ErrorCode.SAVE_FAILED, f"cannot write {raw[:200]}: it names a folder, not a file"
+        )
     try:
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".part")
-        # mkstemp makes the file owner-only (0600): a fetched page stays private to its user.
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temp, path)
-        temp = None
+        with policy.open(folder) as opened:
+            if not opened.is_dir:
+                raise OSError(errno.ENOTDIR, "not a folder")
+            mode = _mode_of(opened.fd, name)
+            if stat.S_ISLNK(mode):
+                policy.resolve(raw)  # a link leading outside is named as such
+                raise PathDenied(f"{raw[:200]!r} is a symbolic link; give the path of the file itself")
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, "a folder")
+            if mode and not overwrite:
+                raise FileExistsError(errno.EEXIST, "exists")
+            return SaveTarget(folder, name, opened.path / name)
+    except PathDenied as exc:
+        raise _forbidden(exc) from None
     except OSError as exc:
-        reason = _SAVE_ERRORS.get(exc.errno or 0, f"error {errno.errorcode.get(exc.errno or 0, 'unknown')}")
-        raise MarkfetchError(ErrorCode.SAVE_FAILED, f"cannot write {path}: {reason}") from None
-    finally:
-        if temp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-    return len(data)
+        raise _save_failed(raw[:300], exc) from None
+
+
+def _mode_of(folder_fd: int, name: str) -> int:
+    """The type bits of ``name`` in the held folder, without following a link; 0 when absent."""
+    try:
+        return os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return 0
+
+
+def save_in_sandbox(text: str, target: SaveTarget, policy: PathPolicy, *, overwrite: bool) -> int:
+    """Write ``text`` to ``target``: its folder opened again beneath the roots, then a temporary
+    file in that held folder renamed to the name (see :func:`docab_mcpguard.write_file_in`)."""
+    try:
+        with policy.open(target.folder) as opened:
+            if not opened.is_dir:
+                raise OSError(errno.ENOTDIR, "not a folder")
+            return write_file_in(opened.fd, target.name, text.encode("utf-8"), replace=overwrite)
+    except PathDenied as exc:
+        raise _forbidden(exc) from None
+    except OSError as exc:
+        raise _save_failed(target.path, exc) from None
+
+
+def save_document(text: str, path: Path, *, overwrite: bool = True) -> int:
+    """The CLI's save (no sandbox): write ``text`` to ``path`` atomically; return the bytes written.
+
+    A temporary file in the target folder, renamed into place: an existing file is replaced
+    (with ``overwrite``), never left half-written.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        folder = os.open(path.parent, flags)
+        try:
+            return write_file_in(folder, path.name, text.encode("utf-8"), replace=overwrite)
+        finally:
+            os.close(folder)
+    except OSError as exc:
+        raise _save_failed(path, exc) from None

@@ -2,29 +2,45 @@
 
 One implementation, used by md_vision, markfetch and vision_bridge:
 
-- :class:`PathPolicy` confines local paths to allowed roots, checked on real paths
-  (symlinks and ``..`` resolved before the containment test).
+- :class:`PathPolicy` confines local paths to allowed roots: :meth:`PathPolicy.open` walks
+  beneath a root one component at a time by descriptor (``openat``, ``O_NOFOLLOW``), resolving
+  links itself, so a folder swapped for a symlink mid-call cannot lead outside; the caller
+  reads, stats and lists through the returned :class:`Opened`. :func:`write_file_in` creates
+  a file in a held folder (temporary file, then a rename within that folder).
 - :func:`classify_address` sorts an IP into public / loopback / private / link-local / metadata ...
 - :class:`HostPolicy` decides which URL hosts may be fetched and which may reach internal addresses.
-- :class:`GuardedClient` fetches over HTTP(S) with every redirect hop re-checked, the address
-  checked at connect time (so DNS rebinding cannot slip past), a byte cap enforced on the stream
-  and one deadline for the whole fetch.
+- :class:`GuardedClient` fetches over HTTP(S) (on ``httpx2``) with every redirect hop re-checked,
+  the address checked at connect time (so DNS rebinding cannot slip past), a byte cap on the
+  decoded body (content codings decoded here in bounded steps: a decompression bomb stops at
+  the cap without stalling the event loop) and one deadline for the whole fetch.
+  :func:`check_target` answers whether a URL would be fetched, for callers that
+  hand URLs to someone else.
 - :class:`DiskCache` keeps cached answers private (0700 folder, 0600 files), written atomically
   and read back only within their time-to-live.
+
+:func:`run_until_stopped` runs a stdio server so that end of input, Ctrl-C and SIGTERM all end
+it quietly, with its clean-up run.
 
 Every exception raised here derives from :class:`GuardError` and carries a message that is safe
 and useful to show to a user or a model.
 """
 
 from docab_mcpguard.addresses import AddressClass, classify_address, is_internal
+from docab_mcpguard.beneath import RACE_FREE, Opened, write_file_in
+from docab_mcpguard.decoding import MAX_CODINGS, SUPPORTED_CODINGS, BodyDecoder, UndecodableBody
 from docab_mcpguard.diskcache import DiskCache, Stored
 from docab_mcpguard.errors import FetchError, FetchErrorKind, GuardError, HostDenied, PathDenied
 from docab_mcpguard.hosts import HostPolicy, normalise_host
-from docab_mcpguard.http import Fetched, FetchLimits, GuardedClient, Resolver, SystemResolver
+from docab_mcpguard.http import Fetched, FetchLimits, GuardedClient, Resolver, SystemResolver, check_target
 from docab_mcpguard.paths import PathPolicy
+from docab_mcpguard.stopping import run_until_stopped
 
 __all__ = [
+    "MAX_CODINGS",
+    "RACE_FREE",
+    "SUPPORTED_CODINGS",
     "AddressClass",
+    "BodyDecoder",
     "DiskCache",
     "FetchError",
     "FetchErrorKind",
@@ -34,12 +50,17 @@ __all__ = [
     "GuardedClient",
     "HostDenied",
     "HostPolicy",
+    "Opened",
     "PathDenied",
     "PathPolicy",
     "Resolver",
     "Stored",
     "SystemResolver",
+    "UndecodableBody",
+    "check_target",
     "classify_address",
     "is_internal",
     "normalise_host",
+    "run_until_stopped",
+    "write_file_in",
 ]

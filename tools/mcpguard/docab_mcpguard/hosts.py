@@ -6,7 +6,7 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import httpx
+import httpx2
 
 from docab_mcpguard.addresses import AddressClass, classify_address
 from docab_mcpguard.errors import HostDenied
@@ -82,11 +82,11 @@ class HostPolicy:
             return host in self.domains
         return any(host == d or host.endswith("." + d) for d in self.domains)
 
-    def check_url(self, url: str | httpx.URL) -> httpx.URL:
+    def check_url(self, url: str | httpx2.URL) -> httpx2.URL:
         """Parse ``url`` and check its scheme and host; return the parsed URL or raise HostDenied."""
         try:
-            parsed = httpx.URL(str(url))
-        except (httpx.InvalidURL, ValueError, TypeError) as exc:
+            parsed = httpx2.URL(str(url))
+        except (httpx2.InvalidURL, ValueError, TypeError) as exc:
             raise HostDenied(f"{str(url)[:200]!r} is not a valid URL") from exc
         if parsed.scheme not in ALLOWED_SCHEMES:
             raise HostDenied(f"only http and https URLs are allowed, not {parsed.scheme or 'a bare path'!r}")

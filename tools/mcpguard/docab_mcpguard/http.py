@@ -1,11 +1,19 @@
 """A guarded HTTP(S) fetcher: host policy on every hop, address check at connect time, caps.
 
-Redirects are followed here, not by httpx, so each hop's URL is checked against the
+Built on ``httpx2`` (the HTTP stack of the MCP, OpenAI and Anthropic SDKs) through its public
+transport API: the connection pool is ``httpcore2``'s, given a network backend of our own.
+
+Redirects are followed here, not by httpx2, so each hop's URL is checked against the
 :class:`HostPolicy` before any connection is made. The address check lives in the network
 backend: the host is resolved, every address is classified, and the socket is opened to the
 checked address itself, so a DNS answer that changes between check and connect (rebinding)
 cannot reach an internal address. With a proxy configured the proxy makes the connection, so
 the target is resolved and checked before each hop instead.
+
+The body is read undecoded and decoded here by :class:`~docab_mcpguard.decoding.BodyDecoder`
+in steps of at most 64 KiB, each counted against the byte cap, with the event loop given back
+between steps: a decompression bomb ends at the cap, within the deadline, without stalling the
+other calls a server is serving.
 """
 
 from __future__ import annotations
@@ -13,17 +21,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import httpcore
-import httpx
+import httpcore2
+import httpx2
 
+from docab_mcpguard.decoding import SUPPORTED_CODINGS, BodyDecoder, UndecodableBody
 from docab_mcpguard.errors import FetchError, FetchErrorKind, HostDenied
 from docab_mcpguard.hosts import HostPolicy, is_ip_literal
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+ACCEPT_ENCODING = ", ".join(SUPPORTED_CODINGS)
 
 
 class Resolver(Protocol):
@@ -46,7 +56,10 @@ class SystemResolver:
 
 @dataclass(frozen=True)
 class FetchLimits:
-    """``timeout_s`` bounds the whole fetch (every hop, headers and body), not each read."""
+    """``timeout_s`` bounds the whole fetch (every hop, headers and body), not each read.
+
+    ``max_bytes`` caps the body after decoding (and the bytes on the wire).
+    """
 
     timeout_s: float = 30.0
     max_bytes: int = 10_000_000
@@ -57,8 +70,8 @@ class FetchLimits:
 class Fetched:
     url: str  # final URL, after redirects
     status: int
-    headers: httpx.Headers
-    content: bytes
+    headers: httpx2.Headers
+    content: bytes  # decoded
     redirects: tuple[str, ...] = ()  # URLs that answered with a redirect, in order
 
     @property
@@ -75,11 +88,10 @@ class Fetched:
 
     @property
     def _content_type_header(self) -> str:
-        header: str = self.headers.get("content-type", "")  # httpx types header values as Any
-        return header
+        return self.headers.get("content-type", "")
 
 
-HeaderCheck = Callable[[str, int, httpx.Headers], None]
+HeaderCheck = Callable[[str, int, httpx2.Headers], None]
 """Called with (url, status, headers) before the body is read; raise GuardError to refuse."""
 
 
@@ -100,11 +112,31 @@ async def _resolve_checked(policy: HostPolicy, resolver: Resolver, host: str, po
     return addresses
 
 
-class _GuardedBackend(httpcore.AsyncNetworkBackend):
+async def check_target(url: str, *, policy: HostPolicy, resolver: Resolver) -> None:
+    """Raise the FetchError a fetch of ``url`` would raise before connecting, or return.
+
+    The URL is checked against the host policy, the host resolved and every address
+    classified, exactly as :meth:`GuardedClient.fetch` does for its first hop. For callers that
+    hand a URL to someone else to fetch (an API provider): only what the guard would fetch
+    itself may pass. (The other party resolves the name again: a name whose DNS answer
+    changes in between, rebinding, is beyond any check made here.)
+    """
+    try:
+        parsed = policy.check_url(url)
+    except HostDenied as exc:
+        raise FetchError(FetchErrorKind.BLOCKED, str(exc), url=url) from exc
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        await _resolve_checked(policy, resolver, parsed.host, port)
+    except HostDenied as exc:
+        raise FetchError(FetchErrorKind.BLOCKED, str(exc), url=url) from exc
+
+
+class _GuardedBackend(httpcore2.AsyncNetworkBackend):
     def __init__(self, policy: HostPolicy, resolver: Resolver) -> None:
         self._policy = policy
         self._resolver = resolver
-        self._inner = httpcore.AnyIOBackend()
+        self._inner = httpcore2.AnyIOBackend()
 
     async def connect_tcp(
         self,
@@ -112,8 +144,8 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         port: int,
         timeout: float | None = None,
         local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+        socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
         addresses = await _resolve_checked(self._policy, self._resolver, host, port)
         last: Exception | None = None
         for address in addresses:
@@ -121,7 +153,7 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
                 return await self._inner.connect_tcp(
                     address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
                 )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
                 last = exc
         assert last is not None
         raise last
@@ -130,34 +162,105 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         self,
         path: str,
         timeout: float | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("unix sockets are not allowed")
+        socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        raise httpcore2.ConnectError("unix sockets are not allowed")
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
 
 
-class _GuardedTransport(httpx.AsyncHTTPTransport):
+# httpcore2's exceptions as httpx2 names them (most specific first), for the transport below.
+_CORE_ERRORS: tuple[tuple[type[Exception], type[httpx2.HTTPError]], ...] = (
+    (httpcore2.ConnectTimeout, httpx2.ConnectTimeout),
+    (httpcore2.ReadTimeout, httpx2.ReadTimeout),
+    (httpcore2.WriteTimeout, httpx2.WriteTimeout),
+    (httpcore2.PoolTimeout, httpx2.PoolTimeout),
+    (httpcore2.TimeoutException, httpx2.TimeoutException),
+    (httpcore2.ConnectError, httpx2.ConnectError),
+    (httpcore2.ReadError, httpx2.ReadError),
+    (httpcore2.WriteError, httpx2.WriteError),
+    (httpcore2.NetworkError, httpx2.NetworkError),
+    (httpcore2.UnsupportedProtocol, httpx2.UnsupportedProtocol),
+    (httpcore2.RemoteProtocolError, httpx2.RemoteProtocolError),
+    (httpcore2.LocalProtocolError, httpx2.LocalProtocolError),
+    (httpcore2.ProtocolError, httpx2.ProtocolError),
+)
+
+
+@contextlib.contextmanager
+def _as_httpx_errors() -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        for core, mapped in _CORE_ERRORS:
+            if isinstance(exc, core):
+                raise mapped(str(exc)) from exc
+        raise
+
+
+class _CoreStream(httpx2.AsyncByteStream):
+    def __init__(self, stream: AsyncIterable[bytes]) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _as_httpx_errors():
+            async for part in self._stream:
+                yield part
+
+    async def aclose(self) -> None:
+        close = getattr(self._stream, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class _GuardedTransport(httpx2.AsyncBaseTransport):
+    """httpx2's transport contract over an httpcore2 pool whose every connection is checked."""
+
     def __init__(self, policy: HostPolicy, resolver: Resolver, *, http2: bool, verify: bool) -> None:
-        super().__init__(http2=http2, verify=verify, trust_env=False)
-        # httpx builds its pool without a way to pass a network backend; swap in one that
-        # carries the same TLS settings and our connect-time check.
-        ssl_context = self._pool._ssl_context
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context,
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=httpx2.create_ssl_context(verify=verify, trust_env=False),
             http1=True,
             http2=http2,
             network_backend=_GuardedBackend(policy, resolver),
         )
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        assert isinstance(request.stream, httpx2.AsyncByteStream)
+        core_request = httpcore2.Request(
+            method=request.method,
+            url=httpcore2.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _as_httpx_errors():
+            response = await self._pool.handle_async_request(core_request)
+        stream = response.stream
+        assert isinstance(stream, AsyncIterable)
+        return httpx2.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_CoreStream(stream),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
 
 
 @dataclass
 class GuardedClient:
     """Fetch URLs under a :class:`HostPolicy`. Use as an async context manager or call ``aclose``.
 
-    ``headers`` are sent with every request; ``proxy`` (an http(s) or socks URL) is used for
-    every request when given; environment proxies are ignored unless passed in explicitly.
+    ``headers`` are sent with every request (``Accept-Encoding`` defaults to the codings this
+    client decodes); ``proxy`` (an http(s) or socks URL) is used for every request when given;
+    environment proxies are ignored unless passed in explicitly.
     """
 
     policy: HostPolicy
@@ -170,19 +273,20 @@ class GuardedClient:
 
     def __post_init__(self) -> None:
         if self.proxy:
-            transport: httpx.AsyncBaseTransport = httpx.AsyncHTTPTransport(
+            transport: httpx2.AsyncBaseTransport = httpx2.AsyncHTTPTransport(
                 proxy=self.proxy, http2=self.http2, verify=self.verify_tls, trust_env=False
             )
         else:
             transport = _GuardedTransport(
                 self.policy, self.resolver, http2=self.http2, verify=self.verify_tls
             )
-        self._client = httpx.AsyncClient(
+        headers = {"Accept-Encoding": ACCEPT_ENCODING, **dict(self.headers)}
+        self._client = httpx2.AsyncClient(
             transport=transport,
-            headers=dict(self.headers),
+            headers=headers,
             follow_redirects=False,
             trust_env=False,
-            timeout=httpx.Timeout(self.limits.timeout_s),
+            timeout=httpx2.Timeout(self.limits.timeout_s),
         )
 
     async def __aenter__(self) -> GuardedClient:
@@ -193,6 +297,10 @@ class GuardedClient:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    async def check_target(self, url: str) -> None:
+        """Would :meth:`fetch` connect to ``url``'s first hop? See :func:`check_target`."""
+        await check_target(url, policy=self.policy, resolver=self.resolver)
 
     async def fetch(
         self,
@@ -210,11 +318,7 @@ class GuardedClient:
         try:
             async with asyncio.timeout(limits.timeout_s):
                 return await self._fetch(url, headers or {}, limits, check_headers)
-        except TimeoutError as exc:
-            raise FetchError(
-                FetchErrorKind.TIMEOUT, f"fetching {url} took longer than {limits.timeout_s:g} s", url=url
-            ) from exc
-        except httpx.TimeoutException as exc:
+        except (TimeoutError, httpx2.TimeoutException) as exc:
             raise FetchError(
                 FetchErrorKind.TIMEOUT, f"fetching {url} took longer than {limits.timeout_s:g} s", url=url
             ) from exc
@@ -246,7 +350,7 @@ class GuardedClient:
                                 url=current,
                             )
                         redirects.append(str(response.url))
-                        current = str(response.url.join(response.headers["location"]))
+                        current = _redirect_target(response)
                         continue
                     final_url = str(response.url)
                     if not 200 <= response.status_code < 300:
@@ -268,19 +372,33 @@ class GuardedClient:
                     )
             except HostDenied as exc:
                 raise FetchError(FetchErrorKind.BLOCKED, str(exc), url=current) from exc
-            except (httpx.TimeoutException, FetchError):
+            except (httpx2.TimeoutException, FetchError):
                 raise
-            except httpx.DecodingError as exc:
+            except UndecodableBody as exc:
                 raise FetchError(
                     FetchErrorKind.NETWORK,
-                    f"{current} sent a body that could not be decompressed",
+                    f"{current} sent a body that could not be decoded: {exc}",
                     url=current,
                 ) from exc
-            except (httpx.HTTPError, OSError) as exc:
+            except (httpx2.HTTPError, httpx2.InvalidURL, OSError) as exc:
                 raise FetchError(FetchErrorKind.NETWORK, _network_message(current, exc), url=current) from exc
 
 
-async def _read_capped(response: httpx.Response, max_bytes: int, url: str) -> bytes:
+def _redirect_target(response: httpx2.Response) -> str:
+    """The absolute URL a redirect points to; a Location that is no URL at all is refused here."""
+    location = response.headers["location"]
+    try:
+        return str(response.url.join(location))
+    except (httpx2.InvalidURL, ValueError, TypeError) as exc:
+        shown = location if len(location) <= 100 else location[:97] + "..."
+        raise FetchError(
+            FetchErrorKind.BLOCKED,
+            f"redirect from {response.url} blocked: {shown!r} is not a valid http(s) URL",
+            url=str(response.url),
+        ) from exc
+
+
+async def _read_capped(response: httpx2.Response, max_bytes: int, url: str) -> bytes:
     declared = response.headers.get("content-length")
     if declared is not None:
         with contextlib.suppress(ValueError):
@@ -290,24 +408,43 @@ async def _read_capped(response: httpx.Response, max_bytes: int, url: str) -> by
                     f"{url} declares {int(declared):,} bytes, over the limit of {max_bytes:,}",
                     url=url,
                 )
+    decoder = BodyDecoder(response.headers.get("content-encoding", ""))
     chunks: list[bytes] = []
-    total = 0
-    # Counted after decompression, so a small gzip bomb cannot expand past the cap in memory.
-    async for chunk in response.aiter_bytes():
-        total += len(chunk)
-        if total > max_bytes:
-            raise FetchError(
-                FetchErrorKind.TOO_LARGE, f"{url} sent more than the limit of {max_bytes:,} bytes", url=url
-            )
-        chunks.append(chunk)
+    total = wire = 0
+
+    def too_large() -> FetchError:
+        return FetchError(
+            FetchErrorKind.TOO_LARGE, f"{url} sent more than the limit of {max_bytes:,} bytes", url=url
+        )
+
+    async for raw in response.aiter_raw():
+        wire += len(raw)
+        if wire > max_bytes:
+            raise too_large()
+        decoder.feed(raw)
+        # Counted after decoding, one bounded piece at a time: a bomb stops at the cap, and the
+        # event loop serves other calls between pieces.
+        while piece := decoder.pull():
+            total += len(piece)
+            if total > max_bytes:
+                raise too_large()
+            chunks.append(piece)
+            await asyncio.sleep(0)
+    decoder.finish()
     return b"".join(chunks)
 
 
 def _network_message(url: str, exc: BaseException) -> str:
-    if isinstance(exc, httpx.ConnectError):
-        return f"could not connect to {httpx.URL(url).host or url}"
-    if isinstance(exc, httpx.RemoteProtocolError):
+    if isinstance(exc, httpx2.ConnectError):
+        try:
+            host = httpx2.URL(url).host or url
+        except httpx2.InvalidURL:
+            host = url
+        return f"could not connect to {host}"
+    if isinstance(exc, httpx2.RemoteProtocolError):
         return f"{url} broke the HTTP protocol or closed the connection early"
-    if isinstance(exc, httpx.UnsupportedProtocol):
+    if isinstance(exc, httpx2.UnsupportedProtocol):
         return f"{url} uses an unsupported protocol"
+    if isinstance(exc, httpx2.InvalidURL):
+        return f"{url} is not a valid URL"
     return f"network error while fetching {url}"

@@ -1,4 +1,4 @@
-"""Confine local paths to allowed roots, judged on real paths."""
+"""Confine local paths to allowed roots: open beneath them (race-free), or judge real paths."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from docab_mcpguard.beneath import Opened, open_beneath, split_under
 from docab_mcpguard.errors import PathDenied
 
 
@@ -24,9 +25,18 @@ def _is_within(child: str, root: str) -> bool:
 
 @dataclass(frozen=True)
 class PathPolicy:
-    """Allowed roots (absolute real paths). Relative inputs resolve against the first root."""
+    """Allowed roots (absolute real paths). Relative inputs resolve against the first root.
+
+    ``aliases``: other spellings of a root, as (spelling, real root) pairs: a root configured
+    as ``/tmp/docs`` where ``/tmp`` is a link still accepts paths written ``/tmp/docs/...``.
+
+    Use :meth:`open` to reach a file or folder: it walks beneath the roots by descriptor, so no
+    link swapped in meanwhile can lead outside. :meth:`resolve` and :meth:`contains` judge
+    names only, for messages and early checks: never open by the name they return.
+    """
 
     roots: tuple[str, ...]
+    aliases: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_dirs(cls, dirs: Iterable[str | os.PathLike[str]], *, what: str = "allowed path") -> PathPolicy:
@@ -36,6 +46,7 @@ class PathPolicy:
         missing, not a directory, or when none is given.
         """
         roots: list[str] = []
+        aliases: list[tuple[str, str]] = []
         for raw in dirs:
             text = os.fspath(raw)
             if not text.strip():
@@ -50,9 +61,12 @@ class PathPolicy:
                 raise ValueError(f"{what} {text!r} is not a directory")
             if real not in roots:
                 roots.append(real)
+            spelled = os.path.normpath(expanded)
+            if spelled != real and (spelled, real) not in aliases:
+                aliases.append((spelled, real))
         if not roots:
             raise ValueError(f"at least one {what} is required")
-        return cls(tuple(roots))
+        return cls(tuple(roots), tuple(aliases))
 
     def describe(self) -> str:
         return ", ".join(self.roots)
@@ -62,17 +76,48 @@ class PathPolicy:
         path = os.fspath(real_path)
         return any(_is_within(path, root) for root in self.roots)
 
-    def resolve(self, raw: str | os.PathLike[str]) -> Path:
-        """Return the real path of ``raw`` if it lies inside an allowed root, else raise PathDenied.
-
-        Symlinks anywhere in the path (including ``link/..``) are resolved before the test, so a
-        link planted inside a root cannot lead outside it. The path need not exist.
-        """
+    def _checked_text(self, raw: str | os.PathLike[str]) -> str:
         text = os.fspath(raw)
         if "\x00" in text:
             raise PathDenied("the path contains a NUL character")
         if text.startswith("file:"):
             raise PathDenied(f"file: URIs are not accepted; pass a plain path instead of {text!r}")
+        return text
+
+    def open(self, raw: str | os.PathLike[str]) -> Opened:
+        """Open ``raw`` (a file or a folder) beneath the roots, following links only inside them.
+
+        Absolute paths must lie in a root (written as its real path, as configured, or through
+        links outside the roots that lead into it); relative ones start at the first root. Raises :class:`PathDenied` when the path or a link on
+        the way leads outside, OSError when it cannot be opened (missing, permission, ...).
+        The caller reads, stats and lists through the returned descriptor, and closes it.
+        """
+        text = self._checked_text(raw)
+        expanded = os.path.expanduser(text)
+        pairs = [(root, root) for root in self.roots] + list(self.aliases)
+        if os.path.isabs(expanded):
+            found = split_under(pairs, expanded)
+            if found is None:
+                # Spelled through a link outside the roots (macOS: /tmp is /private/tmp): the root
+                # is found from the real path of the folder. Only the choice of root comes from a
+                # name here; the walk that follows still opens every component beneath it.
+                folder, name = os.path.split(expanded)
+                found = split_under(pairs, os.path.join(os.path.realpath(folder), name))
+            if found is None:
+                raise PathDenied(f"{text!r} is outside the allowed paths ({self.describe()})")
+            root, parts = found
+        else:
+            root, parts = self.roots[0], expanded.replace(os.sep, "/").split("/")
+        return open_beneath(pairs, root, parts, shown=text, describe=self.describe())
+
+    def resolve(self, raw: str | os.PathLike[str]) -> Path:
+        """Return the real path of ``raw`` if it lies inside an allowed root, else raise PathDenied.
+
+        Symlinks anywhere in the path (including ``link/..``) are resolved before the test, so a
+        link planted inside a root cannot lead outside it. The path need not exist. A name
+        judged now may point elsewhere a moment later: to read or write, use :meth:`open`.
+        """
+        text = self._checked_text(raw)
         expanded = os.path.expanduser(text)
         if not os.path.isabs(expanded):
             expanded = os.path.join(self.roots[0], expanded)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -178,7 +179,16 @@ def _working_folder_names() -> frozenset[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting (imports take a moment): no traceback
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if not {"-h", "--help", "-V", "--version"} & set(argv):
+        _exit_quietly_on_signals()
     try:
         settings = parse_settings(argv)
     except FlagError as exc:
@@ -193,11 +203,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     from md_vision.server import serve
 
-    try:
-        serve(settings)
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    return serve(settings)
+
+
+def _exit_quietly_on_signals() -> None:
+    """Until the server installs its own handlers, Ctrl-C or SIGTERM during start-up ends the
+    process at once and silently: an interrupt inside an import can surface as some other error,
+    with a traceback (pydantic, for one, reports it as a SchemaError)."""
+
+    def leave(signum: int, _frame: object) -> None:
+        os._exit(130 if signum == signal.SIGINT else 143)
+
+    signal.signal(signal.SIGINT, leave)
+    signal.signal(signal.SIGTERM, leave)
 
 
 if __name__ == "__main__":

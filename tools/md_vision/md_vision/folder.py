@@ -2,8 +2,10 @@
 
 The walk skips hidden files and folders, ``node_modules`` and whatever the folder's
 ``.gitignore`` files exclude (nested ones apply to their subtree, later rules win, ``!`` negates),
-matches ``.md``/``.markdown`` case-insensitively, does not follow folder symlinks (no loops) and
-checks each file's real path against the allowed roots. Files come back in sorted order, each with
+matches ``.md``/``.markdown`` case-insensitively, and goes by descriptor: each subfolder is
+opened relative to its parent without following links (no loops, and a folder swapped for a
+link mid-walk is not entered), a linked file is opened beneath the allowed roots, and every file
+is read by opening it again beneath the roots (:meth:`docab_mcpguard.PathPolicy.open`). Files come back in sorted order, each with
 the size and modification time the walk saw (one ``stat`` per file, the cache key).
 
 A large folder is parsed by worker processes. Half of each file's parse is Python (reading the
@@ -18,17 +20,22 @@ Where forkserver does not exist (Windows), threads do the work.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import stat
+import threading
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
 
+from docab_mcpguard import Opened, PathDenied, PathPolicy
 from md_vision.index import FileIndex, FileProblem, index_text
 from md_vision.sources import MARKDOWN_SUFFIXES, SourceError, read_local_markdown
 
@@ -36,11 +43,15 @@ SKIPPED_DIRS = frozenset({"node_modules"})
 MAX_WALK_ENTRIES = 500_000  # a walk over a whole disk stops here instead of running for minutes
 POOL_THRESHOLD = 16  # below this many files to parse, one thread does it
 CHUNK = 8  # files per task sent to a worker
+IN_FLIGHT = 8  # chunks handed to the pool at once: what is left to finish after a cancel
+CANCEL_POLL_S = 0.05  # how often a wait for a worker looks at the cancel flag
+MAX_DEPTH = 256  # folder levels walked (each holds a descriptor while its subfolders are visited)
+MAX_GITIGNORE_BYTES = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
 class FoundFile:
-    path: Path  # real path
+    path: Path  # real path when the walk saw it (it is opened again, beneath the roots, to be read)
     size: int = -1
     mtime_ns: int = -1
     problem: str | None = None  # why it cannot be indexed (then size and mtime_ns are -1)
@@ -59,13 +70,30 @@ class FolderScan:
     walk_truncated: bool = False
 
 
-def _load_gitignore(directory: str) -> pathspec.GitIgnoreSpec | None:
+class IndexCancelled(Exception):
+    """The caller gave up on this index (its request was cancelled); the work stopped."""
+
+
+def _check(cancelled: threading.Event | None) -> None:
+    if cancelled is not None and cancelled.is_set():
+        raise IndexCancelled
+
+
+def _load_gitignore(folder: Opened) -> pathspec.GitIgnoreSpec | None:
     try:
-        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
+        opened = folder.child(".gitignore", directory=False)
     except OSError:
         return None
-    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    if opened is None:  # a link: not followed
+        return None
+    with opened:
+        if not opened.is_file:  # a FIFO would block, a folder is nothing to read
+            return None
+        try:
+            data = opened.read(MAX_GITIGNORE_BYTES)
+        except OSError:
+            return None
+    spec = pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", errors="replace").splitlines())
     return spec if len(spec) else None
 
 
@@ -81,75 +109,127 @@ def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], path: str, is_dir:
     return False
 
 
-def scan_folder(root: Path, contains: Callable[[str], bool], max_files: int) -> FolderScan:
-    """Walk ``root`` (a real path); ``contains(real_path)`` says whether a path is allowed."""
+@dataclass
+class _Level:
+    """A folder the walk holds open, and the subfolders of it still to visit."""
+
+    folder: Opened
+    specs: list[tuple[str, pathspec.GitIgnoreSpec]]
+    subfolders: list[str]
+
+
+def scan_folder(
+    root: Opened, policy: PathPolicy, max_files: int, *, cancelled: threading.Event | None = None
+) -> FolderScan:
+    """Walk the opened folder ``root`` by descriptor; files are judged beneath ``policy``'s roots.
+
+    Subfolders are opened relative to the folder holding them, never following a link, so a
+    folder swapped for a link during the walk is skipped, not entered. A linked file is opened
+    beneath the roots (a link leading outside is counted in ``outside`` and skipped). Raises
+    :class:`IndexCancelled` once ``cancelled`` is set.
+    """
     scan = FolderScan()
     found: list[tuple[str, FoundFile]] = []
-    stack: list[tuple[str, list[tuple[str, pathspec.GitIgnoreSpec]]]] = [(str(root), [])]
-    prefix = len(os.path.join(str(root), ""))  # entry paths start with the root and a separator
+    root_path = str(root.path)
+    prefix = len(os.path.join(root_path, ""))  # entry paths start with the root and a separator
     visited = 0
-    while stack:
-        directory, inherited = stack.pop()
-        specs = inherited
-        own = _load_gitignore(directory)
-        if own is not None:
-            specs = [*inherited, (directory, own)]
+    levels: list[_Level] = []
+
+    def enter(folder: Opened, inherited: list[tuple[str, pathspec.GitIgnoreSpec]]) -> None:
+        nonlocal visited
+        folder_path = str(folder.path)
+        own = _load_gitignore(folder)
+        specs = [*inherited, (folder_path, own)] if own is not None else inherited
+        subfolders: list[str] = []
         try:
-            entries = list(os.scandir(directory))
+            entries = folder.entries()
         except OSError:
-            continue
+            entries = []
         for entry in entries:
             visited += 1
+            if visited % 512 == 0:
+                _check(cancelled)
             if visited > MAX_WALK_ENTRIES:
                 scan.walk_truncated = True
-                stack.clear()
                 break
             name = entry.name
             if name.startswith("."):
                 continue
+            path = os.path.join(folder_path, name)
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
             if is_dir:
-                if name in SKIPPED_DIRS or (specs and _ignored(specs, entry.path, True)):
-                    continue
-                stack.append((entry.path, specs))
+                if name not in SKIPPED_DIRS and not (specs and _ignored(specs, path, True)):
+                    subfolders.append(name)
                 continue
-            if not name.lower().endswith(MARKDOWN_SUFFIXES):
+            if not name.lower().endswith(MARKDOWN_SUFFIXES) or (specs and _ignored(specs, path, False)):
                 continue
-            if specs and _ignored(specs, entry.path, False):
-                continue
-            # The walk starts at a real path and never enters a linked folder, so only a linked
-            # file can have a real path other than its own.
-            linked = entry.is_symlink()
-            real = os.path.realpath(entry.path) if linked else entry.path
-            if linked and not contains(real):
+            file = _found_file(folder, entry, path, policy)
+            if file is None:
                 scan.outside += 1
                 continue
-            try:
-                info = os.stat(real) if linked else entry.stat()
-            except OSError:
-                file = FoundFile(Path(real), problem="the file cannot be read")
-            else:
-                if stat.S_ISREG(info.st_mode):
-                    file = FoundFile(Path(real), info.st_size, info.st_mtime_ns)
-                else:
-                    file = FoundFile(Path(real), problem="not a regular file")
-            relative = entry.path[prefix:]
+            relative = path[prefix:]
             found.append((relative.replace(os.sep, "/") if os.sep != "/" else relative, file))
+        levels.append(_Level(folder, specs, subfolders))
+
+    try:
+        enter(root, [])
+        while levels and not scan.walk_truncated:
+            level = levels[-1]
+            if not level.subfolders or len(levels) > MAX_DEPTH:
+                if level.folder is not root:
+                    level.folder.close()
+                levels.pop()
+                continue
+            name = level.subfolders.pop()
+            try:
+                child = level.folder.child(name, directory=True)
+            except OSError:
+                continue
+            if child is not None:  # None: it became a link meanwhile; not followed
+                enter(child, level.specs)
+    finally:
+        for level in levels:
+            if level.folder is not root:
+                level.folder.close()
     found.sort(key=lambda item: item[0])
     scan.found = len(found)
     scan.files = [file for _relative, file in found[:max_files]]
     return scan
 
 
-def index_one(path: str, max_bytes: int) -> FileIndex | FileProblem:
-    """Read and index one file (plain arguments, plain result: safe in any worker)."""
-    location = Path(path)
+def _found_file(folder: Opened, entry: os.DirEntry[str], path: str, policy: PathPolicy) -> FoundFile | None:
+    """The file an entry is, with the size and time the walk saw; None for a link leading outside."""
+    if entry.is_symlink():
+        try:
+            with policy.open(path) as opened:  # a link is followed only beneath the roots
+                info = opened.info
+                real = str(opened.path)
+        except PathDenied:
+            return None
+        except OSError:  # named by where the link points (a name for the message, never opened)
+            return FoundFile(Path(os.path.realpath(path)), problem="the file cannot be read")
+    else:
+        real = path
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            return FoundFile(Path(path), problem="the file cannot be read")
+    if not stat.S_ISREG(info.st_mode):
+        return FoundFile(Path(real), problem="not a regular file")
+    return FoundFile(Path(real), info.st_size, info.st_mtime_ns)
+
+
+def index_one(path: str, max_bytes: int, policy: PathPolicy) -> FileIndex | FileProblem:
+    """Open (beneath ``policy``'s roots), read and index one file; plain arguments and result,
+    safe in any worker."""
     try:
-        info = location.stat()
-        text = read_local_markdown(location, info, max_bytes, path)
+        with policy.open(path) as opened:
+            text = read_local_markdown(opened, max_bytes, path)
+    except PathDenied:
+        return FileProblem(path, "the path now leads outside the allowed paths")
     except SourceError as exc:
         return FileProblem(path, str(exc))
     except OSError:
@@ -157,8 +237,8 @@ def index_one(path: str, max_bytes: int) -> FileIndex | FileProblem:
     return index_text(text, path)
 
 
-def _index_chunk(paths: list[str], max_bytes: int) -> list[FileIndex | FileProblem]:
-    return [index_one(path, max_bytes) for path in paths]
+def _index_chunk(paths: list[str], max_bytes: int, policy: PathPolicy) -> list[FileIndex | FileProblem]:
+    return [index_one(path, max_bytes, policy) for path in paths]
 
 
 def index_many(
@@ -166,27 +246,63 @@ def index_many(
     max_bytes: int,
     pool: Executor | None,
     *,
+    policy: PathPolicy,
     on_broken: Callable[[], None] | None = None,
+    cancelled: threading.Event | None = None,
 ) -> list[FileIndex | FileProblem]:
     """Index files in order; with a pool, in chunks across its workers.
+
+    At most :data:`IN_FLIGHT` chunks are handed to the pool at a time, so that when
+    ``cancelled`` is set (the request was cancelled) the workers stop after the chunks they
+    hold, and :class:`IndexCancelled` is raised.
 
     A worker process that dies (killed, out of memory) breaks the pool; the files are then indexed
     here instead, so the caller still gets every file, and ``on_broken`` is called so that the
     owner of the pool can replace it (a broken pool stays broken).
     """
     names = [str(path) for path in paths]
+
+    def here() -> list[FileIndex | FileProblem]:
+        results = []
+        for name in names:
+            _check(cancelled)
+            results.append(index_one(name, max_bytes, policy))
+        return results
+
     if pool is None or len(names) < POOL_THRESHOLD:
-        return [index_one(name, max_bytes) for name in names]
-    chunks = [names[start : start + CHUNK] for start in range(0, len(names), CHUNK)]
+        return here()
+    chunks = deque(names[start : start + CHUNK] for start in range(0, len(names), CHUNK))
+    pending: deque[Future[list[FileIndex | FileProblem]]] = deque()
     results: list[FileIndex | FileProblem] = []
     try:
-        for batch in pool.map(_index_chunk, chunks, [max_bytes] * len(chunks)):
+        while chunks or pending:
+            while chunks and len(pending) < IN_FLIGHT:
+                pending.append(pool.submit(_index_chunk, chunks.popleft(), max_bytes, policy))
+            head = pending[0]
+            while True:
+                try:
+                    batch = head.result(timeout=CANCEL_POLL_S)
+                    break
+                except TimeoutError:
+                    if cancelled is not None and cancelled.is_set():
+                        for future in pending:
+                            future.cancel()
+                        raise IndexCancelled from None
+            pending.popleft()
             results.extend(batch)
+            _check(cancelled)
     except BrokenProcessPool:
         if on_broken is not None:
             on_broken()
-        return [index_one(name, max_bytes) for name in names]
+        return here()
+    except IndexCancelled:
+        for future in pending:
+            future.cancel()
+        raise
     return results
+
+
+PRELOAD = ["md_vision.folder"]  # what the forkserver imports once, so each worker starts ready
 
 
 def parser_pool(workers: int) -> Executor:
@@ -195,8 +311,31 @@ def parser_pool(workers: int) -> Executor:
         context = multiprocessing.get_context("forkserver")
     except ValueError:  # no forkserver on this platform
         return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="md-vision-parse")
-    context.set_forkserver_preload(["md_vision.folder"])
+    context.set_forkserver_preload(PRELOAD)
     return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+def start_forkserver_deaf_to_ctrl_c() -> None:
+    """Start the forkserver now, from the main thread, with Ctrl-C ignored (call before serving).
+
+    Ctrl-C at a terminal reaches the whole process group. The server handles it and stops its
+    workers; the forkserver (still importing the parser, say) and the workers must not also
+    raise KeyboardInterrupt and print tracebacks of their own. An ignored signal stays ignored
+    across fork and exec, and the forkserver hands its dispositions on to every worker it forks,
+    so each of them ignores Ctrl-C from its first instruction. (Only the main thread may change
+    a signal's disposition: hence now, before the event loop starts.)
+    """
+    try:
+        multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
+    except ValueError:  # no forkserver on this platform: workers are threads
+        return
+    from multiprocessing import forkserver
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()  # spawns it (and the resource tracker) and returns
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _ready() -> bool:
@@ -206,4 +345,5 @@ def _ready() -> bool:
 def warm_up(pool: Executor) -> None:
     """Have the pool start its workers now, without waiting for them to be ready (starting the
     forkserver itself takes a moment: callers run this off the start-up path)."""
-    pool.submit(_ready)
+    with contextlib.suppress(RuntimeError):  # the server is already shutting the pool down
+        pool.submit(_ready)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterable
-from pathlib import Path
 
 from docab_mcpguard import PathPolicy
 from md_vision.folder import index_many, index_one, scan_folder
@@ -23,7 +22,9 @@ def index_markdown_file(
     path: str | os.PathLike[str], *, max_bytes: int = Limits.max_markdown_bytes
 ) -> FileIndex:
     """Index one local file; raises ``ValueError`` with a readable message when it cannot be read."""
-    entry = index_one(os.path.realpath(path), max_bytes)
+    real = os.path.realpath(path)
+    policy = PathPolicy.from_dirs([os.path.dirname(real)], what="folder")
+    entry = index_one(real, max_bytes, policy)
     if isinstance(entry, FileProblem):
         raise ValueError(entry.reason)
     return entry
@@ -38,9 +39,10 @@ def index_markdown_folder(
     """Index every markdown file under ``path`` in sorted order (same rules as the server's
     folder index); files that cannot be read come back as :class:`FileProblem`."""
     policy = PathPolicy.from_dirs([path], what="folder")
-    scan = scan_folder(Path(policy.roots[0]), policy.contains, max_files)
+    with policy.open(policy.roots[0]) as root:
+        scan = scan_folder(root, policy, max_files)
     readable = [file.path for file in scan.files if file.problem is None]
-    indexed = iter(index_many(readable, max_bytes, None))
+    indexed = iter(index_many(readable, max_bytes, None, policy=policy))
     return [
         next(indexed) if file.problem is None else FileProblem(str(file.path), file.problem)
         for file in scan.files

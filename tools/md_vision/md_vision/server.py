@@ -16,6 +16,7 @@ from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, T
 from pydantic import Field
 
 from md_vision import __version__
+from md_vision.folder import start_forkserver_deaf_to_ctrl_c
 from md_vision.service import ImageBlock, IndexResult, MdVision, ReadResult, ToolFailure
 from md_vision.settings import Settings
 
@@ -167,13 +168,27 @@ def build_server(settings: Settings, vision: MdVision | None = None) -> MCPServe
     return app
 
 
-def serve(settings: Settings) -> None:
-    """Run the stdio server until the client disconnects."""
+def serve(settings: Settings) -> int:
+    """Run the stdio server until the client disconnects (0), or Ctrl-C (130) or SIGTERM (143)
+    stop it; either way the folder workers are stopped and nothing is printed."""
+    from docab_mcpguard import run_until_stopped
+
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="md-vision: %(levelname)s %(message)s"
     )
     vision = MdVision(settings)
-    # Folder parsers start while the client connects; starting the forkserver takes about half a
-    # second, which the handshake does not wait for.
-    threading.Thread(target=vision.warm_up, name="md-vision-warm-up", daemon=True).start()
-    build_server(settings, vision).run()
+
+    def start() -> None:  # runs once the signal handlers are in place
+        # Folder parsers start while the client connects; starting the forkserver takes about
+        # half a second, which the handshake does not wait for.
+        if settings.limits.index_workers > 1:
+            start_forkserver_deaf_to_ctrl_c()
+            threading.Thread(target=vision.warm_up, name="md-vision-warm-up", daemon=True).start()
+        build_server(settings, vision).run()
+
+    try:
+        # A worker process still starting when the server exits would print a traceback:
+        # the workers are stopped, and waited for, on every way out.
+        return run_until_stopped(start, on_stop=lambda: vision.close_parsers(wait=True))
+    finally:
+        vision.close_parsers(wait=True)

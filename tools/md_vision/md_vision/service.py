@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import hashlib
 import os
 import threading
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeVar, TypeVarTuple
 
-from docab_mcpguard import FetchLimits, GuardedClient, Resolver, SystemResolver
+from docab_mcpguard import FetchLimits, GuardedClient, Opened, Resolver, SystemResolver
 from md_vision.cache import SizedLRU
 from md_vision.datauri import MIN_ELIDED_CHARS, elide, placeholder, shown_chars
 from md_vision.document import Document, ImageRef, parse_document
@@ -64,12 +65,11 @@ from md_vision.sources import (
     fetch_image,
     fetch_markdown,
     is_url,
+    open_image,
+    open_local,
     read_image_file,
     read_local_markdown,
     resolve_image,
-    resolve_local,
-    stat_file,
-    stat_image,
 )
 
 _T = TypeVar("_T")
@@ -153,6 +153,7 @@ class _FolderPages:
     root: Path
     shown: str
     files: list[FoundFile]
+    cancelled: threading.Event  # set when the call was cancelled: parsing stops
     key: str
     listing: str
     tokens: int
@@ -323,6 +324,7 @@ class MdVision:
         self._parsers: Executor | None = None  # for large folders: made by warm_up() or on first use
         self._warming: Future[int] | None = None  # warm_up()'s first task: done when the workers are up
         self._parsers_lock = threading.Lock()
+        self._closed = False  # close_parsers() was called: no new pool
 
     async def __aenter__(self) -> MdVision:
         return self
@@ -350,8 +352,21 @@ class MdVision:
         if self._client is not None:
             await self._client.aclose()
         self._threads.shutdown(wait=False, cancel_futures=True)
-        if self._parsers is not None:
-            self._parsers.shutdown(wait=False, cancel_futures=True)
+        self.close_parsers(wait=False)
+
+    def close_parsers(self, *, wait: bool) -> None:
+        """Stop the folder parsers for good; ``wait``: until their processes have exited (a
+        process still starting when the server exits would print a traceback)."""
+        with self._parsers_lock:
+            self._closed = True
+            pool, self._parsers = self._parsers, None
+        if pool is not None:
+            pool.shutdown(wait=wait, cancel_futures=True)
+            # Its queues' semaphores are released when they are collected: now, not at an exit
+            # that may skip it (a signal ends the server with os._exit, and the resource tracker
+            # would then warn about "leaked semaphores").
+            del pool
+            gc.collect()
 
     # --- loading ----------------------------------------------------------------------------
 
@@ -367,19 +382,25 @@ class MdVision:
         if is_url(uri):
             loaded = await fetch_markdown(self._http(), self.settings, uri)
             return loaded, await self._run(parse_document, loaded.text)
-        path = resolve_local(self.settings, uri)
-        info = stat_file(path, uri)
-        if path.is_dir():
+        opened = open_local(self.settings, uri)
+        if opened.is_dir:
+            opened.close()
             raise SourceError(
                 f"{uri} is a folder: read_md_with_images needs a markdown file (index_md accepts folders)"
             )
-        location = LocalFile(path, info.st_size, info.st_mtime_ns)
+        return await self._load_opened(opened, uri)
+
+    async def _load_opened(self, opened: Opened, uri: str) -> tuple[LoadedMarkdown, Document]:
+        """The document of an opened local file (read through its descriptor, which this closes)."""
+        location = LocalFile(opened.path, opened.info.st_size, opened.info.st_mtime_ns)
         cached = self._documents.get(location.key)
         if cached is not None:
+            opened.close()
             return LoadedMarkdown(location, cached.text), cached
 
         def load_and_parse() -> Document:
-            text = read_local_markdown(path, info, self.settings.limits.max_markdown_bytes, uri)
+            with opened:  # the worker thread owns the descriptor from here on
+                text = read_local_markdown(opened, self.settings.limits.max_markdown_bytes, uri)
             return parse_document(text)
 
         document = await self._run(load_and_parse)
@@ -601,24 +622,27 @@ class MdVision:
     async def _prepare(self, target: ImageTarget, budget: int, name: str) -> tuple[PreparedImage, str]:
         limits = self.settings.limits
         if isinstance(target, LocalImage):
-            info = stat_image(target, limits.max_image_bytes)
+            opened = open_image(target, self.settings)
+            real = str(opened.path)
             key: tuple[str | int, ...] = (
                 "file",
-                str(target.path),
-                info.st_size,
-                info.st_mtime_ns,
+                real,
+                opened.info.st_size,
+                opened.info.st_mtime_ns,
                 budget,
                 limits.max_image_side,
             )
             cached = self._images.get(key)
             if cached is not None:
-                return cached, self.settings.show(target.path)
+                opened.close()
+                return cached, self.settings.show(opened.path)
 
             def load_and_prepare() -> PreparedImage:
-                data = read_image_file(target, limits.max_image_bytes)
+                with opened:  # the worker thread owns the descriptor from here on
+                    data = read_image_file(opened, limits.max_image_bytes)
                 return prepare_image(
                     data,
-                    name=str(target.path),
+                    name=real,
                     max_side=limits.max_image_side,
                     max_pixels=limits.max_image_pixels,
                     byte_budget=budget,
@@ -626,7 +650,7 @@ class MdVision:
 
             prepared = await self._run(load_and_prepare)
             self._images.put(key, prepared)
-            return prepared, self.settings.show(target.path)
+            return prepared, self.settings.show(opened.path)
         if isinstance(target, RemoteImage):
             final_url, data = await fetch_image(self._http(), self.settings, target)
             shown = final_url
@@ -670,17 +694,18 @@ class MdVision:
                 document = await self._run(parse_document, loaded.text)
                 entry = _indexed(index_document(document, loaded.location.display))
                 return self._file_page(entry, uri, position, tokens)
-            path = resolve_local(self.settings, uri)
-            info = stat_file(path, uri)
-            if path.is_dir():
-                return await self._run(self._index_folder, path, uri, position, tokens)
-            location = LocalFile(path, info.st_size, info.st_mtime_ns)
+            opened = open_local(self.settings, uri)
+            if opened.is_dir:
+                return await self._index_folder_cancellably(opened, uri, position, tokens)
+            location = LocalFile(opened.path, opened.info.st_size, opened.info.st_mtime_ns)
             cached = self._indexes.get(location.key)
             if cached is None:
-                _, document = await self._load(str(path))
-                cached = _indexed(index_document(document, self.settings.show(path)))
+                _, document = await self._load_opened(opened, uri)
+                cached = _indexed(index_document(document, self.settings.show(location.path)))
                 self._indexes.put(location.key, cached)
-            return self._file_page(cached, str(path), position, tokens)
+            else:
+                opened.close()
+            return self._file_page(cached, str(location.path), position, tokens)
         except SourceError as exc:
             raise ToolFailure(str(exc)) from exc
 
@@ -713,9 +738,29 @@ class MdVision:
         body = format_file_index(entry, start, end)
         return IndexResult((entry,), (note,), f"Note: {note}\n\n{body}", following)
 
-    def _index_folder(self, root: Path, shown: str, position: IndexCursor | None, tokens: int) -> IndexResult:
+    async def _index_folder_cancellably(
+        self, root: Opened, shown: str, position: IndexCursor | None, tokens: int
+    ) -> IndexResult:
+        """Index a folder on a worker thread; if the request is cancelled, the walk and the
+        workers stop (at most the chunks already handed to them are finished)."""
+        cancelled = threading.Event()
+        try:
+            return await self._run(self._index_folder, root, shown, position, tokens, cancelled)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    def _index_folder(
+        self, root: Opened, shown: str, position: IndexCursor | None, tokens: int, cancelled: threading.Event
+    ) -> IndexResult:
+        with root:  # this thread owns the folder's descriptor
+            return self._index_opened_folder(root, shown, position, tokens, cancelled)
+
+    def _index_opened_folder(
+        self, root: Opened, shown: str, position: IndexCursor | None, tokens: int, cancelled: threading.Event
+    ) -> IndexResult:
         limits = self.settings.limits
-        scan = scan_folder(root, self.settings.paths.contains, limits.max_folder_files)
+        scan = scan_folder(root, self.settings.paths, limits.max_folder_files, cancelled=cancelled)
         notes: list[str] = []
         if scan.found == 0:
             raise SourceError(
@@ -735,17 +780,18 @@ class MdVision:
             )
         files = scan.files
         folder = _FolderPages(
-            root=root,
+            root=root.path,
             shown=shown,
             files=files,
-            key=uri_key(str(root)),
+            cancelled=cancelled,
+            key=uri_key(str(root.path)),
             listing=listing_fingerprint(str(file.path) for file in files),
             tokens=tokens,
             notes=notes,
         )
         budget = char_budget(tokens) - sum(len(note) + 8 for note in notes)
         if position is None:
-            whole = self._entries_within(files, budget)
+            whole = self._entries_within(files, budget, cancelled)
             if whole is not None:
                 body = "\n\n".join(text for _entry, text in whole)
                 if notes:
@@ -765,7 +811,7 @@ class MdVision:
             return self._overview_page(folder, position.file)
         return self._detail_page(folder, position.file, position.row)
 
-    def _entries(self, files: list[FoundFile]) -> list[_Indexed]:
+    def _entries(self, files: list[FoundFile], cancelled: threading.Event | None = None) -> list[_Indexed]:
         """The index entries of ``files``, in order: cached ones as they are, the others parsed (by
         the worker processes when there are many)."""
         limits = self.settings.limits
@@ -787,7 +833,9 @@ class MdVision:
                 [file.path for _, file in missing],
                 limits.max_markdown_bytes,
                 pool,
+                policy=self.settings.paths,
                 on_broken=lambda: self._discard_parsers(pool),
+                cancelled=cancelled,
             )
             for (position, file), entry in zip(missing, fresh, strict=True):
                 if entry.path is not None:
@@ -797,7 +845,9 @@ class MdVision:
                     self._indexes.put(file.key, indexed)
         return [entry for entry in entries if entry is not None]
 
-    def _entries_within(self, files: list[FoundFile], budget: int) -> list[_Indexed] | None:
+    def _entries_within(
+        self, files: list[FoundFile], budget: int, cancelled: threading.Event | None = None
+    ) -> list[_Indexed] | None:
         """Every file's entry when together they fit ``budget`` characters, else None. A folder
         whose entries cannot fit even with no headings is not parsed at all; otherwise parsing stops
         at the first batch that goes over, so the cost is bounded by the budget."""
@@ -807,7 +857,7 @@ class MdVision:
         entries: list[_Indexed] = []
         used = -2
         for start in range(0, len(files), _PARSE_BATCH):
-            batch = self._entries(files[start : start + _PARSE_BATCH])
+            batch = self._entries(files[start : start + _PARSE_BATCH], cancelled)
             used += sum(len(text) + 2 for _entry, text in batch)
             if used > budget:
                 return None
@@ -834,7 +884,7 @@ class MdVision:
         while position < len(files) and len(rows) < OVERVIEW_PAGE_FILES:
             batch = files[position : min(len(files), position + _PARSE_BATCH, first + OVERVIEW_PAGE_FILES)]
             full = False
-            for file, (entry, _text) in zip(batch, self._entries(batch), strict=True):
+            for file, (entry, _text) in zip(batch, self._entries(batch, folder.cancelled), strict=True):
                 row = format_overview_row(_relative(folder.root, file), entry)
                 if rows and used + len(row) > room:
                     full = True
@@ -885,7 +935,7 @@ class MdVision:
         done = False
         while position < len(files) and not done:
             batch = files[position : position + _PARSE_BATCH]
-            for entry, text in self._entries(batch):
+            for entry, text in self._entries(batch, folder.cancelled):
                 if next_row == 0 and used + len(text) + 2 <= room:
                     parts.append(text)
                     shown_entries.append(entry)
@@ -940,6 +990,8 @@ class MdVision:
         if workers <= 1:
             return None
         with self._parsers_lock:  # warm_up() runs on its own thread; two pools would leak one
+            if self._closed:
+                return None
             if self._parsers is None:
                 self._parsers = parser_pool(workers)
             return self._parsers
@@ -955,6 +1007,10 @@ class MdVision:
     def warm_up(self) -> None:
         """Start the folder parsers (the server calls this on a thread of its own at start-up)."""
         pool = self._parser_pool()
-        if pool is not None:
+        if pool is None:
+            return
+        try:
             warm_up(pool)
             self._warming = pool.submit(int)  # done once a worker has answered
+        except RuntimeError:  # the server began to stop (close_parsers) while the pool started
+            return

@@ -1,9 +1,11 @@
 """Where markdown and images come from: allowed local paths, allowed hosts, ``data:`` URIs.
 
-Every local path goes through :class:`docab_mcpguard.PathPolicy` (real paths, relative paths against
-the first allowed directory) and every URL through :class:`docab_mcpguard.GuardedClient` (host policy
-on every redirect hop, internal addresses refused unless that exact host is allowed, one
-deadline and a byte cap per fetch). Failures raise :class:`SourceError` whose message is safe to
+Every local path is opened through :meth:`docab_mcpguard.PathPolicy.open` (walked beneath the
+allowed directories by descriptor, so no link swapped in meanwhile can lead outside; relative
+paths against the first allowed directory) and read, stat'ed and listed through that descriptor.
+Every URL goes through :class:`docab_mcpguard.GuardedClient` (host policy on every redirect hop,
+internal addresses refused unless that exact host is allowed, one deadline, and a byte cap on
+the decoded body per fetch). Failures raise :class:`SourceError` whose message is safe to
 show and says what to do.
 """
 
@@ -19,7 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
-from docab_mcpguard import FetchError, FetchErrorKind, FetchLimits, GuardedClient, HostDenied, PathDenied
+from docab_mcpguard import (
+    FetchError,
+    FetchErrorKind,
+    FetchLimits,
+    GuardedClient,
+    HostDenied,
+    Opened,
+    PathDenied,
+)
 from md_vision.settings import Settings
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -133,26 +143,26 @@ def looks_like_html_page(data: bytes, content_type: str) -> bool:
 # --- local files -----------------------------------------------------------------------------
 
 
-def resolve_local(settings: Settings, raw: str) -> Path:
+def open_local(settings: Settings, raw: str) -> Opened:
+    """Open a file or folder beneath the allowed paths (race-free: see docab_mcpguard.beneath).
+
+    The caller owns the returned descriptor and closes it.
+    """
     try:
-        return settings.paths.resolve(raw)
+        return settings.paths.open(raw)
     except PathDenied as exc:
         raise SourceError(settings.hide_roots(f"{exc}. Pass a path inside an allowed directory.")) from exc
-
-
-def stat_file(path: Path, shown: str) -> os.stat_result:
-    try:
-        info = path.stat()
     except FileNotFoundError as exc:
-        raise SourceError(f"{shown} does not exist") from exc
+        raise SourceError(f"{raw} does not exist") from exc
     except PermissionError as exc:
-        raise SourceError(f"{shown} cannot be read (permission denied)") from exc
+        raise SourceError(f"{raw} cannot be read (permission denied)") from exc
     except OSError as exc:
-        raise SourceError(f"{shown} cannot be read") from exc
-    return info
+        raise SourceError(f"{raw} cannot be read") from exc
 
 
-def read_local_markdown(path: Path, info: os.stat_result, max_bytes: int, shown: str) -> str:
+def read_local_markdown(opened: Opened, max_bytes: int, shown: str) -> str:
+    """The text of an opened markdown file, read through its descriptor."""
+    info = opened.info
     if not stat.S_ISREG(info.st_mode):
         raise SourceError(f"{shown} is not a regular file")
     if info.st_size > max_bytes:
@@ -161,7 +171,7 @@ def read_local_markdown(path: Path, info: os.stat_result, max_bytes: int, shown:
             "(raise it with --max-markdown-bytes)"
         )
     try:
-        data = path.read_bytes()
+        data = opened.read(max_bytes + 1)
     except PermissionError as exc:
         raise SourceError(f"{shown} cannot be read (permission denied)") from exc
     except OSError as exc:
@@ -231,11 +241,11 @@ class ImageRefused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class LocalImage:
-    path: Path  # real path, inside the allowed roots
+    path: str  # absolute, as referenced (not yet resolved): opened beneath the allowed paths
 
     @property
     def shown(self) -> str:
-        return str(self.path)
+        return self.path
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,11 +316,10 @@ def resolve_image(target: str, base: Location, settings: Settings) -> ImageTarge
     raw = unquote(path_part)
     if not raw:
         raise ImageRefused("the image reference has no path")
-    candidate = raw if os.path.isabs(os.path.expanduser(raw)) else str(base.path.parent / raw)
-    try:
-        return LocalImage(settings.paths.resolve(candidate))
-    except PathDenied as exc:
-        raise ImageRefused("outside the allowed paths") from exc
+    if "\x00" in raw:
+        raise ImageRefused("the image reference contains a NUL character")
+    expanded = os.path.expanduser(raw)
+    return LocalImage(expanded if os.path.isabs(expanded) else str(base.path.parent / raw))
 
 
 def _remote(url: str, settings: Settings) -> RemoteImage:
@@ -323,28 +332,37 @@ def _remote(url: str, settings: Settings) -> RemoteImage:
     return RemoteImage(url)
 
 
-def stat_image(image: LocalImage, max_bytes: int) -> os.stat_result:
+def open_image(image: LocalImage, settings: Settings) -> Opened:
+    """Open a local image beneath the allowed paths and check what was opened (not its name)."""
+    max_bytes = settings.limits.max_image_bytes
     try:
-        info = image.path.stat()
+        opened = settings.paths.open(image.path)
+    except PathDenied as exc:
+        raise ImageRefused("outside the allowed paths") from exc
     except FileNotFoundError as exc:
         raise ImageRefused("file not found") from exc
     except PermissionError as exc:
         raise ImageRefused("permission denied") from exc
     except OSError as exc:
         raise ImageRefused("the file cannot be read") from exc
+    info = opened.info
+    problem = None
     if not stat.S_ISREG(info.st_mode):
-        raise ImageRefused("not a regular file")
-    if info.st_size > max_bytes:
-        raise ImageRefused(f"{info.st_size:,} bytes is over the {max_bytes:,} byte image limit")
-    if info.st_size == 0:
-        raise ImageRefused("the file is empty")
-    return info
+        problem = "not a regular file"
+    elif info.st_size > max_bytes:
+        problem = f"{info.st_size:,} bytes is over the {max_bytes:,} byte image limit"
+    elif info.st_size == 0:
+        problem = "the file is empty"
+    if problem is not None:
+        opened.close()
+        raise ImageRefused(problem)
+    return opened
 
 
-def read_image_file(image: LocalImage, max_bytes: int) -> bytes:
+def read_image_file(opened: Opened, max_bytes: int) -> bytes:
+    """The bytes of an opened image, through its descriptor."""
     try:
-        with open(image.path, "rb") as handle:
-            data = handle.read(max_bytes + 1)
+        data = opened.read(max_bytes + 1)
     except OSError as exc:
         raise ImageRefused("the file cannot be read") from exc
     if len(data) > max_bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from importlib import resources
@@ -56,10 +57,18 @@ def skill_text() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting (imports take a moment): no traceback
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.skill:
         sys.stdout.write(skill_text())
         return 0
+    _exit_quietly_on_signals()
     level = os.environ.get("VISION_LOG_LEVEL", "INFO").strip().upper()
     logging.basicConfig(
         level=level if level in logging.getLevelNamesMapping() else "INFO",
@@ -86,11 +95,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     app = build_server(service)
     logging.getLogger("vision_bridge").info("serving on stdio: %s", settings.describe())
-    try:
-        app.run()
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    from docab_mcpguard import run_until_stopped
+
+    # EOF, Ctrl-C and SIGTERM all end it quietly (the lifespan closes the service).
+    return run_until_stopped(app.run)
+
+
+def _exit_quietly_on_signals() -> None:
+    """Until the server installs its own handlers, Ctrl-C or SIGTERM during start-up ends the
+    process at once and silently: an interrupt inside an import can surface as some other error,
+    with a traceback (pydantic, for one, reports it as a SchemaError)."""
+
+    def leave(signum: int, _frame: object) -> None:
+        os._exit(130 if signum == signal.SIGINT else 143)
+
+    signal.signal(signal.SIGINT, leave)
+    signal.signal(signal.SIGTERM, leave)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,12 @@ Four kinds, as in the reference: a local path (png, jpg, jpeg, gif, webp, bmp), 
 a ``data:image/*;base64,`` URL, or the word ``clipboard`` (also ``clip``, ``pasteboard``).
 
 The pure part (:func:`classify`, :func:`decode_data_url`, :func:`sniff_mime`) has no I/O. The
-:class:`ImageLoader` is the I/O face: it reads local files inside the allowed paths (real paths,
-regular files only, byte-capped), reads the clipboard, and downloads URLs through mcpguard's
-:class:`~docab_mcpguard.GuardedClient` (loopback, private and metadata addresses refused on every
-redirect hop unless a host is explicitly allowed).
+:class:`ImageLoader` is the I/O face: it reads local files inside the allowed paths (opened
+beneath them by descriptor, regular files only, byte-capped), reads the clipboard, lets a URL go
+to the provider only when mcpguard would fetch it itself (host, DNS answers and address classes
+checked), and downloads URLs through mcpguard's :class:`~docab_mcpguard.GuardedClient`
+(loopback, private and metadata addresses refused on every redirect hop unless a host is
+explicitly allowed).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import asyncio
 import base64
 import binascii
 import hashlib
-import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from vision_bridge.clipboard import ClipboardReader
 from vision_bridge.errors import ErrorCause, VisionError, input_error
 
 if TYPE_CHECKING:
-    from docab_mcpguard import Resolver
+    from docab_mcpguard import FetchError, Resolver
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 """Largest image accepted from any source (file, download, data URL, clipboard), as in the reference."""
@@ -153,10 +154,15 @@ def decode_data_url(raw: str, *, max_bytes: int = MAX_IMAGE_BYTES) -> ImageBytes
     return ImageBytes(data, "data URL", declared_mime=mime)
 
 
-def _download_message_cause(kind: object) -> ErrorCause:
+def _download_failure(exc: FetchError) -> VisionError:
+    """What a failed (or refused) download of an image URL tells the caller."""
     from docab_mcpguard import FetchErrorKind
 
-    return ErrorCause.TIMEOUT if kind is FetchErrorKind.TIMEOUT else ErrorCause.INPUT
+    hint = ""
+    if exc.kind is FetchErrorKind.BLOCKED:
+        hint = " (set VISION_ALLOW_HOSTS to the exact host to allow a local image server)"
+    cause = ErrorCause.TIMEOUT if exc.kind is FetchErrorKind.TIMEOUT else ErrorCause.INPUT
+    return VisionError(cause, f"could not download the image: {exc}{hint}")
 
 
 @dataclass
@@ -174,9 +180,11 @@ class ImageLoader:
     resolver: Resolver | None = None  # None: the system's DNS (tests map names to addresses)
 
     def __post_init__(self) -> None:
-        from docab_mcpguard import PathPolicy
+        from docab_mcpguard import HostPolicy, PathPolicy, SystemResolver
 
         self._paths = PathPolicy(tuple(self.allowed_paths))
+        self._host_policy = HostPolicy.build(allow_any=True, internal_hosts=self.allow_hosts)
+        self._resolver: Resolver = self.resolver if self.resolver is not None else SystemResolver()
 
     async def load(self, raw: str) -> ResolvedImage:
         if not isinstance(raw, str) or not raw.strip():
@@ -188,91 +196,83 @@ class ImageLoader:
         if kind is InputKind.DATA_URL:
             return decode_data_url(raw, max_bytes=self.max_bytes)
         if kind is InputKind.URL:
-            return ImageUrl(self._checked_url(raw.strip()))
+            return ImageUrl(await self._checked_url(raw.strip()))
         return await asyncio.to_thread(self._read_local, raw.strip())
 
-    @staticmethod
-    def _checked_url(url: str) -> str:
-        from docab_mcpguard import HostDenied, HostPolicy
+    async def _checked_url(self, url: str) -> str:
+        """The URL, if the guard would fetch it itself: the provider fetches what it is given, so
+        a URL of an internal address (loopback, private, link-local, cloud metadata), or of a
+        name resolving to one, would make the provider reach its own network. Refused with the
+        sentence a download of it would fail with; VISION_ALLOW_HOSTS lets an exact host through."""
+        from docab_mcpguard import FetchError, HostDenied, check_target
 
         try:
-            return str(HostPolicy.build(allow_any=True).check_url(url))
-        except HostDenied as exc:
+            parsed = self._host_policy.check_url(url)
+        except HostDenied as exc:  # the scheme, embedded credentials, not a URL at all
             raise input_error(str(exc)) from None
+        try:
+            await check_target(url, policy=self._host_policy, resolver=self._resolver)
+        except FetchError as exc:
+            raise _download_failure(exc) from None
+        return str(parsed)
 
     def _read_local(self, raw: str) -> ImageBytes:
+        """Open beneath the allowed paths (every folder on the way opened by descriptor, no link
+        followed outside), then check and read what was opened: no window between check and use."""
         from docab_mcpguard import PathDenied
 
+        shown = _shorten(raw)
         try:
-            path = self._paths.resolve(raw)
+            opened = self._paths.open(raw)
         except PathDenied as exc:
             raise input_error(
                 f"{exc}. Local images must lie in VISION_ALLOWED_PATHS; set it in the server's environment "
                 "to allow another folder"
             ) from None
-        shown = _shorten(raw)
-        ext = path.suffix.lower()
-        if ext not in LOCAL_EXTENSIONS:
-            kinds = ", ".join(e.lstrip(".") for e in LOCAL_EXTENSIONS)
-            raise input_error(f"{shown!r} is not an image file; accepted extensions: {kinds}")
-        # Open first, then check what was opened (fstat on the descriptor): no window between the
-        # check and the read. O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: the
-        # real path has no symlink left, so one appearing now is refused.
-        flags = (
-            os.O_RDONLY
-            | getattr(os, "O_NONBLOCK", 0)
-            | getattr(os, "O_NOFOLLOW", 0)
-            | getattr(os, "O_BINARY", 0)
-        )
-        try:
-            fd = os.open(path, flags)
         except FileNotFoundError:
             raise input_error(f"{shown!r} does not exist") from None
-        except IsADirectoryError:
-            raise input_error(f"{shown!r} is not a regular file") from None
         except OSError:
             raise input_error(f"{shown!r} cannot be read") from None
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > self.max_bytes:
-            os.close(fd)
-            if not stat.S_ISREG(info.st_mode):
+        with opened:
+            ext = opened.path.suffix.lower()
+            if ext not in LOCAL_EXTENSIONS:
+                kinds = ", ".join(e.lstrip(".") for e in LOCAL_EXTENSIONS)
+                raise input_error(f"{shown!r} is not an image file; accepted extensions: {kinds}")
+            info = opened.info
+            if not stat.S_ISREG(info.st_mode):  # a FIFO opens without waiting, and is refused here
                 raise input_error(f"{shown!r} is not a regular file")
-            raise input_error(
-                f"{shown!r} is {info.st_size:,} bytes, over the limit of {self.max_bytes:,} per image"
-            )
-        with os.fdopen(fd, "rb") as handle:
+            if info.st_size > self.max_bytes:
+                raise input_error(
+                    f"{shown!r} is {info.st_size:,} bytes, over the limit of {self.max_bytes:,} per image"
+                )
             try:
-                # One byte past the cap: a file that grew since fstat() is still caught.
-                data = handle.read(self.max_bytes + 1)
+                # One byte past the cap: a file that grew since it was opened is still caught.
+                data = opened.read(self.max_bytes + 1)
             except OSError:
                 raise input_error(f"{shown!r} cannot be read") from None
+            name = opened.path.name
         if len(data) > self.max_bytes:
             raise input_error(f"{shown!r} is over the limit of {self.max_bytes:,} bytes per image")
         if not data:
             raise input_error(f"{shown!r} is empty")
-        return ImageBytes(data, path.name, declared_mime=LOCAL_EXTENSIONS[ext])
+        return ImageBytes(data, name, declared_mime=LOCAL_EXTENSIONS[ext])
 
     async def download(self, urls: Iterable[str], *, timeout_s: float) -> dict[str, ImageBytes]:
         """Fetch each URL under the host policy, in parallel; URL -> image bytes."""
-        from docab_mcpguard import FetchError, FetchLimits, GuardedClient, HostPolicy, SystemResolver
+        from docab_mcpguard import FetchError, FetchLimits, GuardedClient
 
         unique = list(dict.fromkeys(urls))
-        policy = HostPolicy.build(allow_any=True, internal_hosts=self.allow_hosts)
         limits = FetchLimits(timeout_s=max(timeout_s, 0.001), max_bytes=self.max_bytes, max_redirects=5)
         headers = {"User-Agent": "vision-bridge (+https://github.com/docab/docab)", "Accept": "image/*"}
-        resolver = self.resolver if self.resolver is not None else SystemResolver()
-        async with GuardedClient(policy, limits=limits, headers=headers, resolver=resolver) as client:
+        async with GuardedClient(
+            self._host_policy, limits=limits, headers=headers, resolver=self._resolver
+        ) as client:
 
             async def one(url: str) -> ImageBytes:
                 try:
                     fetched = await client.fetch(url, check_headers=_image_headers_only)
                 except FetchError as exc:
-                    hint = ""
-                    if exc.kind.value == "blocked":
-                        hint = " (set VISION_ALLOW_HOSTS to the exact host to allow a local image server)"
-                    raise VisionError(
-                        _download_message_cause(exc.kind), f"could not download the image: {exc}{hint}"
-                    ) from None
+                    raise _download_failure(exc) from None
                 if not fetched.content:
                     raise input_error(f"{_shorten(url)} sent an empty body, not an image")
                 return ImageBytes(fetched.content, _shorten(url), declared_mime=fetched.content_type or None)

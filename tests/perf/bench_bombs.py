@@ -1,0 +1,138 @@
+"""Decompression bombs against the three servers over stdio: time per bomb and peak memory.
+
+    uv run python -m tests.perf.bench_bombs            # 1 GiB of zeros in every coding and stack
+
+Each server runs as its console script under a real MCP client, on a loopback site serving the
+bombs (built at start, as the tests build them). For each: the time of each bomb call, what the
+server answered, and its peak resident memory (VmHWM) after warm-up calls and after all bombs.
+Linux only (reads /proc). The tests assert the limits (2 s, 300 MB); this prints the figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+
+from tests.support.bombs import bomb
+from tests.support.http_server import LocalServer, Reply
+from tests.support.llm_stub import LLMStub, error_reply, openai_reply
+from tests.support.stdio_process import peak_rss_mb, pid_of, tracked
+
+BOMBS = ["gzip", "deflate", "br", "zstd", ("gzip", "gzip"), ("br", "zstd"), ("zstd", "deflate")]
+BIN = Path(sys.executable).parent
+PNG = bytes.fromhex(  # a 1x1 PNG
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201a2f7cb5f0000000049454e44ae426082"
+)
+
+
+def _name(codings: str | tuple[str, ...]) -> str:
+    return codings if isinstance(codings, str) else ", ".join(codings)
+
+
+async def _run(params: StdioServerParameters, pidfile: Path, tool: str, warm: list[dict], calls: list[dict]):
+    rows = []
+    async with Client(tracked(params, pidfile)) as client:
+        for arguments in warm:  # first calls: what the server loads lazily, and one ordinary fetch
+            await client.call_tool(tool, arguments)
+        baseline = peak_rss_mb(pid_of(pidfile))
+        for arguments in calls:
+            started = time.monotonic()
+            result = await client.call_tool(tool, arguments)
+            text = " ".join(block.text for block in result.content if block.type == "text")
+            rows.append((time.monotonic() - started, text))
+        return baseline, peak_rss_mb(pid_of(pidfile)), rows
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as scratch, LocalServer() as site, LLMStub() as stub:
+        root = Path(scratch)
+        (root / "local.md").write_text("# Local\n")
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch}
+        for number, codings in enumerate(BOMBS):
+            body, header = bomb(codings if isinstance(codings, str) else tuple(codings))
+            encoded = {"Content-Encoding": header}
+            site.route(f"/b{number}.html", Reply(body=body, headers=encoded, content_type="text/html"))
+            site.route(f"/b{number}.md", Reply(body=body, headers=encoded, content_type="text/markdown"))
+            stub.server.route(f"/b{number}.png", Reply(body=body, headers=encoded, content_type="image/png"))
+        site.route(
+            "/page.html",
+            Reply(
+                body="<html><body><article><h1>Hi</h1><p>text</p></article></body></html>",
+                content_type="text/html",
+            ),
+        )
+
+        def fetch_error(protocol: str, request) -> Reply:
+            # The provider cannot fetch URLs (it says so): the bridge downloads the image itself.
+            url = request.json()["messages"][0]["content"][0]["image_url"]["url"]
+            return (
+                error_reply("openai", 400, f"Error while downloading {url}.")
+                if url.startswith("http")
+                else openai_reply("ok")
+            )
+
+        stub.responder = fetch_error
+        (root / "local.png").write_bytes(PNG)
+        stub.server.route("/fine.png", Reply(body=PNG, content_type="image/png"))
+        site.route("/fine.md", Reply(body="# Fine\n", content_type="text/markdown"))
+        servers = {
+            "markfetch": (
+                StdioServerParameters(
+                    command=str(BIN / "markfetch"),
+                    args=[],
+                    env={**env, "MARKFETCH_ALLOW_HOSTS": "127.0.0.1", "MARKFETCH_TIMEOUT_MS": "30000"},
+                ),
+                "fetch_markdown",
+                [{"url": site.url("/page.html")}],
+                [{"url": site.url(f"/b{n}.html")} for n in range(len(BOMBS))],
+            ),
+            "md-vision": (
+                StdioServerParameters(
+                    command=str(BIN / "md-vision"),
+                    args=["--allow-path", scratch, "--allow-domain", "127.0.0.1", "--fetch-timeout", "30"],
+                    env=env,
+                ),
+                "index_md",
+                [{"uri": str(root / "local.md")}, {"uri": site.url("/fine.md")}],
+                [{"uri": site.url(f"/b{n}.md")} for n in range(len(BOMBS))],
+            ),
+            "vision-bridge": (
+                StdioServerParameters(
+                    command=str(BIN / "vision-bridge"),
+                    args=[],
+                    env={
+                        **env,
+                        "VISION_API_BASE_URL": stub.openai_base_url,
+                        "VISION_API_KEY": "k",
+                        "VISION_MODEL": "m",
+                        "VISION_ALLOW_HOSTS": "127.0.0.1",
+                        "VISION_ALLOWED_PATHS": scratch,
+                        "VISION_CACHE_TTL": "0",
+                        "VISION_TIMEOUT": "30",
+                        "VISION_LOG_LEVEL": "WARNING",
+                    },
+                ),
+                "analyze_image",
+                [{"image": str(root / "local.png")}, {"image": stub.server.url("/fine.png")}],
+                [{"image": stub.server.url(f"/b{n}.png")} for n in range(len(BOMBS))],
+            ),
+        }
+        print(f"{'server':14} {'bomb (1 GiB of zeros)':22} {'seconds':>8}  answer")
+        for name, (params, tool, warm, calls) in servers.items():
+            baseline, peak, rows = asyncio.run(_run(params, root / f"{name}.pid", tool, warm, calls))
+            for codings, (seconds, text) in zip(BOMBS, rows, strict=True):
+                print(f"{name:14} {_name(codings):22} {seconds:8.3f}  {text[:70]}")
+            print(
+                f"{name:14} peak resident memory: {baseline:.0f} MB after the warm-up calls, {peak:.0f} MB after the bombs\n"
+            )
+
+
+if __name__ == "__main__":
+    main()
