@@ -64,6 +64,18 @@ NON_ASCII = """<!DOCTYPE html>
 </article></main></body></html>"""
 
 
+# Over 999 bytes of markdown, multibyte throughout: the confirmation must carry plain digits.
+LONG_MULTIBYTE = NON_ASCII.replace(
+    "</article>",
+    "".join(
+        f"<h2>Teil {n} — Überfahrt</h2><p>Die Fähre nach Zürich-Süd fährt um {n}:15 ab; "
+        "Gedankenstriche — und Umlaute ä ö ü machen jede Zeile mehrbytig.</p>"
+        for n in range(1, 9)
+    )
+    + "</article>",
+)
+
+
 def snapshot_page(title: str, body: str) -> str:
     return f'<!DOCTYPE html><html lang="en"><head><title>{title}</title></head><body>{body}</body></html>'
 
@@ -166,6 +178,7 @@ def site() -> Iterator[LocalServer]:
     with LocalServer() as server:
         server.route("/", Reply(body=ARTICLE, content_type=HTML))
         server.route("/multibyte", Reply(body=NON_ASCII, content_type=HTML))
+        server.route("/long-multibyte", Reply(body=LONG_MULTIBYTE, content_type=HTML))
         server.route(
             "/missing", Reply(status=404, body="<html><body>not here</body></html>", content_type=HTML)
         )
@@ -509,16 +522,11 @@ def test_savepath_multibyte_confirmation_byte_count_equals_file_size_small(
     assert match is not None and int(match.group(1)) == target.stat().st_size
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 18 item 5: 'Saved 1,234 bytes' has a thousands separator; the harden branch fixes the save "
-    "confirmation (drop this marker when it merges)",
-)
 def test_savepath_multibyte_confirmation_byte_count_equals_file_size_over_999_bytes(
     session: StdioSession, site: LocalServer, tmp_path: Path
 ) -> None:
     target = tmp_path / "article.md"
-    text = text_of(fetch(session, site.url("/"), savePath=str(target)))
+    text = text_of(fetch(session, site.url("/long-multibyte"), savePath=str(target)))
     assert target.stat().st_size > 999
     match = re.match(r"^Saved (\d+) bytes to ", text)
     assert match is not None and int(match.group(1)) == target.stat().st_size
@@ -567,9 +575,15 @@ def test_savepath_invariant_too_large_with_savepath_file_is_not_written(
 def test_savepath_existing_file_is_overwritten(
     session: StdioSession, site: LocalServer, tmp_path: Path
 ) -> None:
+    # A deliberate difference (markfetch README, "Differences from the JavaScript server"): the
+    # reference replaced an existing file silently; here it takes overwrite: true, and without it
+    # the file is left alone and the call fails before fetching.
     target = tmp_path / "preexisting.md"
     target.write_text("old content from a previous run", encoding="utf-8")
-    assert fetch(session, site.url("/"), savePath=str(target)).is_error is False
+    refused = fetch(session, site.url("/"), savePath=str(target))
+    assert refused.is_error and "pass overwrite: true to replace it" in text_of(refused)
+    assert target.read_text(encoding="utf-8") == "old content from a previous run"
+    assert fetch(session, site.url("/"), savePath=str(target), overwrite=True).is_error is False
     assert target.read_text(encoding="utf-8").startswith("# Tuning the ferry timetable")
 
 
@@ -830,11 +844,6 @@ def test_buildallowedroots_non_existent_entry_throws_fail_fast(tmp_path: Path) -
     assert done.returncode != 0 and "does not exist" in done.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 18 item 7: an empty MARKFETCH_ALLOWED_WRITE_ROOTS entry is skipped; the harden branch "
-    "makes it stop start-up (drop this marker when it merges)",
-)
 def test_buildallowedroots_empty_entry_from_leading_delimiter_throws_fail_fast(tmp_path: Path) -> None:
     done = _start_with(tmp_path, MARKFETCH_ALLOWED_WRITE_ROOTS=f"{os.pathsep}{tmp_path}")
     assert done.returncode != 0 and "MARKFETCH_ALLOWED_WRITE_ROOTS" in done.stderr
