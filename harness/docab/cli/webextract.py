@@ -38,7 +38,7 @@ examples:
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from docab_benchmark.webextract.extractors import DEFAULT_EXTRACTORS, EXTRACTORS
 
     parser = subparsers.add_parser(

@@ -19,22 +19,13 @@ as part of the user turn, which keeps the OpenAI meaning (``final_assistant_as_u
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from docab.agent.messages import Message
-from docab.log.usage import Usage, UsageRole
+from docab.log.usage import UsageRole
 from docab.models.base import Model, ModelError
 from docab.models.config import ModelConfigError
-
-try:  # the benchmark defines the result type; keep to it when present
-    from docab_benchmark.mmlongbench.extraction import Completion  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - exercised only before the benchmark module lands
-
-    @dataclass(frozen=True)
-    class Completion:  # type: ignore[no-redef]
-        text: str
-        usage: Usage
+from docab_benchmark.mmlongbench.extraction import Completion  # the benchmark defines the result type
 
 
 def to_neutral(messages: Sequence[Message | Mapping[str, Any]]) -> tuple[str, list[Message]]:

@@ -185,13 +185,13 @@ def parse_openai_reply(raw: Mapping[str, Any]) -> ParsedReply:
     calls: list[ToolCall] = []
     for index, call in enumerate(message.get("tool_calls") or ()):
         function = call.get("function") if isinstance(call, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
-        if not isinstance(name, str) or not name:
+        tool = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(function, dict) or not isinstance(tool, str) or not tool:
             raise MalformedReply(f"tool call {index} has no function name")
-        arguments, error = parse_arguments(name, function.get("arguments"))
+        arguments, error = parse_arguments(tool, function.get("arguments"))
         # Some local servers omit ids; the result must still name the call it answers.
         call_id = call.get("id") or f"call_{index}"
-        calls.append(ToolCall(id=str(call_id), name=name, arguments=arguments, parse_error=error))
+        calls.append(ToolCall(id=str(call_id), name=tool, arguments=arguments, parse_error=error))
     return ParsedReply(
         text=text,
         tool_calls=tuple(calls),

@@ -65,7 +65,7 @@ class RetryPolicy:
     retry_after_cap_s: float = 60.0
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
-        ceiling = min(self.max_delay_s, self.base_delay_s * (2**attempt))
+        ceiling: float = min(self.max_delay_s, self.base_delay_s * 2.0**attempt)
         return ceiling * (0.5 + 0.5 * rng.random())
 
 
