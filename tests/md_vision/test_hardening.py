@@ -166,8 +166,10 @@ def _cpu_seconds(pids: list[int]) -> float:
 def test_a_cancelled_folder_index_stops_its_workers(tmp_path: Path) -> None:
     folder = tmp_path / "many"
     folder.mkdir()
+    # Paragraphs, not headings: each file's index entry stays one row, so the whole folder's index
+    # fits one result when the call asks for a large max_tokens, and every file must be parsed.
     body = "".join(
-        f"## Part {n}\n\nSome text with `code`, *emphasis* and a [link](x{n}.md).\n\n" for n in range(120)
+        f"Part {n}: some text with `code`, *emphasis* and a [link](x{n}.md).\n\n" for n in range(120)
     )
     (folder / "doc00000.md").write_text(f"# Doc\n\n{body}")
     # 12,000 hard links: each path is indexed (about 20 s of CPU), yet no data is written.
@@ -190,7 +192,7 @@ def test_a_cancelled_folder_index_stops_its_workers(tmp_path: Path) -> None:
 
             async def index_the_folder() -> None:
                 nonlocal finished
-                await client.call_tool("index_md", {"uri": str(folder)})
+                await client.call_tool("index_md", {"uri": str(folder), "max_tokens": 1_000_000})
                 finished = True
 
             async with anyio.create_task_group() as group:
