@@ -390,3 +390,43 @@ def test_the_default_install_requires_neither_extra() -> None:
     extras = project["optional-dependencies"]
     assert any("anthropic[bedrock]" in r for r in extras["bedrock"])
     assert any("anthropic[vertex]" in r for r in extras["vertex"])
+
+
+def test_credential_failures_of_each_library_are_recognised_down_the_chain() -> None:
+    from docab.models.causes import credential_failure
+
+    def raised(module: str, name: str, text: str, base: type[Exception] = Exception) -> Exception:
+        kind = type(name, (base,), {"__module__": module})
+        return kind(text)
+
+    google = raised(
+        "google.auth.exceptions", "DefaultCredentialsError", "Your default credentials were not found."
+    )
+    wrapped = RuntimeError("signing failed")
+    wrapped.__cause__ = google
+    for exc, words in [
+        (
+            raised("botocore.exceptions", "NoCredentialsError", "Unable to locate credentials"),
+            "Unable to locate",
+        ),
+        (wrapped, "Your default credentials were not found."),
+        (RuntimeError("Could not resolve AWS credentials from session"), "Could not resolve AWS credentials"),
+        (
+            raised(
+                "anthropic.lib._extras._common",
+                "MissingDependencyError",
+                "missing required dependency `google-auth`",
+            ),
+            "missing required dependency",
+        ),
+    ]:
+        failure = credential_failure(exc, hint="the Google credentials")
+        assert (
+            failure is not None
+            and failure.kind == "auth"
+            and not failure.retryable
+            and failure.status is None
+        )
+        assert words in failure.message and failure.message.endswith("; check the Google credentials")
+    assert credential_failure(RuntimeError("something else"), hint="x") is None
+    assert credential_failure(ConnectionRefusedError(), hint="x") is None
