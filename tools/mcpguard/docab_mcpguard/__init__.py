@@ -31,7 +31,15 @@ from docab_mcpguard.decoding import MAX_CODINGS, SUPPORTED_CODINGS, BodyDecoder,
 from docab_mcpguard.diskcache import DiskCache, Stored
 from docab_mcpguard.errors import FetchError, FetchErrorKind, GuardError, HostDenied, PathDenied
 from docab_mcpguard.hosts import HostPolicy, normalise_host
-from docab_mcpguard.http import Fetched, FetchLimits, GuardedClient, Resolver, SystemResolver, check_target
+from docab_mcpguard.http import (
+    Fetched,
+    FetchLimits,
+    FetchProgress,
+    GuardedClient,
+    Resolver,
+    SystemResolver,
+    check_target,
+)
 from docab_mcpguard.paths import PathPolicy
 from docab_mcpguard.stopping import run_until_stopped
 
@@ -45,6 +53,7 @@ __all__ = [
     "FetchError",
     "FetchErrorKind",
     "FetchLimits",
+    "FetchProgress",
     "Fetched",
     "GuardError",
     "GuardedClient",

@@ -52,9 +52,11 @@ class Setting:
         return self.flag.lstrip("-").replace("-", "_")
 
     def spelled(self, value: str = "") -> str:
-        """``--allow-host HOST (or MARKFETCH_ALLOW_HOSTS)``: both spellings, for messages."""
+        """``--allow-path DIR (or MARKFETCH_ALLOW_PATHS, formerly MARKFETCH_ALLOWED_WRITE_ROOTS)``:
+        the spellings, for messages."""
         shown = f" {value}" if value else ""
-        return f"{self.flag}{shown} (or {self.variable})"
+        older = f", formerly {' or '.join(self.legacy_variables)}" if self.legacy_variables else ""
+        return f"{self.flag}{shown} (or {self.variable}{older})"
 
 
 @dataclass(frozen=True)
