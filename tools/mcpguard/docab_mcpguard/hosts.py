@@ -5,11 +5,13 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-
-import httpx2
+from typing import TYPE_CHECKING
 
 from docab_mcpguard.addresses import AddressClass, classify_address
 from docab_mcpguard.errors import HostDenied
+
+if TYPE_CHECKING:
+    import httpx2
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 
@@ -98,6 +100,8 @@ class HostPolicy:
 
     def check_url(self, url: str | httpx2.URL) -> httpx2.URL:
         """Parse ``url`` and check its scheme and host; return the parsed URL or raise HostDenied."""
+        import httpx2  # here: a program that only reads its settings (--help) stays light
+
         try:
             parsed = httpx2.URL(str(url))
         except (httpx2.InvalidURL, ValueError, TypeError) as exc:

@@ -126,12 +126,13 @@ class StructuredOutput(BaseModel):
     model_config = ConfigDict(json_schema_extra=_compact)
 
 
-def log_to_stderr(prefix: str, level: int | str) -> None:
+def log_to_stderr(prefix: str, level: int | str, *, show_level: bool = True) -> None:
     """Server logs on stderr at ``level`` and above, whatever the loggers' own levels: the loggers
     a :class:`ConventionalServer` forwards to its client pass everything to their handlers."""
     handler = logging.StreamHandler()
     handler.setLevel(level)
-    handler.setFormatter(logging.Formatter(f"{prefix}: %(levelname)s %(message)s"))
+    shown = "%(levelname)s %(message)s" if show_level else "%(message)s"
+    handler.setFormatter(logging.Formatter(f"{prefix}: {shown}"))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(level)
