@@ -273,7 +273,7 @@ def folders_of(roots: Sequence[Root]) -> tuple[list[str], list[str]]:
     for root in roots:
         parts = urlsplit(str(root.uri))
         if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
-            skipped.append(f"{root.uri}: not a file:// URI")
+            skipped.append(f"{root.uri}: not a file:// URI of this machine")
             continue
         path = url2pathname(unquote(parts.path))
         if not os.path.isdir(path):
