@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -73,7 +74,7 @@ def _server() -> ConventionalServer:
                 log.warning("counted in a thread")
 
             await asyncio.to_thread(work)
-            notes.progress(upto, upto, "done", final=True)
+            notes.progress(upto, upto, "done", always=True)
             log.info("done counting")
         return CallToolResult(
             content=[TextContent(type="text", text=str(upto))],
@@ -169,9 +170,10 @@ def test_progress_and_logs_reach_the_client_in_order_from_threads_too() -> None:
 
     default, before, verbose, quiet = asyncio.run(go())
     assert default.structured_content == {"counted": 50, "label": ""} and default.content[0].text == "50"
-    # Throttled to ten a second, the first and the final one always sent.
-    assert progress[0] == (1, 50, "at 1") and progress[-1] == (50, 50, "done")
-    assert len(progress) < 50
+    # Throttled to ten a second, the first one and the completion always sent, values only going up
+    # (the tool's own (50, 50, "done") repeats the completion, so it is not sent again).
+    assert progress[0] == (1, 50, "at 1") and progress[-1] == (50, 50, "at 50")
+    assert len(progress) < 50 and all(a[0] < b[0] for a, b in itertools.pairwise(progress))
     # Until the client sets a level: info and above, from the loop and from the worker thread.
     assert [(entry.level, entry.data) for entry in logs[:before]] == [
         ("warning", "counted in a thread"),

@@ -287,7 +287,7 @@ def test_folder_indexing_reports_progress_and_logs_through_mcp(tmp_path: Path) -
     )
     assert not indexed.is_error and len(indexed.structured_content["files"]) == 150
     assert progress[0] == (0, None, "looking for markdown files under .")
-    assert progress[-1] == (150, 150, "index ready")
+    assert progress[-1] == (150, 150, "indexed 150 of 150 markdown files")  # completion is always sent
     assert all(later[0] >= earlier[0] for earlier, later in itertools.pairwise(progress))
     assert not quiet.is_error
     messages = [entry.data for entry in logs if entry.logger == "md_vision"]

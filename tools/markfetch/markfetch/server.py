@@ -167,7 +167,7 @@ def build_server(
                 if target is None:
                     return _result(document.text, document, "", structured=structured_output)
                 written = save_in_sandbox(document.text, target, write_policy, overwrite=overwrite)
-                notes.progress(1, 1, f"saved {written:,} bytes", final=True)
+                notes.progress(3, 3, f"saved {written:,} bytes to {savePath}")
                 # No thousands separator: clients parse this line (the reference's `^Saved (\d+) bytes`).
                 return _result(
                     f"Saved {written} bytes to {savePath}",

@@ -174,14 +174,16 @@ class Markfetch:
     ) -> Document:
         """:meth:`document` with what it came from: title, final URL, extraction method.
         ``progress`` hears each step (fetching with its bytes, extracting)."""
+        # Two steps: fetching (its share grows with the body: of the declared length, else of the
+        # byte cap) and extracting.
         on_bytes: FetchProgress | None = None
         if progress is not None:
-            report = progress
+            report, cap = progress, self.settings.max_bytes
 
             def on_bytes(received: int, length: int | None) -> None:
-                report(received, length, f"received {received:,} bytes")
+                report(min(0.99, received / (length or cap)), 2, f"received {received:,} bytes")
 
-            report(0, None, f"fetching {url}")
+            report(0, 2, f"fetching {url}")
         response = await self.fetch(url, raw=raw, on_progress=on_bytes)
         if raw:
             from markfetch.charset import decode_text
@@ -195,7 +197,7 @@ class Markfetch:
                     ErrorCode.UNSUPPORTED_CONTENT_TYPE, _unsupported_message(response.url, response.mime_type)
                 )
             if progress is not None:
-                progress(len(response.body), len(response.body), "extracting the article")
+                progress(1, 2, "extracting the article")
             # Extraction is CPU work: keep the event loop (and the MCP session) responsive.
             document = await asyncio.to_thread(
                 extract_document, response.body, response.charset, response.url
@@ -207,6 +209,8 @@ class Markfetch:
                 f"the document is {size:,} bytes, over MARKFETCH_MAX_BYTES ({self.settings.max_bytes:,}); "
                 "raise the limit to get it whole",
             )
+        if progress is not None:
+            progress(2, 2, f"{document.method}: {size:,} bytes of markdown")
         return document
 
 

@@ -163,8 +163,7 @@ class CallNotes:
 
     :meth:`progress` and :meth:`log` may be called from the event loop or from any thread (a
     worker indexing a folder, say); they queue the note and return. Progress goes only when
-    the client sent a progress token (the SDK drops it otherwise), at most every
-    :data:`PROGRESS_INTERVAL_S` unless ``final``. Log messages go when their level is at or above
+    the client sent a progress token (the SDK drops it otherwise). Log messages go when their level is at or above
     the client's (``logging/setLevel``; on 2026-07-28, the request's own opt-in). Use through
     :meth:`ConventionalServer.reporting`, which also routes the server's log records here.
     """
@@ -176,20 +175,25 @@ class CallNotes:
         self._queue: asyncio.Queue[_Progress | _LogLine] = asyncio.Queue()
         self._lock = threading.Lock()
         self._last_progress = 0.0
+        self._last_done = -1.0
         self._sender: asyncio.Task[None] | None = None
         if ctx is not None:
             self._sender = self._loop.create_task(self._send_all())
 
     def progress(
-        self, done: float, total: float | None = None, message: str | None = None, *, final: bool = False
+        self, done: float, total: float | None = None, message: str | None = None, *, always: bool = False
     ) -> None:
+        """Queue a progress notification. Values only go up (MCP requires it: a value not above the
+        last one sent is dropped); at most every :data:`PROGRESS_INTERVAL_S`, except the
+        completion (``done == total``) and notes sent ``always`` (a few steps worth naming)."""
         if self._ctx is None:
             return
+        always = always or (total is not None and done >= total)
         with self._lock:
             now = time.monotonic()
-            if not final and now - self._last_progress < PROGRESS_INTERVAL_S:
+            if done <= self._last_done or (not always and now - self._last_progress < PROGRESS_INTERVAL_S):
                 return
-            self._last_progress = now
+            self._last_progress, self._last_done = now, done
         self._put(_Progress(done, total, message))
 
     def log(self, level: LoggingLevel, message: str, logger: str = "") -> None:

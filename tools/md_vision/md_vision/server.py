@@ -394,7 +394,6 @@ def build_server(settings: Settings, vision: MdVision | None = None) -> MdVision
                 log.exception("index_md failed")
                 return _error("md-vision hit an internal error while indexing; the server log has details.")
             if len(result.entries) > 1:
-                notes.progress(len(result.entries), len(result.entries), "index ready", final=True)
                 log.info("indexed %s: %d file(s) on this page", uri, len(result.entries))
             return index_result_to_mcp(result, structured=settings.structured_output)
 

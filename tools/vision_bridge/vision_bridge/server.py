@@ -23,6 +23,7 @@ from pydantic import Field
 
 from docab_mcpguard import PathPolicy
 from docab_mcpguard.serving import (
+    CallNotes,
     ClientRoots,
     ConventionalServer,
     ServerContext,
@@ -160,6 +161,14 @@ def build_server(
     if roots is not None:
         app.follow_roots(roots)
 
+    def steps(notes: CallNotes) -> Callable[[float, float | None, str], None]:
+        """Each step of a call is reported (a handful, each worth naming: no rate limit)."""
+
+        def report(done: float, total: float | None, message: str) -> None:
+            notes.progress(done, total, message, always=True)
+
+        return report
+
     async def allowed(ctx: ServerContext) -> PathPolicy | InputRequiredResult | None:
         """The folders for this call: the client's roots on a server started without any (None:
         the configured or default folders)."""
@@ -182,7 +191,7 @@ def build_server(
         if isinstance(paths, InputRequiredResult):
             return paths
         async with app.reporting(ctx) as notes:
-            outcome = await service.analyze(image, prompt, paths=paths, progress=notes.progress)
+            outcome = await service.analyze(image, prompt, paths=paths, progress=steps(notes))
         return to_result(outcome, structured=structured_output)
 
     async def ocr_image(
@@ -202,7 +211,7 @@ def build_server(
         if isinstance(paths, InputRequiredResult):
             return paths
         async with app.reporting(ctx) as notes:
-            outcome = await service.ocr(image, languages, format, paths=paths, progress=notes.progress)
+            outcome = await service.ocr(image, languages, format, paths=paths, progress=steps(notes))
         return to_result(outcome, structured=structured_output)
 
     async def compare_images(
@@ -227,7 +236,7 @@ def build_server(
         if isinstance(paths, InputRequiredResult):
             return paths
         async with app.reporting(ctx) as notes:
-            outcome = await service.compare(images, prompt, paths=paths, progress=notes.progress)
+            outcome = await service.compare(images, prompt, paths=paths, progress=steps(notes))
         return to_result(outcome, structured=structured_output)
 
     descriptions = {

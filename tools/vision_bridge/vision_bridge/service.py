@@ -261,6 +261,16 @@ class VisionService:
             latency_s=self.clock() - started,
             original=answer.usage if from_cache else None,
         )
+        log.debug(
+            "%s: %s in %.2f s (%d input, %d output tokens)",
+            job.tool,
+            "answered from the cache"
+            if from_cache
+            else f"answered by {identity.backend} {identity.model}".rstrip(),
+            report.latency_s,
+            report.usage.input_tokens,
+            report.usage.output_tokens,
+        )
         return ToolOutcome(text, False, report, self._details(call, answer_from=answer.answer_from))
 
     async def _answer(self, job: _Job, call: _Call, *, deadline: float) -> tuple[VisionAnswer, bool]:
