@@ -76,10 +76,11 @@ def decode_cursor(paths: PathPolicy, cursor: str) -> tuple[int, str]:
 
 
 def list_page(settings: Settings, cursor: str | None, page_size: int = PAGE_SIZE) -> ResourcePage:
-    """One page of the markdown files under the allowed folders, in order."""
+    """One page of the markdown files under the allowed folders, in order; the cursor only when
+    more files follow (the walk looks one file past the page to know)."""
     paths = settings.paths
     root_index, after = decode_cursor(paths, cursor) if cursor else (0, "")
-    found: list[MarkdownResource] = []
+    found: list[tuple[int, MarkdownResource]] = []
     for index in range(root_index, len(paths.roots)):
         resume = tuple(after.split("/")) if index == root_index and after else ()
         try:
@@ -88,10 +89,14 @@ def list_page(settings: Settings, cursor: str | None, page_size: int = PAGE_SIZE
             continue
         with opened, contextlib.closing(iter_markdown_files(opened, paths, resume)) as files:
             for relative, file in files:
-                found.append(MarkdownResource(file.path, relative, file.size))
-                if len(found) == page_size:
-                    return ResourcePage(tuple(found), encode_cursor(paths, index, relative))
-    return ResourcePage(tuple(found), None)
+                found.append((index, MarkdownResource(file.path, relative, file.size)))
+                if len(found) > page_size:
+                    last_index, last = found[page_size - 1]
+                    return ResourcePage(
+                        tuple(item for _i, item in found[:page_size]),
+                        encode_cursor(paths, last_index, last.name),
+                    )
+    return ResourcePage(tuple(item for _i, item in found), None)
 
 
 def path_of(uri: str) -> str:
