@@ -111,14 +111,13 @@ def run_export(args: argparse.Namespace) -> int:
 def _export_inspect(args: argparse.Namespace, run: RunData) -> int:
     from docab.errors import DocabError
     from docab.interchange import require_inspect_ai
-    from docab.log.manifest import readable_manifest
 
     out_dir = args.output or args.run_dirs[0] / "inspect"
     try:
         require_inspect_ai("--format inspect")
         from docab.interchange.inspect_files import write_run_logs
 
-        written, problems = write_run_logs(run.sources, readable_manifest(run.manifest), run.records, out_dir)
+        written, problems = write_run_logs(run.sources, run.manifest, run.records, out_dir)
     except DocabError as exc:
         raise CommandError(str(exc)) from None
     for problem in problems:

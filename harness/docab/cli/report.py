@@ -215,6 +215,7 @@ def run_compare(args: argparse.Namespace) -> int:
 def _comparison_reports(args: argparse.Namespace) -> list[tuple[Report, bool]]:
     """One two-arm report per pair to compare: within one run, or arm by arm across two runs; with
     each, whether its two sides are the same arm (in two runs)."""
+    from docab.log.manifest import Manifest
     from docab.report.summary import RunData, build_report, load_run, relabel
 
     run_a = load_run(args.run_a)
@@ -254,7 +255,7 @@ def _comparison_reports(args: argparse.Namespace) -> list[tuple[Report, bool]]:
         label_a, label_b = f"{arm_a} @ {name_a}", f"{arm_b} @ {name_b}"
         merged = RunData(
             sources=run_a.sources + run_b.sources,
-            manifest={"run_id": f"{name_a} vs {name_b}"},
+            manifest=Manifest(run_id=f"{name_a} vs {name_b}"),
             records=tuple(relabel(run_a.records, arm_a, label_a) + relabel(run_b.records, arm_b, label_b)),
             warnings=run_a.warnings + run_b.warnings,
         )

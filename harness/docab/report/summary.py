@@ -34,12 +34,11 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from docab.interchange import is_inspect_source
-from docab.log.manifest import ArmManifest, ManifestError, load_manifest, readable_manifest
+from docab.log.manifest import ArmManifest, Manifest, ManifestError, ModelsInfo, load_manifest
 from docab.log.records import RunRecord
 from docab.report import schema, stats
 
@@ -60,7 +59,7 @@ class ReportError(Exception):
 @dataclass(frozen=True)
 class RunData:
     sources: tuple[Path, ...]
-    manifest: dict[str, Any]
+    manifest: Manifest  # an empty Manifest() when the run has none (the records alone are reported)
     records: tuple[RunRecord, ...]
     warnings: tuple[str, ...] = ()
 
@@ -95,7 +94,7 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
         if len(inspect_sources) != len(sources):
             raise ReportError("give docab run folders or Inspect logs, not both")
         return load_inspect_logs(sources)
-    manifest: dict[str, Any] = {}
+    manifest: Manifest | None = None
     records: dict[tuple[str, str, int], RunRecord] = {}
     warnings: list[str] = []
     duplicates = 0
@@ -109,8 +108,7 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
         if manifest_path.is_file():
             try:
                 loaded = load_manifest(manifest_path)
-                if not manifest:
-                    manifest = loaded.model_dump(mode="json")
+                manifest = manifest or loaded
             except ManifestError as exc:
                 warnings.append(f"{manifest_path} is unreadable ({exc}); reporting without it")
         else:
@@ -128,7 +126,7 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
         warnings.append(f"{duplicates} record(s) appeared more than once; the last copy of each was kept")
     if not records:
         raise ReportError(f"no run records in {', '.join(str(s) for s in sources)}")
-    return RunData(sources, manifest, tuple(records.values()), tuple(warnings))
+    return RunData(sources, manifest or Manifest(), tuple(records.values()), tuple(warnings))
 
 
 def load_inspect_logs(sources: Sequence[Path]) -> RunData:
@@ -146,11 +144,11 @@ def load_inspect_logs(sources: Sequence[Path]) -> RunData:
         raise ReportError(str(exc)) from None
     if not logs.records:
         raise ReportError(f"no samples in the Inspect logs {', '.join(str(s) for s in sources)}")
-    manifest = {
-        "run_id": logs.run_id,
-        "arms": [{"name": arm} for arm in logs.arms],
-        "models": {"agent": logs.models[0] if len(logs.models) == 1 else ", ".join(logs.models)},
-    }
+    manifest = Manifest(
+        run_id=logs.run_id,
+        arms=tuple(ArmManifest(name=arm) for arm in logs.arms),
+        models=ModelsInfo(agent=logs.models[0] if len(logs.models) == 1 else ", ".join(logs.models)),
+    )
     return RunData(tuple(sources), manifest, logs.records, logs.warnings)
 
 
@@ -303,19 +301,10 @@ def is_floor(model: str) -> bool:
     return model.startswith("baseline/")
 
 
-def declared_arms(manifest: Mapping[str, Any]) -> list[str]:
-    """The arm names the manifest lists, in its order."""
-    return readable_manifest(manifest).arm_names
-
-
-def arm_order(manifest: Mapping[str, Any], seen: Sequence[str]) -> list[str]:
-    declared = declared_arms(manifest)
-    ordered = [a for a in declared if a in seen]
+def arm_order(manifest: Manifest, seen: Sequence[str]) -> list[str]:
+    """The arms the manifest lists, in its order, then any others in the order records show them."""
+    ordered = [a for a in manifest.arm_names if a in seen]
     return ordered + [a for a in seen if a not in ordered]
-
-
-def _manifest_arm(manifest: Mapping[str, Any], arm: str) -> ArmManifest:
-    return readable_manifest(manifest).arm(arm) or ArmManifest(name=arm)
 
 
 def estimate(value: float, interval: stats.Interval) -> schema.Estimate:
@@ -357,7 +346,7 @@ def arm_summary(
     arm: str,
     outcomes: Mapping[str, QuestionOutcome],
     records: Sequence[RunRecord],
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
 ) -> schema.ArmSummary:
     items = list(outcomes.values())
     docs = np.array([o.doc_id for o in items], dtype=object)
@@ -371,7 +360,8 @@ def arm_summary(
     input_total = sum(u.input_total for u in usage)
     roles = sorted({role for o in items for role in o.tokens_by_role})
     tool_names = sorted({n for o in items for n in o.tool_calls_by_name})
-    tool_overhead = _manifest_arm(manifest, arm).tool_definition_tokens
+    declared = manifest.arm(arm)
+    tool_overhead = declared.tool_definition_tokens if declared else None
     f1_numerator, f1_denominator = stats.f1_parts(scores, answerable, answered)
     f1 = stats.ratio_t(f1_numerator, f1_denominator, docs)
     gold_answerable = answerable > 0
@@ -892,7 +882,7 @@ def build_report(
     comparisons = [compare_arms(reference, a, outcomes[reference], outcomes[a]) for a in order[1:]]
     floor = any(s.floor for s in arm_summaries)
     warnings = list(run.warnings)
-    absent = [a for a in declared_arms(run.manifest) if a not in outcomes]
+    absent = [a for a in run.manifest.arm_names if a not in outcomes]
     if absent and not arms:
         warnings.append(
             f"arm(s) {', '.join(absent)} of the run's config have no records yet; "
@@ -915,7 +905,7 @@ def build_report(
     rows = breakdowns(order, outcomes, reference) if with_breakdowns else []
     summary = schema.Summary(
         runs=[str(s) for s in run.sources],
-        run_id=readable_manifest(run.manifest).run_id or next(iter(run.records)).run_id,
+        run_id=run.manifest.run_id or next(iter(run.records)).run_id,
         floor=floor,
         label=FLOOR_LABEL if floor else "",
         reference_arm=reference,

@@ -50,6 +50,7 @@ from docab.log.events import (
     Transcript,
     TranscriptHeader,
 )
+from docab.log.manifest import Manifest
 from docab.log.records import RunRecord
 from docab.log.usage import Usage
 from docab.report.plots import breakdown_file
@@ -421,42 +422,24 @@ def _groups(cells: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
     return groups
 
 
-def _text(value: object) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else str(value)
-
-
-def _table(manifest: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = manifest.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(manifest: Mapping[str, Any], key: str) -> list[Any]:
-    value = manifest.get(key)
-    return value if isinstance(value, list) else []
-
-
-def _run_header(
-    manifest: Mapping[str, Any], records: Sequence[RunRecord], arms: Sequence[str]
-) -> dict[str, Any]:
-    config, dataset, git, shard = (_table(manifest, k) for k in ("config", "dataset", "git", "shard"))
-    declared = {}
-    for entry in _list(config, "arms") or _list(manifest, "arms"):
-        if isinstance(entry, Mapping) and entry.get("name"):
-            tools = [*(entry.get("tools") or []), *(entry.get("mcp_servers") or [])]
-            declared[str(entry["name"])] = ", ".join(str(t) for t in tools)
-    commit = _text(git.get("commit"))
+def _run_header(manifest: Manifest, records: Sequence[RunRecord], arms: Sequence[str]) -> dict[str, Any]:
+    declared = {
+        entry.name: ", ".join([*entry.tools, *entry.mcp_servers]) for entry in manifest.arms if entry.name
+    }
+    commit = manifest.git.commit or ""
+    description = manifest.config.get("description")
+    dataset = manifest.dataset
+    shard = manifest.shard
     return {
-        "run_id": _text(manifest.get("run_id")) or (records[0].run_id if records else ""),
-        "description": _text(config.get("description")),
-        "dataset": " ".join(_text(dataset.get(k)) for k in ("name", "version") if dataset.get(k)),
+        "run_id": manifest.run_id or (records[0].run_id if records else ""),
+        "description": description if isinstance(description, str) else "",
+        "dataset": " ".join(part for part in (dataset.name, dataset.version) if part),
         "models": sorted({r.model for r in records}),
-        "created_at": _text(manifest.get("created_at")),
-        "git": f"{commit[:12]}{' (with local changes)' if git.get('dirty') else ''}" if commit else "",
-        "sessions": len(_list(manifest, "sessions")),
-        "shard": f"{shard.get('index')} of {shard.get('count')}" if shard else "",
-        "merged_from": len(_list(manifest, "merged_from")),
+        "created_at": manifest.created_at,
+        "git": f"{commit[:12]}{' (with local changes)' if manifest.git.dirty else ''}" if commit else "",
+        "sessions": len(manifest.sessions),
+        "shard": f"{shard.index} of {shard.count}" if shard else "",
+        "merged_from": len(manifest.merged_from),
         "records": len(records),
         "questions": len({r.qid for r in records}),
         "epochs": max((r.epoch for r in records), default=-1) + 1,
@@ -532,7 +515,7 @@ def summary_view(summary: Summary | None, *, source: str, note: str = "") -> dic
 def build_index(
     records: Sequence[RunRecord],
     *,
-    manifest: Mapping[str, Any] | None = None,
+    manifest: Manifest | None = None,
     summary: Summary | None = None,
     summary_source: str = "summary.json",
     summary_note: str = "",
@@ -546,7 +529,7 @@ def build_index(
     a record without an entry shows "transcript missing". ``summary`` is the run's report summary
     (``summary.json``) or None; the page then shows the question table alone.
     """
-    manifest = manifest or {}
+    manifest = manifest or Manifest()
     transcripts = transcripts or {}
     arms = arm_order(manifest, list(dict.fromkeys(r.arm for r in records)))
     wanted = summary.reference_arm if summary else None
