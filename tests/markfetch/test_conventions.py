@@ -22,6 +22,8 @@ from mcp.client.stdio import stdio_client
 from mcp.types import LoggingMessageNotificationParams
 
 from markfetch.__main__ import server_flags
+from markfetch.config import load_settings, write_policy
+from markfetch.server import server_from_env
 from tests.markfetch.test_mcp import console_script
 from tests.support.http_server import LocalServer, Reply
 
@@ -123,21 +125,25 @@ def test_structured_content_gives_title_final_url_and_method(site: LocalServer, 
     )
 
 
-@pytest.mark.parametrize("how", ["flag", "variable"])
-def test_the_reference_text_only_result_by_flag_or_variable(
-    site: LocalServer, tmp_path: Path, how: str
-) -> None:
-    args = ("--allow-host", "127.0.0.1") + (("--no-structured-output",) if how == "flag" else ())
-    env = {"MARKFETCH_STRUCTURED_OUTPUT": "0"} if how == "variable" else {}
-
+def test_the_reference_text_only_result_by_flag_or_variable(site: LocalServer, tmp_path: Path) -> None:
     async def scenario(client: Client) -> Any:
         return (await client.list_tools()).tools[0], await client.call_tool(
             "fetch_markdown", {"url": site.url("/article")}
         )
 
-    tool, fetched = _session(_params(tmp_path, *args, **env), scenario)
+    tool, fetched = _session(
+        _params(tmp_path, "--allow-host", "127.0.0.1", "--no-structured-output"), scenario
+    )
     assert tool.output_schema is None
     assert fetched.structured_content is None and fetched.content[0].text.startswith("# Ferries run late")
+
+    async def listed(env: dict[str, str], flag: bool | None = None) -> Any:
+        app, _service = server_from_env(env, structured_output=flag)
+        async with Client(app) as client:
+            return (await client.list_tools()).tools[0].output_schema
+
+    assert asyncio.run(listed({"MARKFETCH_STRUCTURED_OUTPUT": "0"})) is None
+    assert asyncio.run(listed({"MARKFETCH_STRUCTURED_OUTPUT": "0"}, True)) is not None  # the flag wins
 
 
 def test_the_fetch_prompt_as_the_reference_fetch_server(site: LocalServer, tmp_path: Path) -> None:
@@ -231,16 +237,22 @@ def test_hosts_and_paths_as_flags_or_variables_and_refusals_naming_them(
             ),
         )
 
-    for params in (
-        _params(tmp_path, "--allow-host", "127.0.0.1", "--allow-path", str(root)),
-        _params(tmp_path, MARKFETCH_ALLOW_HOSTS="127.0.0.1", MARKFETCH_ALLOW_PATHS=str(root)),
-        _params(tmp_path, MARKFETCH_ALLOW_HOSTS="127.0.0.1", MARKFETCH_ALLOWED_WRITE_ROOTS=str(root)),
-    ):
-        inside, outside = _session(params, scenario)
-        assert not inside.is_error, inside.content[0].text
-        assert outside.is_error and outside.content[0].text.startswith("[save_forbidden] ")
-        assert "start markfetch with --allow-path DIR (or MARKFETCH_ALLOW_PATHS" in outside.content[0].text
-        (root / "a.md").unlink()
+    inside, outside = _session(
+        _params(tmp_path, "--allow-host", "127.0.0.1", "--allow-path", str(root)), scenario
+    )
+    assert not inside.is_error, inside.content[0].text
+    assert outside.is_error and outside.content[0].text.startswith("[save_forbidden] ")
+    assert "start markfetch with --allow-path DIR (or MARKFETCH_ALLOW_PATHS" in outside.content[0].text
+    # The variables with the same words, and the older name of the paths' one.
+    for env in ({"MARKFETCH_ALLOW_PATHS": str(root)}, {"MARKFETCH_ALLOWED_WRITE_ROOTS": str(root)}):
+        assert write_policy(env).roots == (str(root.resolve()),)
+    assert write_policy({"MARKFETCH_ALLOW_PATHS": str(other)}, flags=[str(root)]).roots == (
+        str(root.resolve()),
+    )
+    assert load_settings({"MARKFETCH_ALLOW_HOSTS": "127.0.0.1"}).allow_hosts == ("127.0.0.1",)
+    assert load_settings({"MARKFETCH_ALLOW_HOSTS": "x.lan"}, host_flags=["127.0.0.1"]).allow_hosts == (
+        "127.0.0.1",
+    )
 
     async def loopback(client: Client) -> Any:
         return await client.call_tool("fetch_markdown", {"url": site.url("/article")})

@@ -22,9 +22,12 @@ from mcp.types import ListRootsResult, LoggingMessageNotificationParams, Root
 from tests.support.llm_stub import LLMStub, openai_reply
 from tests.vision_bridge.conftest import png_bytes
 from tests.vision_bridge.test_server import SCRIPT
+from vision_bridge.config import load_settings
+from vision_bridge.errors import ConfigError
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 T = TypeVar("T")
+API = {"VISION_API_BASE_URL": "http://127.0.0.1:9/v1", "VISION_API_KEY": "k", "VISION_MODEL": "m"}
 
 
 def _params(stub: LLMStub | None, cwd: Path, *args: str, **env: str) -> StdioServerParameters:
@@ -120,20 +123,18 @@ def test_the_answer_and_usage_as_structured_content(
     assert usage["from_cache"] is False and usage["latency_s"] >= 0
 
 
-@pytest.mark.parametrize("how", ["flag", "variable"])
-def test_structured_output_can_be_turned_off(
-    llm_stub: LLMStub, pictures: tuple[Path, Path, Path], how: str
-) -> None:
+def test_structured_output_can_be_turned_off(llm_stub: LLMStub, pictures: tuple[Path, Path, Path]) -> None:
     work = pictures[0]
-    args = ("--no-structured-output",) if how == "flag" else ()
-    env = {"VISION_STRUCTURED_OUTPUT": "off"} if how == "variable" else {}
 
     async def scenario(client: Client) -> Any:
         return (await client.list_tools()).tools, await client.call_tool("ocr_image", {"image": "shot.png"})
 
-    tools, result = _session(_params(llm_stub, work, *args, **env), scenario)
+    tools, result = _session(_params(llm_stub, work, "--no-structured-output"), scenario)
     assert all(tool.output_schema is None for tool in tools)
     assert result.structured_content is None and not result.is_error
+    # The variable with the same words; the flag wins over it.
+    assert not load_settings({**API, "VISION_STRUCTURED_OUTPUT": "off"}).structured_output
+    assert load_settings({**API, "VISION_STRUCTURED_OUTPUT": "off"}, structured_output=True).structured_output
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -185,17 +186,10 @@ def test_without_roots_or_folders_the_working_and_temp_folders_stay_the_default(
     )
 
 
-@pytest.mark.parametrize("how", ["flag", "variable", "older variable"])
-def test_allowed_folders_by_flag_or_variable_win_over_the_clients_roots(
-    llm_stub: LLMStub, pictures: tuple[Path, Path, Path], how: str
+def test_allowed_folders_by_flag_win_over_the_clients_roots(
+    llm_stub: LLMStub, pictures: tuple[Path, Path, Path]
 ) -> None:
     work, root, other = pictures
-    args = ("--allow-path", str(other)) if how == "flag" else ()
-    env = {
-        "flag": {},
-        "variable": {"VISION_ALLOW_PATHS": str(other)},
-        "older variable": {"VISION_ALLOWED_PATHS": str(other)},
-    }[how]
 
     async def scenario(client: Client) -> Any:
         return (
@@ -203,8 +197,27 @@ def test_allowed_folders_by_flag_or_variable_win_over_the_clients_roots(
             await client.call_tool("ocr_image", {"image": str(root / "shot.png")}),
         )
 
-    allowed, refused = _session(_params(llm_stub, work, *args, **env), scenario, roots=[root])
+    allowed, refused = _session(_params(llm_stub, work, "--allow-path", str(other)), scenario, roots=[root])
     assert not allowed.is_error and refused.is_error
+
+
+def test_folders_and_hosts_by_variable_with_the_same_words_or_the_older_name(
+    pictures: tuple[Path, Path, Path],
+) -> None:
+    work, root, other = pictures
+    for env in ({"VISION_ALLOW_PATHS": str(other)}, {"VISION_ALLOWED_PATHS": str(other)}):
+        settings = load_settings({**API, **env}, cwd=str(work))
+        assert settings.allowed_paths == (str(other),) and not settings.follow_roots
+    flagged = load_settings({**API, "VISION_ALLOW_PATHS": str(other)}, path_flags=[str(root)])
+    assert flagged.allowed_paths == (str(root),)  # the flag wins
+    assert load_settings(API, cwd=str(work)).follow_roots
+    hosts = load_settings({**API, "VISION_ALLOW_HOSTS": "127.0.0.1,images.lan"})
+    assert hosts.allow_hosts == ("127.0.0.1", "images.lan") and hosts.url_images
+    assert not load_settings(API, host_flags=["none"]).url_images
+    with pytest.raises(ConfigError, match="VISION_ALLOW_PATHS and VISION_ALLOWED_PATHS are both set"):
+        load_settings({**API, "VISION_ALLOW_PATHS": str(root), "VISION_ALLOWED_PATHS": str(other)})
+    with pytest.raises(ConfigError, match="VISION_ALLOW_PATHS entry 'rel' is not an absolute path"):
+        load_settings({**API, "VISION_ALLOW_PATHS": "rel"})
 
 
 def test_image_urls_off_with_allow_host_none_and_internal_hosts_by_flag(
