@@ -13,6 +13,12 @@
 - :class:`StructuredOutput`: a base for output schemas without pydantic's titles (each schema
   field is read by clients that keep the tool list; titles only repeat the names).
 - :func:`svg_icon`: an icon as an inline ``data:`` URI, so no network is needed to show it.
+
+Logging and roots are deprecated in protocol 2026-07-28 (SEP-2577), and the SDK warns on each
+use; they are how clients of 2025-11-25 and earlier (the desktop clients and the Inspector today)
+receive logs and declare folders, so they are used, with the warning silenced at the call. On
+2026-07-28 the SDK delivers a log message only when the request opted in, and roots come through
+``input_required`` rounds (:class:`ClientRoots`).
 """
 
 from __future__ import annotations

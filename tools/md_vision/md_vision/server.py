@@ -228,7 +228,7 @@ def index_result_to_mcp(result: IndexResult, *, structured: bool = False) -> Cal
 class MdVisionServer(ConventionalServer):
     """The server, with its resources: the allowed markdown files (see :mod:`md_vision.resources`)."""
 
-    def __init__(self, settings: Settings, vision: MdVision, roots: ClientRoots | None) -> None:
+    def __init__(self, vision: MdVision, roots: ClientRoots | None) -> None:
         super().__init__(
             "md-vision",
             title=TITLE,
@@ -238,7 +238,6 @@ class MdVisionServer(ConventionalServer):
             icon=ICON,
             loggers=("md_vision",),
         )
-        self.md_settings = settings
         self.vision = vision
         self.client_roots = roots
         if roots is not None:
@@ -323,7 +322,7 @@ def build_server(settings: Settings, vision: MdVision | None = None) -> MdVision
     """The MCP server with both tools, the resources and the prompts, sandboxed by ``settings``."""
     vision = vision or MdVision(settings)
     roots = ClientRoots(ACCESS) if settings.follow_roots else None
-    app = MdVisionServer(settings, vision, roots)
+    app = MdVisionServer(vision, roots)
     read_only = tool_annotations(
         READ_TITLE, read_only=True, destructive=False, idempotent=True, open_world=settings.hosts.allows_urls
     )
