@@ -240,3 +240,18 @@ def test_folders_of_roots_decodes_percent_encoded_paths(tmp_path: Path, name: st
     (tmp_path / name).mkdir()
     folders, skipped = folders_of([Root(uri=(tmp_path / name).as_uri())])
     assert folders == [str(tmp_path / name)] and skipped == []
+
+
+def test_the_servers_output_schemas_stay_compact() -> None:
+    """Every schema character is carried by clients that keep the tool list (some show it to the
+    model): the four output schemas stay small, with no titles or descriptions."""
+    import json
+
+    from markfetch.server import FetchOutput
+    from md_vision.server import IndexOutput, ReadOutput
+    from vision_bridge.server import VisionOutput
+
+    for model, bound in ((IndexOutput, 700), (ReadOutput, 450), (FetchOutput, 250), (VisionOutput, 700)):
+        schema = json.dumps(model.model_json_schema(), separators=(",", ":"))
+        assert len(schema) <= bound, (model.__name__, len(schema))
+        assert '"title"' not in schema and '"description"' not in schema, model.__name__
