@@ -35,7 +35,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 from mcp.server.context import ServerRequestContext
@@ -277,7 +277,7 @@ class ClientLogHandler(logging.Handler):
 
 def folders_of(roots: Sequence[Root]) -> tuple[list[str], list[str]]:
     """The local folders among a client's roots, and a line for each root that is not one
-    (another scheme, a file, a folder that does not exist)."""
+    (another scheme or machine, a file, a folder that does not exist)."""
     folders: list[str] = []
     skipped: list[str] = []
     for root in roots:
@@ -285,7 +285,9 @@ def folders_of(roots: Sequence[Root]) -> tuple[list[str], list[str]]:
         if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
             skipped.append(f"{root.uri}: not a file:// URI of this machine")
             continue
-        path = url2pathname(unquote(parts.path))
+        # url2pathname decodes the percent escapes: decoding twice would turn a folder named
+        # "%2E%2E" into "..", a root the client never gave.
+        path = url2pathname(parts.path)
         if not os.path.isdir(path):
             skipped.append(f"{root.uri}: not an existing folder")
             continue
@@ -345,7 +347,11 @@ class ClientRoots:
                     asking = ctx.session.list_roots()
                 listed = await asking
             except (MCPError, ValidationError) as exc:
+                # No folder until they are read (the next call asks again): the roots last read
+                # may be the ones the client just withdrew, and None would mean the server's
+                # default folders, wider than any root the client gave.
                 log.warning("the client's roots could not be read: %s", exc)
+                self.policy = PathPolicy((), remedy=self.remedy)
                 return self.policy
             self.policy = self._policy(listed.roots)
             self._read_generation = generation
