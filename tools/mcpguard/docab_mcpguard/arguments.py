@@ -196,6 +196,12 @@ def shown_value(value: object) -> str:
     return text
 
 
+def shown_name(name: str) -> str:
+    """A name a call gave (an argument, a tool, a prompt), quoted and cut to
+    :data:`MAX_SHOWN_VALUE` characters."""
+    return repr(name if len(name) <= MAX_SHOWN_VALUE else name[: MAX_SHOWN_VALUE - 1] + "…")
+
+
 def _listing(names: Sequence[str]) -> str:
     if not names:
         return "it takes no arguments"
@@ -210,7 +216,7 @@ def describe_problem(
     """One sentence for one bad argument."""
     if problem.kind == "unknown":
         return (
-            f"{tool} has no argument {problem.name!r} (given {shown_value(arguments.get(problem.name))}); "
+            f"{tool} has no argument {shown_name(problem.name)} (given {shown_value(arguments.get(problem.name))}); "
             f"{_listing(list(specs))}."
         )
     spec = specs.get(problem.name, ArgumentSpec(problem.name))

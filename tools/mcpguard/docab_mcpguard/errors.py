@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+MAX_SHOWN_CHARS = 300  # of a path, URI or name a caller gave, repeated in a message
+
+
+def clipped(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``text`` as a message repeats it: whole up to ``limit`` characters, else cut with "…" (a
+    caller that sent a megabyte does not get it back)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 class GuardError(Exception):
     """Base class: ``str(error)`` is a complete, actionable sentence with no traceback or OS noise."""

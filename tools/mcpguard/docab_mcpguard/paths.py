@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docab_mcpguard.beneath import Opened, open_beneath, split_under
-from docab_mcpguard.errors import PathDenied
+from docab_mcpguard.errors import PathDenied, clipped
 
 
 def _norm(path: str) -> str:
@@ -88,6 +88,7 @@ class PathPolicy:
     def refusal(self, shown: str) -> PathDenied:
         """The error for a path outside the roots, ending with the remedy."""
         remedy = f"; {self.remedy}" if self.remedy else ""
+        shown = clipped(shown)
         if not self.roots:
             return PathDenied(f"{shown!r} cannot be read: no folder is allowed yet{remedy}")
         return PathDenied(f"{shown!r} is outside the allowed paths ({self.describe()}){remedy}")
@@ -102,7 +103,7 @@ class PathPolicy:
         if "\x00" in text:
             raise PathDenied("the path contains a NUL character")
         if text.startswith("file:"):
-            raise PathDenied(f"file: URIs are not accepted; pass a plain path instead of {text!r}")
+            raise PathDenied(f"file: URIs are not accepted; pass a plain path instead of {clipped(text)!r}")
         return text
 
     def open(self, raw: str | os.PathLike[str]) -> Opened:

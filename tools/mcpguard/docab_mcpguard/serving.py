@@ -43,6 +43,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     EmptyResult,
     GetPromptResult,
@@ -68,6 +69,7 @@ from docab_mcpguard.arguments import (
     argument_specs,
     describe_problems,
     problems_from_validation,
+    shown_name,
     unknown_arguments,
 )
 from docab_mcpguard.paths import PathPolicy
@@ -488,20 +490,18 @@ class ConventionalServer(MCPServer[Any]):
         """Call a tool; a bad or unknown argument is a ToolError whose text is one sentence per
         argument: its name, its limit from the input schema and the value given."""
         specs = await self._specs(name)
-        if specs is not None:
-            unknown = unknown_arguments(specs, arguments)
-            if unknown:
-                raise ToolError(describe_problems(name, unknown, specs, arguments))
+        if specs is None:
+            tools = ", ".join(sorted(self._arguments.specs))
+            raise ToolError(f"Unknown tool: {shown_name(name)}; the tools are {tools}")
+        unknown = unknown_arguments(specs, arguments)
+        if unknown:
+            raise ToolError(describe_problems(name, unknown, specs, arguments))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
             # Argument validation failed (a crash inside the tool is an UnexpectedToolError).
-            if (
-                specs is not None
-                and isinstance(cause, ValidationError)
-                and not isinstance(exc, UnexpectedToolError)
-            ):
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
                 problems = problems_from_validation(cause.errors(include_url=False))
                 if problems:
                     raise ToolError(describe_problems(name, problems, specs, arguments)) from None
@@ -533,6 +533,12 @@ class ConventionalServer(MCPServer[Any]):
     ) -> GetPromptResult | InputRequiredResult:
         entry = self._prompts.get(name)
         if entry is None:
+            names = [prompt.name for prompt in await self.list_prompts()]
+            if name not in names:
+                raise MCPError(
+                    code=INVALID_PARAMS,
+                    message=f"there is no prompt {shown_name(name)}; the prompts are {', '.join(names)}",
+                )
             return await super().get_prompt(name, arguments, context)
         spec, render = entry
         given = {str(key): str(value) for key, value in (arguments or {}).items()}
@@ -541,7 +547,8 @@ class ConventionalServer(MCPServer[Any]):
         if unknown:
             raise MCPError(
                 code=INVALID_PARAMS,
-                message=f"the {name} prompt has no argument {unknown[0]!r}; its arguments are {', '.join(known)}",
+                message=f"the {name} prompt has no argument {shown_name(unknown[0])}; its arguments are "
+                f"{', '.join(known)}",
             )
         missing = [
             argument for argument, _d, required in spec.arguments if required and not given.get(argument)
@@ -552,7 +559,16 @@ class ConventionalServer(MCPServer[Any]):
             )
         if context is None:
             context = Context(mcp_server=self)
-        return await render(given, context)
+        try:
+            return await render(given, context)
+        except MCPError:
+            raise
+        except Exception:  # a bug: its text and traceback are for the server's log, not the client
+            log.exception("the %s prompt failed", name)
+            raise MCPError(
+                code=INTERNAL_ERROR,
+                message=f"the {name} prompt hit an internal error; the server log has details",
+            ) from None
 
 
 def tool_annotations(
