@@ -18,10 +18,11 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 from docab_mcpguard import PathDenied, PathPolicy
+from docab_mcpguard.errors import clipped
 from md_vision.folder import iter_markdown_files
 from md_vision.settings import Settings
 from md_vision.sources import MARKDOWN_SUFFIXES, SourceError, read_local_markdown
@@ -68,10 +69,12 @@ def decode_cursor(paths: PathPolicy, cursor: str) -> tuple[int, str]:
         raise ResourceFailure(
             "this cursor is not one resources/list gave; list again without a cursor"
         ) from None
-    if not isinstance(root, int) or not isinstance(after, str) or key != _fingerprint(paths):
+    if key != _fingerprint(paths):
         raise ResourceFailure(
             "the allowed folders changed since this cursor was given; list again without a cursor"
         )
+    if type(root) is not int or not 0 <= root < len(paths.roots) or not isinstance(after, str):
+        raise ResourceFailure("this cursor is not one resources/list gave; list again without a cursor")
     return root, after
 
 
@@ -100,31 +103,37 @@ def list_page(settings: Settings, cursor: str | None, page_size: int = PAGE_SIZE
 
 
 def path_of(uri: str) -> str:
-    """The local path a ``file://`` URI names; raises ResourceFailure for anything else."""
+    """The absolute local path a ``file://`` URI names; raises ResourceFailure for anything else."""
     parts = urlsplit(uri)
     if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
-        raise ResourceFailure(f"{uri[:200]!r} is not a file:// URI of this machine")
-    return url2pathname(unquote(parts.path))
+        raise ResourceFailure(f"{clipped(uri)!r} is not a file:// URI of this machine")
+    # url2pathname decodes the percent escapes once, as Path.as_uri encoded them: decoding twice
+    # would read "a%2541.md" as "aA.md", another file.
+    path = url2pathname(parts.path)
+    if not os.path.isabs(path):
+        raise ResourceFailure(f"{clipped(uri)!r} is not an absolute file:// URI (file:///folder/file.md)")
+    return path
 
 
 def read_resource(settings: Settings, uri: str) -> tuple[Path, str]:
     """The real path and text of the markdown file ``uri`` names, read beneath the allowed folders."""
     path = path_of(uri)
+    name = clipped(path)
     if not path.lower().endswith(MARKDOWN_SUFFIXES):
-        raise ResourceFailure(f"{path} is not a markdown file (.md, .markdown); only those are resources")
+        raise ResourceFailure(f"{name} is not a markdown file (.md, .markdown); only those are resources")
     try:
         opened = settings.paths.open(path)
     except PathDenied as exc:
         raise ResourceFailure(settings.hide_roots(str(exc))) from None
     except FileNotFoundError:
-        raise ResourceFailure(f"{path} does not exist") from None
+        raise ResourceFailure(f"{name} does not exist") from None
     except OSError:
-        raise ResourceFailure(f"{path} cannot be read") from None
+        raise ResourceFailure(f"{name} cannot be read") from None
     with opened:
         if opened.is_dir:
-            raise ResourceFailure(f"{path} is a folder, not a markdown file")
+            raise ResourceFailure(f"{name} is a folder, not a markdown file")
         try:
-            text = read_local_markdown(opened, settings.limits.max_markdown_bytes, os.fspath(path))
+            text = read_local_markdown(opened, settings.limits.max_markdown_bytes, name)
         except SourceError as exc:
             raise ResourceFailure(str(exc)) from None
         return opened.path, text

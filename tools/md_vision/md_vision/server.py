@@ -38,6 +38,7 @@ from mcp.types import (
 from pydantic import Field
 
 from docab_mcpguard import PathPolicy
+from docab_mcpguard.errors import clipped
 from docab_mcpguard.serving import (
     ClientRoots,
     ConventionalServer,
@@ -312,7 +313,9 @@ class MdVisionServer(ConventionalServer):
         try:
             _path, text = await asyncio.to_thread(read_resource, self.vision.settings, str(params.uri))
         except ResourceFailure as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": str(params.uri)}) from None
+            raise MCPError(
+                code=INVALID_PARAMS, message=str(exc), data={"uri": clipped(str(params.uri))}
+            ) from None
         return ReadResourceResult(
             contents=[TextResourceContents(uri=str(params.uri), text=text, mime_type="text/markdown")]
         )

@@ -87,11 +87,21 @@ def is_url(uri: str) -> bool:
     return uri.strip().lower().startswith(("http://", "https://"))
 
 
+# Longer than any local path (Linux's PATH_MAX is 4,096) and than most web servers take in a URL;
+# a longer uri is refused before any message repeats it.
+MAX_URI_CHARS = 8_192
+
+
 def check_uri(uri: str) -> str:
     """Refuse schemes other than http(s) and plain paths, with a message that says why."""
     uri = uri.strip()
     if not uri:
         raise SourceError("uri is empty: pass a markdown file path, a folder, or an http(s) URL")
+    if len(uri) > MAX_URI_CHARS:
+        raise SourceError(
+            f"uri is {len(uri):,} characters long, more than any path or URL this server reads "
+            f"({MAX_URI_CHARS:,}): pass a markdown file path, a folder, or an http(s) URL"
+        )
     scheme = _SCHEME.match(uri)
     if scheme and len(scheme.group(1)) > 1:  # one letter is a Windows drive
         name = scheme.group(1).lower()
