@@ -18,7 +18,15 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
-from mcp.types import CallToolResult, GetPromptResult, InputRequiredResult, PromptMessage, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    PromptMessage,
+    TextContent,
+)
 from pydantic import Field
 
 from docab_mcpguard import PathPolicy
@@ -89,6 +97,8 @@ def _result(text: str, document: Document, saved_to: str, *, structured: bool) -
     )
 
 
+MAX_URL_CHARS = 8192  # of the tool's url and the prompt's
+
 FETCH_PROMPT = PromptSpec(
     "fetch",
     "Fetch a web page",
@@ -117,7 +127,7 @@ def build_server(
             str,
             Field(
                 min_length=1,
-                max_length=8192,
+                max_length=MAX_URL_CHARS,
                 # A URL's shape is checked by the schema, as the reference does: "not-a-url" is an
                 # invalid argument, not a failed fetch.
                 pattern=r"^[A-Za-z][A-Za-z0-9+.\-]*://\S+$",
@@ -207,6 +217,11 @@ def build_server(
     ) -> GetPromptResult | InputRequiredResult:
         """As the reference fetch server's prompt: the page as a user message, or the failure."""
         url = arguments["url"]
+        if len(url) > MAX_URL_CHARS:  # what the tool's schema says of its url, the prompt checks here
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"the fetch prompt's url is {len(url):,} characters long; at most {MAX_URL_CHARS:,}",
+            )
         async with app.reporting(ctx) as notes:
             try:
                 document = await service.fetch_document(url, progress=notes.progress)
