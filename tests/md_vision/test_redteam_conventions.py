@@ -1,14 +1,16 @@
 """md-vision's roots, resources and prompts under attack, through the SDK's client over stdio:
 folder and file names holding percent escapes, forged cursors, relative file URIs, and uris of a
-megabyte that must not come back whole."""
+megabyte that must not come back whole; paths shown relative to a first root that changes."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client, MCPError
+from mcp.types import ListRootsResult, Root
 
 from md_vision.resources import ResourceFailure, encode_cursor, list_page, read_resource
 from tests.md_vision.conftest import settings_for
@@ -99,3 +101,35 @@ def test_a_uri_of_a_megabyte_is_refused_without_repeating_it(tmp_path: Path) -> 
     )
     assert index.is_error and read.is_error
     assert index.content[0].text == read.content[0].text == prompt == expected
+
+
+def test_relative_paths_follow_the_first_root_after_the_roots_change(tmp_path: Path) -> None:
+    workspace = (tmp_path / "workspace-run-42").resolve()
+    (workspace / "sub").mkdir(parents=True)
+    (workspace / "sub" / "f.md").write_text("# F\n")
+    other = (tmp_path / "other").resolve()
+    other.mkdir()
+    current = [other, workspace]
+
+    async def list_roots(_context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=path.as_uri()) for path in current])
+
+    async def go() -> list[str]:
+        shown = []
+        async with Client(
+            _params("--allow-host", "none", "--relative-paths"), mode="legacy", list_roots_callback=list_roots
+        ) as client:
+            for roots, uri in (
+                ([other, workspace], str(workspace / "sub" / "f.md")),  # not in the first root: in full
+                ([workspace], "sub/f.md"),
+                ([workspace / "sub"], "f.md"),
+            ):
+                current[:] = roots
+                await client.send_roots_list_changed()
+                await asyncio.sleep(0.3)  # a notification has no answer to wait for
+                result = await client.call_tool("index_md", {"uri": uri})
+                shown.append(result.structured_content["files"][0]["path"])
+                assert result.content[0].text.startswith(f'<file path="{shown[-1]}"')
+        return shown
+
+    assert asyncio.run(go()) == [str(workspace / "sub" / "f.md"), "sub/f.md", "f.md"]

@@ -42,5 +42,10 @@ class SizedLRU(Generic[V]):
                 _key, (_value, dropped) = self._items.popitem(last=False)
                 self._total -= dropped
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._total = 0
+
     def __len__(self) -> int:
         return len(self._items)

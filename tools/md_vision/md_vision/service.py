@@ -418,6 +418,11 @@ class MdVision:
         """Allow these folders from now on (the client's MCP roots, which may change)."""
         if paths != self.settings.paths:
             self.settings = self.settings.with_paths(paths)
+            if self.settings.relative_paths:
+                # Cached index entries show their paths relative to the first folder then allowed:
+                # kept, they would name files from the old folder (or in full, where the new first
+                # folder should hide where they live).
+                self._indexes.clear()
 
     async def _load(self, uri: str) -> tuple[LoadedMarkdown, Document]:
         uri = check_uri(uri)
