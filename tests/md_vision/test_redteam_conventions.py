@@ -133,3 +133,24 @@ def test_relative_paths_follow_the_first_root_after_the_roots_change(tmp_path: P
         return shown
 
     assert asyncio.run(go()) == [str(workspace / "sub" / "f.md"), "sub/f.md", "f.md"]
+
+
+def test_an_overview_pages_structured_content_holds_the_headings_its_text_shows(tmp_path: Path) -> None:
+    for number in range(40):
+        sections = "".join(f"## Part {part}\n\ntext\n\n" for part in range(30))
+        (tmp_path / f"doc{number:02}.md").write_text(f"# Doc {number}\n\n{sections}")
+
+    async def scenario(client: Client) -> Any:
+        return await client.call_tool("index_md", {"uri": ".", "max_tokens": 1_000})
+
+    overview = _session(_params("--allow-path", str(tmp_path), "--allow-host", "none"), scenario)
+    text = overview.content[0].text
+    assert "<overview " in text and "# Doc 0; ## Part 0; " in text and "; … (+23)" in text
+    files = overview.structured_content["files"]
+    assert files and len(text) < 6_000
+    for file in files:
+        # The text lists 8 top-level headings and counts the rest: the structure, no more (it
+        # was every top-level heading, ten times the page's budget).
+        headings = [row["heading"] for row in file["headings"]]
+        number = int(Path(file["path"]).stem[3:])
+        assert headings == [f"# Doc {number}", *(f"## Part {part}" for part in range(7))]

@@ -29,6 +29,7 @@ from md_vision.document import Document, ImageRef, parse_document
 from md_vision.folder import POOL_THRESHOLD, FoundFile, index_many, parser_pool, scan_folder, warm_up
 from md_vision.imaging import ImageRejected, PreparedImage, prepare_image
 from md_vision.index import (
+    OVERVIEW_HEADINGS,
     FileIndex,
     FileProblem,
     IndexRow,
@@ -144,7 +145,7 @@ class IndexResult:
     """An index, or one page of it. ``entries``: the files it shows; ``text``: the ``index_md`` text;
     ``next_cursor``: what to pass back for the next page (None on a whole index or the last page);
     ``rows``: for each entry, the heading rows this page shows (empty: all of them); an overview
-    page shows each file's top-level headings."""
+    page shows each file's first top-level headings (as many as its text lists)."""
 
     entries: tuple[FileIndex | FileProblem, ...]
     notes: tuple[str, ...] = ()
@@ -999,7 +1000,10 @@ class MdVision:
             tuple(notes),
             "\n".join(f"Note: {note}" for note in notes) + "\n\n" + body,
             following,
-            tuple(top_rows(entry) if isinstance(entry, FileIndex) else () for entry in shown_entries),
+            tuple(
+                top_rows(entry)[:OVERVIEW_HEADINGS] if isinstance(entry, FileIndex) else ()
+                for entry in shown_entries
+            ),
         )
 
     def _detail_page(self, folder: _FolderPages, first: int, row: int) -> IndexResult:
