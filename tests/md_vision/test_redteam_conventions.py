@@ -154,3 +154,29 @@ def test_an_overview_pages_structured_content_holds_the_headings_its_text_shows(
         headings = [row["heading"] for row in file["headings"]]
         number = int(Path(file["path"]).stem[3:])
         assert headings == [f"# Doc {number}", *(f"## Part {part}" for part in range(7))]
+
+
+def test_on_2026_07_28_a_resource_read_asks_for_the_roots_of_now(tmp_path: Path) -> None:
+    first, second = (tmp_path / "first").resolve(), (tmp_path / "second").resolve()
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "doc.md").write_text(f"# {folder.name}\n")
+    current = [first]
+
+    async def list_roots(_context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=path.as_uri()) for path in current])
+
+    async def go() -> Any:
+        async with Client(
+            _params("--allow-host", "none"), mode="auto", list_roots_callback=list_roots
+        ) as client:
+            called = await client.call_tool("index_md", {"uri": str(first / "doc.md")})
+            current[:] = [second]  # this protocol has no roots/list_changed: the next request asks
+            withdrawn = await _error(client.read_resource((first / "doc.md").as_uri()))
+            granted = await client.read_resource((second / "doc.md").as_uri())
+            return called, withdrawn, granted
+
+    called, (withdrawn, _data), granted = asyncio.run(go())
+    assert not called.is_error
+    assert "is outside the allowed paths" in withdrawn and str(second) in withdrawn
+    assert granted.contents[0].text == "# second\n"

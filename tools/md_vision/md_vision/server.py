@@ -304,11 +304,14 @@ class MdVisionServer(ConventionalServer):
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: ReadResourceRequestParams
-    ) -> ReadResourceResult:
+    ) -> ReadResourceResult | InputRequiredResult:
         if self.client_roots is not None:
-            current = await self.client_roots.current(Context(request_context=ctx, mcp_server=self))
+            asking = Context(request_context=ctx, mcp_server=self, input_params=params)
+            current = await self.client_roots.current(asking)
             if isinstance(current, InputRequiredResult):
-                current = self.client_roots.last_known()
+                # 2026-07-28: a read asks for the roots as a call does; the roots of an earlier
+                # call may be wider than the client's roots now.
+                return current
             self.vision.use_paths(current if current is not None else PathPolicy((), remedy=NO_PATHS_REMEDY))
         try:
             _path, text = await asyncio.to_thread(read_resource, self.vision.settings, str(params.uri))
