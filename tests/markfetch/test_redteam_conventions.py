@@ -1,10 +1,11 @@
 """markfetch's fetch prompt under attack, through the SDK's client in-process: the prompt takes
 its url outside the tool's schema, so its length is checked there, and a failure inside the
-service reaches the client as one line without its exception text."""
+service reaches the client as one line without its exception text; a savePath holding a NUL."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,3 +43,15 @@ def test_a_failure_inside_the_fetch_prompt_is_one_line_without_its_text() -> Non
     assert _prompt_error(_Broken(), "https://example.com/") == (
         "the fetch prompt hit an internal error; the server log has details"
     )
+
+
+def test_a_save_path_with_a_nul_character_is_refused_in_words(tmp_path: Path) -> None:
+    async def go() -> Any:
+        async with Client(build_server(_Broken(), PathPolicy.from_dirs([tmp_path])), mode="legacy") as client:
+            return await client.call_tool(
+                "fetch_markdown", {"url": "https://example.com/", "savePath": f"{tmp_path}/page\x00.md"}
+            )
+
+    refused = asyncio.run(go())
+    assert refused.is_error
+    assert refused.content[0].text == "[save_forbidden] savePath contains a NUL character; give a file path"

@@ -306,6 +306,8 @@ def sandboxed_save_path(raw: str, policy: PathPolicy, *, overwrite: bool = False
     """
     if not raw.strip():
         raise MarkfetchError(ErrorCode.SAVE_FORBIDDEN, "savePath is empty; give an absolute file path")
+    if "\x00" in raw:  # no file name holds one; the OS would raise ValueError, not OSError
+        raise MarkfetchError(ErrorCode.SAVE_FORBIDDEN, "savePath contains a NUL character; give a file path")
     if not os.path.isabs(raw):
         raise MarkfetchError(
             ErrorCode.SAVE_FORBIDDEN,
