@@ -60,7 +60,7 @@ def cost_split(pdfs: list[Path]) -> dict[str, float]:
     """Milliseconds per page of each step, one process. The PNG rows encode the same pixels three ways."""
     from PIL import Image
 
-    from docab_benchmark.mmlongbench.corpus.pdfium import _page_lines
+    from docab_benchmark.mmlongbench.corpus.pdfium import page_lines
     from docab_benchmark.mmlongbench.corpus.png import encode_png, lossless_grey
     from docab_benchmark.mmlongbench.corpus.textcheck import check_text
 
@@ -79,7 +79,7 @@ def cost_split(pdfs: list[Path]) -> dict[str, float]:
         marks = [time.perf_counter()]
         rgb = page.render(scale=2.0, rev_byteorder=True, may_draw_forms=False).to_numpy()
         marks.append(time.perf_counter())
-        lines = _page_lines(page)
+        lines = page_lines(page)
         marks.append(time.perf_counter())
         check_text(" ".join(line.text for line in lines))
         marks.append(time.perf_counter())
@@ -110,12 +110,12 @@ def compare_bindings(pdfs: list[Path]) -> dict[str, float]:
     from PIL import Image
 
     from docab_benchmark.mmlongbench.corpus.ocr import DEFAULT_OCR_DPI, MIN_WORD_CONFIDENCE, TesseractEngine
-    from docab_benchmark.mmlongbench.corpus.pdfium import _page_lines
+    from docab_benchmark.mmlongbench.corpus.pdfium import page_lines
     from docab_benchmark.mmlongbench.corpus.textcheck import check_text, ink_share, needs_ocr
 
     images = []
     for page in _pages(pdfs):
-        check = check_text(" ".join(line.text for line in _page_lines(page)))
+        check = check_text(" ".join(line.text for line in page_lines(page)))
         if check.verdict == "ok":
             continue
         grey = page.render(scale=DEFAULT_OCR_DPI / 72, grayscale=True).to_numpy().copy()
