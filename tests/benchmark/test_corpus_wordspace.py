@@ -33,6 +33,7 @@ from docab_benchmark.mmlongbench.corpus.wordspace import (
     in_spaced_script,
     restore_word_spaces,
     run_gaps,
+    runs_to_measure,
     split_gap,
     splits_into_words,
     word_counts,
@@ -139,6 +140,17 @@ def test_scripts_without_word_spaces_are_never_split() -> None:
     assert not splits_into_words("العربية", 2, arabic)
     assert in_spaced_script("Straße") and in_spaced_script("Привет") and in_spaced_script("ﬁnd")
     assert not in_spaced_script("abc中")
+
+
+def test_runs_to_measure_are_rare_runs_that_cut_into_words_the_pages_use() -> None:
+    text = (
+        "off but off but offbut theRapy the castle with I think Ithink book abook ab xyz 中文 字符 中文字符"
+    )
+    assert runs_to_measure([text]) == frozenset({"offbut", "ithink", "abook"})
+    # a third sighting makes a run a word of its own; counted over all the texts given
+    assert "offbut" not in runs_to_measure([text, "offbut offbut"])
+    assert "offbut" in runs_to_measure([text, "offbut"])
+    assert runs_to_measure([]) == frozenset()
 
 
 def test_word_key_unfolds_ligatures_and_case() -> None:

@@ -13,9 +13,10 @@ resolution and recognised (``ocr``). A sparse page keeps its PDF lines and gains
 garbled page's PDF text is replaced. ``always`` replaces every page's text with OCR; ``never``
 does no OCR. When the engine is unavailable (``preflight`` says so once), the PDF text is kept.
 
-Word spaces (``RenderSettings.word_spaces``): each line records where the glyphs of a rare run of
-letters stand apart like two words (``TextLine.gaps``); whether a space is put back there is
-decided for the whole document from its vocabulary (``wordspace``), when the pages are assembled.
+Word spaces (``RenderSettings.word_spaces``): each line records where the glyphs of a run of
+letters that could be two words (``wordspace.runs_to_measure``) stand apart like two words
+(``TextLine.gaps``); whether a space is put back there is decided for the whole document from its
+vocabulary (``wordspace``), when the pages are assembled.
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ import ctypes
 import hashlib
 import math
 import re
-from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -45,10 +44,8 @@ from docab_benchmark.mmlongbench.corpus.ocr import EngineInfo, OcrEngine, OcrUna
 from docab_benchmark.mmlongbench.corpus.textcheck import check_text, ink_share, needs_ocr
 from docab_benchmark.mmlongbench.corpus.wordspace import (
     LETTER_RUN,
-    MAX_JOINED_COUNT,
-    MIN_RUN_LETTERS,
-    in_spaced_script,
     run_gaps,
+    runs_to_measure,
     split_gap,
     usual_gaps,
     word_key,
@@ -184,18 +181,20 @@ class PdfiumConverter:
         document = self._open(pdf)
         loaded: list[_LoadedPage] = []
         try:
-            # Two passes: every page's text first, so the word-space check can skip the runs of
-            # letters this chunk repeats (a run the document uses more than twice is never split).
+            # Two passes: every page's text first, so the word-space check measures only the runs
+            # of letters the chunk's own words say could be two words run together.
             for number in range(first, last + 1):
                 loaded.append(_load_page(document, number))
-            rare = _rare_runs(page.text for page in loaded) if self.render.word_spaces else frozenset()
-            return [self._convert_page(page, out_dir, rare) for page in loaded]
+            measure = (
+                runs_to_measure(page.text for page in loaded) if self.render.word_spaces else frozenset()
+            )
+            return [self._convert_page(page, out_dir, measure) for page in loaded]
         finally:
             for page in loaded:
                 page.close()
             document.close()
 
-    def _convert_page(self, loaded: _LoadedPage, out_dir: Path, rare: frozenset[str]) -> PageContent:
+    def _convert_page(self, loaded: _LoadedPage, out_dir: Path, measure: frozenset[str]) -> PageContent:
         pdfium = _pdfium()
         number, page = loaded.number, loaded.page
         if page is None:
@@ -206,7 +205,9 @@ class PdfiumConverter:
             errors.append(loaded.error)
         try:
             lines = (
-                _page_lines(page, loaded.textpage, loaded.text, rare) if loaded.textpage is not None else ()
+                _page_lines(page, loaded.textpage, loaded.text, measure)
+                if loaded.textpage is not None
+                else ()
             )
         except pdfium.PdfiumError as exc:
             errors.append(f"text: {exc}")
@@ -410,13 +411,13 @@ def page_lines(page: Any, *, word_spaces: bool = True) -> tuple[TextLine, ...]:
     textpage = page.get_textpage()
     try:
         text = textpage.get_text_range()
-        return _page_lines(page, textpage, text, _rare_runs([text]) if word_spaces else frozenset())
+        return _page_lines(page, textpage, text, runs_to_measure([text]) if word_spaces else frozenset())
     finally:
         textpage.close()
 
 
-def _page_lines(page: Any, textpage: Any, text: str, rare: frozenset[str]) -> tuple[TextLine, ...]:
-    """The page's text lines with the style of their first letter, and gap candidates in the ``rare`` runs."""
+def _page_lines(page: Any, textpage: Any, text: str, measure: frozenset[str]) -> tuple[TextLine, ...]:
+    """The page's text lines with the style of their first letter, and gap candidates in the ``measure`` runs."""
     raw = _pdfium().raw
     page_top = page.get_size()[1]
     box = raw.FS_RECTF()
@@ -439,8 +440,8 @@ def _page_lines(page: Any, textpage: Any, text: str, rare: frozenset[str]) -> tu
             bold = raw.FPDFText_GetFontWeight(textpage, char) >= _BOLD_WEIGHT
             if raw.FPDFText_GetLooseCharBox(textpage, char, ctypes.byref(box)):
                 top, height = page_top - box.top, box.top - box.bottom
-        if rare:
-            runs = _measure_runs(textpage, raw_line, match.start(), rare)
+        if measure:
+            runs = _measure_runs(textpage, raw_line, match.start(), measure)
             if runs:
                 measured.append((len(lines), raw_line, runs))
         lines.append(TextLine(line, round(size, 2), bold, round(top, 2), round(height, 2)))
@@ -453,17 +454,6 @@ def _page_lines(page: Any, textpage: Any, text: str, rare: frozenset[str]) -> tu
     return tuple(lines)
 
 
-def _rare_runs(texts: Iterable[str]) -> frozenset[str]:
-    """Runs of letters (``word_key``) seen at most ``MAX_JOINED_COUNT`` times in ``texts``.
-
-    Only these can be two words run together: a run seen more often in a chunk of pages is seen
-    more often in the document, and ``wordspace`` never splits it. Skipping the others keeps the
-    glyph measurements to about a third of a page's letters.
-    """
-    counts = Counter(word_key(run) for text in texts for run in LETTER_RUN.findall(text))
-    return frozenset(key for key, count in counts.items() if count <= MAX_JOINED_COUNT)
-
-
 @dataclass(frozen=True)
 class _MeasuredRun:
     """A run of letters at ``start`` in its raw line, and the gaps (ems) between its glyphs."""
@@ -473,8 +463,10 @@ class _MeasuredRun:
     gaps: list[float]
 
 
-def _measure_runs(textpage: Any, raw_line: str, line_start: int, rare: frozenset[str]) -> list[_MeasuredRun]:
-    """The gaps between the glyphs of each ``rare`` run of letters in the line, from their loose boxes."""
+def _measure_runs(
+    textpage: Any, raw_line: str, line_start: int, measure: frozenset[str]
+) -> list[_MeasuredRun]:
+    """The gaps between the glyphs of each ``measure`` run of letters in the line, from their loose boxes."""
     raw = _pdfium().raw
     loose_box, unicode_of = raw.FPDFText_GetLooseCharBox, raw.FPDFText_GetUnicode
     char_index = raw.FPDFText_GetCharIndexFromTextIndex
@@ -484,7 +476,7 @@ def _measure_runs(textpage: Any, raw_line: str, line_start: int, rare: frozenset
     found: list[_MeasuredRun] = []
     for run in LETTER_RUN.finditer(raw_line):
         letters = run.group()
-        if len(letters) < MIN_RUN_LETTERS or word_key(letters) not in rare or not in_spaced_script(letters):
+        if word_key(letters) not in measure:
             continue
         first = char_index(handle, line_start + run.start())
         last = char_index(handle, line_start + run.end() - 1)

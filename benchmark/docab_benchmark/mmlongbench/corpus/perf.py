@@ -167,9 +167,9 @@ def word_space_report(pdfs: list[Path]) -> WordSpaceReport:
     import pypdfium2 as pdfium
 
     from docab_benchmark.mmlongbench.corpus.model import PageContent
-    from docab_benchmark.mmlongbench.corpus.pdfium import _load_page, _page_lines, _rare_runs
+    from docab_benchmark.mmlongbench.corpus.pdfium import _load_page, _page_lines
     from docab_benchmark.mmlongbench.corpus.runner import CHUNK_PAGES
-    from docab_benchmark.mmlongbench.corpus.wordspace import restore_word_spaces
+    from docab_benchmark.mmlongbench.corpus.wordspace import restore_word_spaces, runs_to_measure
 
     pages = candidates = 0
     restored: list[tuple[str, int, str]] = []
@@ -188,7 +188,7 @@ def word_space_report(pdfs: list[Path]) -> WordSpaceReport:
             chunks: dict[bool, list[PageContent]] = {}
             for word_spaces in (False, True):
                 start = time.process_time()
-                rare = _rare_runs(page.text for page in loaded) if word_spaces else frozenset()
+                rare = runs_to_measure(page.text for page in loaded) if word_spaces else frozenset()
                 chunks[word_spaces] = [
                     PageContent(page.number, _page_lines(page.page, page.textpage, page.text, rare), None)
                     for page in loaded

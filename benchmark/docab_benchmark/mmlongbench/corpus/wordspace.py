@@ -133,6 +133,30 @@ def split_gap(
     return widest
 
 
+def runs_to_measure(texts: Iterable[str]) -> frozenset[str]:
+    """The runs of letters (``word_key``) of ``texts`` worth measuring for a dropped space.
+
+    A run seen more than ``MAX_JOINED_COUNT`` times in these pages is seen that often in the
+    document, and is never split; nor is a run that does not cut into two words these pages use
+    (``a`` and ``I`` count as words). The converter measures glyph gaps only in the runs left,
+    a few in a page: the measurement is the costly step. Used on a chunk of pages, it can miss a
+    space whose halves the chunk never uses on their own: recall, never precision, is lost.
+    """
+    counts = Counter(word_key(run) for text in texts for run in LETTER_RUN.findall(text))
+    return frozenset(
+        key
+        for key, count in counts.items()
+        if count <= MAX_JOINED_COUNT
+        and len(key) >= MIN_RUN_LETTERS
+        and in_spaced_script(key)
+        and any(_seen(key[:cut], counts) and _seen(key[cut:], counts) for cut in range(1, len(key)))
+    )
+
+
+def _seen(part: str, counts: Counter[str]) -> bool:
+    return part in ("a", "i") if len(part) == 1 else counts[part] > 0
+
+
 def word_counts(pages: Iterable[PageContent]) -> Counter[str]:
     """How often each word (``word_key``) occurs in the pages' PDF text."""
     counts: Counter[str] = Counter()
