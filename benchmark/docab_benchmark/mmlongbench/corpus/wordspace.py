@@ -19,13 +19,14 @@ only when two independent pieces of evidence agree:
    this test; they keep their spelling because their glyphs are set without a gap.
 
 Why both: on the dev PDFs, runs of letters hold natural gaps of up to 0.1 em (per-glyph positioning
-in office documents), about as wide as the narrowest dropped spaces (0.07-0.09 em in the cases
-found), so geometry alone cannot tell them apart; and about one run per page is a rare word made of
-two common ones (``overall``), so vocabulary alone would split real words. Over 1,860 such runs in
-the dev PDFs and 1,000 test PDFs of pdf.js and py-pdf, the widest gap at the split was 0.026 em
-above the run's other gaps: half the ``MIN_EXCESS_EM`` required. See benchmark/README.md for the
-measurement. Only Latin, Greek and Cyrillic letters are considered: other scripts do not separate
-words with spaces, or run right to left.
+in office documents: ``duri|ng`` at 0.07 em), about as wide as the narrowest dropped spaces (0.07-0.09
+em in the cases found), so geometry alone proposes false splits; and about one run per page is a
+real word that cuts into two common ones (``show|ing``, ``over|all``), so vocabulary alone would
+split real words. The thresholds were chosen on the dev PDFs and the test PDFs of pdf.js and
+py-pdf; on test PDFs of pdfplumber and PyMuPDF not looked at before, every space put back was a real
+one (benchmark/README.md, "Word spaces PDFium drops", with the command). Only Latin, Greek and
+Cyrillic letters are considered: other scripts do not separate words with spaces, or run right to
+left. The converter measures gaps only in ``runs_to_measure`` (the measurement is the costly step).
 """
 
 from __future__ import annotations
