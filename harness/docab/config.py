@@ -240,17 +240,14 @@ class RunConfig(_Section):
     def extractor_model(self) -> ModelConfig:
         """The model that extracts answers under the extraction protocol: its own, or the run's.
 
-        An extractor of the run model's provider without an endpoint of its own follows the run's:
-        it takes ``[model]``'s ``base_url`` and ``api_key_env``, so pointing ``[model]`` at a local
-        server sends every call there, not the extractor's to the provider's public API."""
+        An extractor of the run model's route (provider and platform) without an endpoint of its
+        own follows the run's (:meth:`ModelConfig.following`): it takes ``[model]``'s ``base_url``,
+        ``api_key_env`` and platform settings, so pointing ``[model]`` at a local server sends every
+        call there, not the extractor's to the provider's public API."""
         extractor = self.answer.extractor
         if extractor is None:
             return self.model
-        if extractor.provider != self.model.provider or extractor.base_url is not None:
-            return extractor
-        return extractor.replace(
-            base_url=self.model.base_url, api_key_env=extractor.api_key_env or self.model.api_key_env
-        )
+        return extractor.following(self.model)
 
     @property
     def is_baseline(self) -> bool:

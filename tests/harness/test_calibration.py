@@ -10,7 +10,7 @@ import pytest
 
 from docab.cli.main import main
 from docab.report import stats
-from docab.report.calibration import Design, run_cell, simulate, true_f1_difference
+from docab.report.calibration import Design, run_cell, simulate, true_differences
 
 
 def test_a_simulated_run_has_the_truths_its_design_states() -> None:
@@ -30,8 +30,12 @@ def test_a_simulated_run_has_the_truths_its_design_states() -> None:
 
 def test_exchangeable_arms_have_no_f1_difference_and_a_shift_has_one() -> None:
     rng = np.random.default_rng(1)
-    assert true_f1_difference(Design(documents=30, icc=0.1), rng) == 0.0
-    assert true_f1_difference(Design(documents=30, icc=0.1, difference=0.1), rng) > 0.05
+    assert true_differences(Design(documents=30, icc=0.1), rng) == (0.0, 0.0)
+    accuracy, f1 = true_differences(Design(documents=30, icc=0.1, difference=0.1), rng)
+    assert accuracy == 0.1 and f1 > 0.05
+    concentrated = Design(documents=30, icc=0.1, difference=0.05, effect_share=0.1)
+    accuracy, _ = true_differences(concentrated, rng)
+    assert accuracy == pytest.approx(0.05, abs=0.01)  # a tenth of documents carry the whole gain
 
 
 def test_designs_that_cannot_exist_are_refused() -> None:

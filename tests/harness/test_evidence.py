@@ -87,7 +87,10 @@ def test_text_chars_leave_out_headings_markers_image_references_and_whitespace()
 
 
 def test_a_page_without_text_is_read_only_through_its_image(tmp_path: Path) -> None:
-    text = "# T\n\n## Page 1\n\n![Page 1](pages/page-0001.png)\n\n## Page 2\n\nSome words here.\n"
+    text = (
+        "# T\n\n## Page 1\n\n![Page 1](pages/page-0001.png)\n\n## Page 2\n\n"
+        "Some words here, enough of them to make one real line of page text.\n"
+    )
     tracker = ReadTracker(PageMap.from_markdown(text), workspace_root=str(tmp_path))
     numbered = "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(text.splitlines(), 1))
     tracker.observe(
@@ -97,7 +100,7 @@ def test_a_page_without_text_is_read_only_through_its_image(tmp_path: Path) -> N
     image = ToolResult(blocks=(Text("document/pages/page-0001.png"), Image(png_bytes(), "image/png")))
     tracker.observe(ToolCall("2", "read_file", {"path": "document/pages/page-0001.png"}), image)
     assert tracker.pages_read == (1, 2)
-    assert tracker.page_shares[0] == PageShare(1, 0.0, True)
+    assert tracker.page_shares[0] == PageShare(1, 0.0, True, 0)
 
 
 def test_search_results_show_the_lines_they_print(tmp_path: Path) -> None:
@@ -272,3 +275,63 @@ def test_page_spans_come_from_the_corpus_meta(tmp_path: Path) -> None:
     assert from_meta.starts == from_headings.starts and from_meta.page_text == from_headings.page_text
     assert page_spans("") is None and page_spans("[1]") is None
     assert page_spans('{"pages": [{"page": 1}]}') is None
+
+
+PLACEHOLDER_DOC = "\n".join(
+    [
+        "# Title",
+        "",
+        "## Page 1",
+        "",
+        "![Page 1](pages/page-0001.png)",
+        "",
+        "A real page with a fair amount of text about the survey and its results in 2023.",
+        "",
+        "## Page 2",
+        "",
+        "![Page 2](pages/page-0002.png)",
+        "",
+        "_No text layer on this page: see the page image._",
+        "",
+        "![Figure 2.1](figures/page-0002-01.jpg)",
+        "",
+        "## Page 3",
+        "",
+        "![Page 3](pages/page-0003.png)",
+        "",
+        "### Data Presentation",
+        "",
+    ]
+)
+
+
+def _shown_lines(first: int, last: int) -> ToolResult:
+    lines = PLACEHOLDER_DOC.splitlines()
+    return ToolResult(blocks=(Text("\n".join(f"{n:6d}\t{lines[n - 1]}" for n in range(first, last + 1))),))
+
+
+def test_the_converters_placeholder_does_not_read_an_image_only_page() -> None:
+    """Review finding: the converter's "_No text layer..._" line counted as the page's text, so
+    reading or grepping it "read" a page whose image was never shown."""
+    tracker = ReadTracker(PageMap.from_markdown(PLACEHOLDER_DOC))
+    tracker.observe(
+        ToolCall("c1", "read_file", {"path": "document/document.md", "offset": 9}), _shown_lines(9, 16)
+    )
+    assert 2 not in tracker.pages_read
+    grep = ToolResult(
+        blocks=(Text("document/document.md:13:_No text layer on this page: see the page image._"),)
+    )
+    tracker.observe(ToolCall("c2", "grep", {"pattern": "image", "path": "document"}), grep)
+    assert 2 not in tracker.pages_read
+    assert tracker.page_map.page_text[2] == 0
+
+
+def test_a_page_with_little_text_is_read_only_through_its_image() -> None:
+    """A page holding one short heading (under LITTLE_TEXT_CHARS characters) is not read by
+    showing that heading; page 1, with a full line, is read by its text."""
+    tracker = ReadTracker(PageMap.from_markdown(PLACEHOLDER_DOC))
+    tracker.observe(ToolCall("c1", "read_file", {"path": "document/document.md"}), _shown_lines(1, 21))
+    assert tracker.pages_read == (1,)
+    shares = {s.page: s for s in tracker.page_shares}
+    assert shares[3].text_share == 1.0 and shares[3].text_chars == len("DataPresentation")
+    assert not shares[3].read

@@ -144,7 +144,7 @@ def test_costs_fail_on_a_certain_rise_beyond_the_percentage() -> None:
     uncertain = comparison(tokens_ratio=(1.30, 0.95, 1.70))
     assert verdicts(evaluate(uncertain, Thresholds(tokens_rise_percent=10)))["tokens"] == "pass"
     (line,) = failures(dearer, Thresholds(tokens_rise_percent=10))
-    assert line.startswith("tokens of new rose by 30.0 % against base (95 % CI +20.0 to +40.0")
+    assert line.startswith("tokens of new rose by 30.0 % against base (at least 22.0 % more")
 
 
 def test_evidence_recall_is_gated_in_points() -> None:
@@ -226,15 +226,33 @@ def test_every_verdict_on_typed_comparisons() -> None:
     )
 
 
-def test_a_difference_without_an_interval_never_fails() -> None:
-    """One document gives no interval (None): the drop is measured but cannot be certain."""
+def test_a_gated_difference_that_cannot_be_tested_fails_the_gate() -> None:
+    """One document gives no inference (no interval, no SE): the drop is measured but cannot be
+    tested, and the gate does not pass what it cannot check (review finding: it used to pass a
+    100-point drop)."""
     one_document = comparison(accuracy=(-0.5, None, None), tokens_ratio=(3.0, None, None))
-    checks = {
-        c.metric: c for c in evaluate(one_document, Thresholds(accuracy_drop_points=1, tokens_rise_percent=1))
-    }
-    assert checks["accuracy"].verdict == "pass" and checks["accuracy"].change == pytest.approx(-50.0)
+    gates = Thresholds(accuracy_drop_points=1, tokens_rise_percent=1)
+    checks = {c.metric: c for c in evaluate(one_document, gates)}
+    assert checks["accuracy"].verdict == "cannot test" and checks["accuracy"].change == pytest.approx(-50.0)
     assert checks["accuracy"].low is None and checks["accuracy"].high is None
-    assert checks["tokens"].verdict == "pass" and checks["tokens"].change == pytest.approx(200.0)
+    assert checks["tokens"].verdict == "cannot test" and checks["tokens"].change == pytest.approx(200.0)
+    lines = failures(one_document, gates)
+    assert len(lines) == 2 and all(
+        "cannot be tested: the figure rests on one document" in line for line in lines
+    )
+    # Ungated, it is only reported.
+    assert {c.verdict for c in evaluate(one_document, Thresholds())} == {"not gated", "not measured"}
+
+
+def test_the_printed_bound_agrees_with_the_verdict() -> None:
+    """Review finding: the failure message printed a two-sided 95 % interval that contained the
+    allowed change while the one-sided test failed. The bound printed is the one-sided bound at the
+    level Holm's step tests, and it lies beyond the allowed change exactly when the metric fails."""
+    for estimate in (-0.02, -0.03, -0.035, -0.05):
+        gap = comparison(accuracy=(estimate, estimate - 0.032, estimate + 0.032))
+        (check, *_) = evaluate(gap, Thresholds(accuracy_drop_points=0))
+        assert check.bound is not None and check.level == pytest.approx(0.05)
+        assert (check.verdict == "fail") == (check.bound < 0)
 
 
 def test_a_check_reads_back_from_its_json() -> None:

@@ -136,3 +136,16 @@ def test_a_version_1_record_still_reads() -> None:
     unversioned = json.loads(line)
     del unversioned["version"]
     assert RunRecord.from_dict(unversioned).version == 1
+
+
+def test_a_score_outside_0_to_1_or_nan_is_not_a_record(tmp_path) -> None:
+    """Review finding: a record with "score": NaN loaded silently and printed "nan points"."""
+    from docab.log.store import read_records_reporting
+
+    path = tmp_path / "records.jsonl"
+    good = make_record().to_dict()
+    lines = [json.dumps({**good, "score": value}) for value in (float("nan"), 1.5, "1")] + [json.dumps(good)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    records, warnings = read_records_reporting(path)
+    assert len(records) == 1 and len(warnings) == 3
+    assert all("score must be a number from 0 to 1" in w for w in warnings)

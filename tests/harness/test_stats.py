@@ -153,7 +153,8 @@ def test_cost_ratio_is_the_geometric_mean_and_skips_zeros() -> None:
     assert (cost.pairs, cost.excluded) == (3, 1)
     same = stats.compare_costs([100, 100], [150, 150], np.array(["a", "b"], dtype=object))
     assert same.ratio == pytest.approx(1.5)
-    assert (same.ratio_interval.low, same.ratio_interval.high) == pytest.approx((1.5, 1.5))
+    # a ratio exactly constant over documents has no t interval; the sign test speaks instead
+    assert math.isnan(same.ratio_interval.low) and same.ratio_test.p_above(0.0) == pytest.approx(1 / 4)
 
 
 def test_spread_median_and_p90() -> None:
@@ -197,8 +198,11 @@ def test_constant_paired_difference_has_a_point_interval() -> None:
     docs = np.repeat(np.arange(10), 4)
     result = stats.mean_t(a + 0.25 - a, docs)
     assert result.estimate == pytest.approx(0.25) and result.se == 0.0
-    assert (result.interval.low, result.interval.high) == pytest.approx((0.25, 0.25))
-    assert result.p_two_sided(0.25) == 1.0 and result.p_two_sided(0.0) == 0.0
+    # No variation between documents: no t interval, and the exact sign test's p (all 10 documents
+    # on one side: 2 / 2^10), never 0.
+    assert math.isnan(result.interval.low) and result.interval.method == "none"
+    assert result.p_two_sided(0.25) == 1.0 and result.p_two_sided(0.0) == pytest.approx(2 / 2**10)
+    assert result.p_above(0.0) == pytest.approx(1 / 2**10) and result.p_below(0.0) == 1.0
 
 
 def test_cr3_is_close_to_cr1_with_many_documents_and_wider_with_few() -> None:
@@ -233,6 +237,7 @@ def test_ratio_difference_of_identical_arms_is_zero_with_no_spread() -> None:
     den = np.array([2.0, 1, 2, 2, 2, 1])
     result = stats.ratio_difference_t(num, den, num, den, ["a", "a", "b", "b", "c", "c"])
     assert result.estimate == 0.0 and result.se == 0.0 and result.p_two_sided(0.0) == 1.0
+    assert math.isnan(result.interval.low)  # not the degenerate [+0.0, +0.0] of issue 13 #11
 
 
 def test_cluster_t_interval_covers_the_truth_at_about_the_nominal_rate() -> None:
@@ -282,8 +287,8 @@ def test_paired_analysis_reports_every_figure_consistently() -> None:
     clustered = result.clustered_mcnemar
     assert (clustered.b, clustered.c) == (result.mcnemar.b, result.mcnemar.c) and clustered.p_value < 0.01
     assert result.tokens.ratio == pytest.approx(1.5)
-    assert result.tokens.ratio_interval.low == pytest.approx(1.5)
-    assert result.tokens.ratio_interval.high == pytest.approx(1.5)
+    assert math.isnan(result.tokens.ratio_interval.low)  # exactly 1.5 everywhere: no spread, no t interval
+    assert result.tokens.ratio_test.p_above(0.0) == pytest.approx(2.0**-30)
     assert result.latency.difference.estimate == pytest.approx(2.0)
     assert result.latency.a.median == 10.0 and result.latency.b.p90 == 12.0
     assert result.f1_difference.estimate == pytest.approx(result.f1_b - result.f1_a)
@@ -316,12 +321,13 @@ def test_paired_data_subset_keeps_alignment() -> None:
 def test_identical_arms_state_the_mde_on_the_rule_of_three_bound_never_below_the_plan() -> None:
     data = make_paired(n_docs=10, per_doc=3)
     same = stats.paired_analysis(PairedData(**{**data.__dict__, "score_b": data.score_a}))
-    z = 1.959963984540054 + 0.8416212335729143
+    # t quantiles on 10 documents - 1 degrees of freedom (equal documents: no size spread)
+    q = sps.t.ppf(0.975, 9) + sps.t.ppf(0.8, 9)
     # No discordant pair: Var(d) is bounded by 3/n; the design effect uses the planning ICC 0.1.
     assert same.mde_bounded
-    assert same.mde_observed == pytest.approx(z * math.sqrt((3 / 30) * (1 + 2 * 0.1) / 30))
+    assert same.mde_observed == pytest.approx(q * math.sqrt((3 / 30) * (1 + 2 * 0.1) / 30))
     # The claim is never finer than the plan's 30 % discordance figure.
-    assert same.mde_planned == pytest.approx(stats.PlanningAssumptions().mde(30, 3.0))
+    assert same.mde_planned == pytest.approx(stats.PlanningAssumptions().mde(30, 3.0, documents=10))
     assert same.mde == max(same.mde_planned, same.mde_observed)
     assert paired_results(same).mde.bounded is True
     assert not stats.paired_analysis(data).mde_bounded
@@ -361,3 +367,38 @@ def test_a_constant_nonzero_difference_states_the_mde_on_the_mean_squared_differ
 def test_one_document_gives_no_mde_number() -> None:
     result = stats.paired_analysis(make_paired(n_docs=1, per_doc=5))
     assert math.isnan(result.mde) and paired_results(result).mde.observed is None
+
+
+def test_three_documents_all_lost_are_not_certainty() -> None:
+    """Review finding: B losing the one question of each of 3 documents has SE 0; the report said
+    p < 0.001 and the gate failed. The exact sign test gives 0.25, as plain McNemar does."""
+    docs = ["d1", "d2", "d3"]
+    result = stats.paired_analysis(
+        PairedData(
+            np.array(docs, dtype=object), np.ones(3), np.zeros(3), *[np.ones(3)] * 3, *[np.ones(3)] * 4
+        )
+    )
+    assert result.accuracy_difference.estimate == -1.0
+    assert result.accuracy_difference.p_two_sided(0.0) == pytest.approx(0.25)
+    assert result.clustered_mcnemar.p_value == pytest.approx(0.25)
+    assert result.mcnemar.p_value == pytest.approx(0.25)
+
+
+def test_one_document_gives_an_arm_no_interval() -> None:
+    """Review finding: one document fell back to plain Clopper-Pearson, narrower than two documents'."""
+    x = [1.0] * 10 + [0.0] * 2
+    assert stats.proportion_interval(x, ["d"] * 12).method == "none"
+    two = stats.proportion_interval(x, ["d"] * 6 + ["e"] * 6)
+    assert two.method == "korn-graubard" and 0 <= two.low < two.high <= 1
+
+
+def test_the_planned_mde_counts_unequal_documents_and_few_degrees_of_freedom() -> None:
+    plan = stats.PlanningAssumptions()
+    equal = plan.mde(240, 8.0)
+    unequal = plan.mde(240, 8.0, size_cv=0.8)
+    few = plan.mde(240, 8.0, documents=30)
+    assert unequal > equal and few > equal
+    # DE = 1 + ((1 + CV^2) m - 1) ICC, quantiles on documents - 1 degrees of freedom
+    de = 1 + ((1 + 0.8**2) * 8 - 1) * 0.1
+    q = sps.t.ppf(0.975, 29) + sps.t.ppf(0.8, 29)
+    assert plan.mde(240, 8.0, size_cv=0.8, documents=30) == pytest.approx(q * math.sqrt(0.3 * de / 240))

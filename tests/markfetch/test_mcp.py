@@ -65,7 +65,10 @@ def test_markdown_only_in_content_text(server: LocalServer, settings, tmp_path: 
     app, _ = in_process(settings, [tmp_path])
     (result,) = calls(app, {"url": site_url(server, "/a")})
     assert result.is_error is False
-    assert len(result.content) == 1 and result.structured_content is None
+    # The document stays content[0].text; structuredContent holds only what it came from
+    # (tests/markfetch/test_conventions.py: and --no-structured-output drops it).
+    assert len(result.content) == 1 and "# Using" not in str(result.structured_content)
+    assert result.structured_content["title"] == "Using the config_loader module"
     assert result.content[0].text.startswith("# Using the config_loader module\n")
     assert "```python\n" in result.content[0].text
 

@@ -343,7 +343,15 @@ def test_happy_path_deterministic_fixture_pure_markdown_body_in_content_0(
     assert text.startswith("# Tuning the ferry timetable\n\n")
     assert "## What changed" in text and "## How riders took it" in text
     assert "<nav>" not in text and "Home" not in text and "all rights reserved" not in text
-    assert result.structured_content is None
+    # Differs on purpose: beside the text, structuredContent gives the title, final URL and method
+    # (never the document); --no-structured-output restores the reference's text-only result.
+    assert result.structured_content == {
+        "title": "Tuning the ferry timetable",
+        "url": site.url("/"),
+        "method": "reader",
+        "bytes": len(text.encode()),
+        "saved_to": "",
+    }
 
 
 def test_zod_syntax_malformed_url_is_rejected_at_the_schema_boundary(session: StdioSession) -> None:

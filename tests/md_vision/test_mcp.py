@@ -47,7 +47,8 @@ async def _session_checks(client, docs: Path) -> None:
     for tool in tools.values():
         annotations = tool.annotations
         assert annotations.read_only_hint and not annotations.destructive_hint
-        assert annotations.idempotent_hint and annotations.open_world_hint
+        # --allow-host none: no URL is ever fetched, so the tools do not reach an open world.
+        assert annotations.idempotent_hint and not annotations.open_world_hint
 
     indexed = await client.call_tool("index_md", {"uri": "."})
     assert not indexed.is_error
@@ -124,9 +125,9 @@ def _start(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "--allow-path is required"),
-        (["--allow-path", "{tmp}"], "--allow-domain is required"),
-        (["--allow-domain", "none"], "--allow-path is required"),
+        ([], "--allow-host is required"),
+        (["--allow-path", "{tmp}"], "--allow-host is required"),
+        (["--allow-domain", "none", "--allow-path", "{tmp}", "--no-structured-output=1"], "ignored explicit"),
         (["--allow-path", "{tmp}/missing", "--allow-domain", "none"], "does not exist"),
         (["--allow-path", "{tmp}/file.txt", "--allow-domain", "none"], "is not a directory"),
         (
@@ -169,7 +170,8 @@ def test_help_teaches_and_does_not_import_the_mcp_sdk() -> None:
     for expected in (
         "index_md",
         "read_md_with_images",
-        "--allow-domain VALUE",
+        "--allow-host VALUE",
+        "MD_VISION_ALLOW_PATHS",
         "--max-response-bytes",
         "uvx",
     ):

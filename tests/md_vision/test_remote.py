@@ -109,7 +109,7 @@ def test_allow_all_still_refuses_loopback(server, tmp_path) -> None:
 
 
 def test_urls_disabled_with_none(tmp_path) -> None:
-    with pytest.raises(ToolFailure, match="--allow-domain none"):
+    with pytest.raises(ToolFailure, match="--allow-host none"):
         read(settings_for(tmp_path), "https://example.com/readme.md")
 
 

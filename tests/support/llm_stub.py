@@ -1,6 +1,14 @@
-"""A local model endpoint speaking the OpenAI Chat Completions and Anthropic Messages wire formats.
+"""A local model endpoint speaking the OpenAI Chat Completions, OpenAI Responses and Anthropic
+Messages wire formats, at the paths of each route that speaks them:
 
-Tests drive it through the real ``openai`` and ``anthropic`` SDKs:
+| protocol | paths |
+|---|---|
+| ``openai`` (Chat Completions) | ``/v1/chat/completions``; Azure: ``/openai/deployments/<deployment>/chat/completions`` |
+| ``responses`` | ``/v1/responses``; Azure: ``/openai/responses`` |
+| ``anthropic`` (Messages) | ``/v1/messages``; Bedrock: ``/model/<model id>/invoke``; Vertex: ``/v1/projects/<p>/locations/<r>/publishers/anthropic/models/<model>:rawPredict`` |
+
+Model lists answer at ``/v1/models``, ``/models`` and Azure's ``/openai/models``. Tests drive it
+through the real ``openai`` and ``anthropic`` SDKs (their platform clients too):
 
     with LLMStub() as stub:
         stub.push("openai", openai_reply(text="Paris"))
@@ -17,6 +25,7 @@ callable ``(protocol, Request) -> Reply``) answers, and without one a short defa
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -24,7 +33,7 @@ from typing import Any, Literal
 
 from tests.support.http_server import LocalServer, Reply, Request
 
-Protocol = Literal["openai", "anthropic"]
+Protocol = Literal["openai", "anthropic", "responses"]
 Responder = Callable[[Protocol, Request], Reply]
 
 _ids = itertools.count(1)
@@ -154,8 +163,108 @@ def models_list_reply(protocol: Protocol, models: Sequence[str]) -> Reply:
     )
 
 
+def responses_reply(
+    text: str | None = "stub answer",
+    *,
+    function_calls: Sequence[tuple[str, str, str]] = (),
+    reasoning: tuple[str, str, str | None] | None = None,
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    cached_tokens: int = 0,
+    cache_write_tokens: int = 0,
+    reasoning_tokens: int = 0,
+    status: str = "completed",
+    incomplete_reason: str | None = None,
+    model: str = "stub-model",
+    delay: float = 0.0,
+) -> Reply:
+    """A Responses API response. ``function_calls`` are (call id, function name, JSON arguments);
+    ``reasoning`` is (item id, summary text, encrypted content or None), output before the rest."""
+    output: list[dict[str, Any]] = []
+    if reasoning is not None:
+        item_id, summary, encrypted = reasoning
+        item: dict[str, Any] = {
+            "id": item_id,
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": summary}] if summary else [],
+        }
+        if encrypted is not None:
+            item["encrypted_content"] = encrypted
+        output.append(item)
+    if text is not None:
+        output.append(
+            {
+                "id": f"msg_{next(_ids)}",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
+    for call_id, name, arguments in function_calls:
+        output.append(
+            {
+                "id": f"fc_{next(_ids)}",
+                "type": "function_call",
+                "call_id": call_id,
+                "name": name,
+                "arguments": arguments,
+                "status": "completed",
+            }
+        )
+    body = {
+        "id": f"resp_{next(_ids)}",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "model": model,
+        "status": status,
+        "incomplete_details": {"reason": incomplete_reason} if incomplete_reason else None,
+        "error": None,
+        "output": output,
+        "usage": {
+            "input_tokens": input_tokens,
+            "input_tokens_details": {
+                "cached_tokens": cached_tokens,
+                "cache_write_tokens": cache_write_tokens,
+            },
+            "output_tokens": output_tokens,
+            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            "total_tokens": input_tokens + output_tokens,
+        },
+    }
+    return Reply.json(body, delay=delay)
+
+
 def _default_responder(protocol: Protocol, request: Request) -> Reply:
+    if protocol == "responses":
+        return responses_reply()
     return openai_reply() if protocol == "openai" else anthropic_reply()
+
+
+# The routes whose path holds a name (a deployment, a model id), by the protocol they speak.
+PATTERNS: tuple[tuple[re.Pattern[str], Protocol], ...] = (
+    (re.compile(r"/openai/deployments/[^/]+/chat/completions"), "openai"),  # Azure OpenAI
+    (re.compile(r"/model/[^/]+/invoke"), "anthropic"),  # Amazon Bedrock
+    (
+        re.compile(r"(/v1)?/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/[^/]+:rawPredict"),
+        "anthropic",
+    ),
+)
+EXACT: dict[str, Protocol] = {
+    "/v1/chat/completions": "openai",
+    "/chat/completions": "openai",
+    "/v1/messages": "anthropic",
+    "/v1/responses": "responses",
+    "/responses": "responses",
+    "/openai/responses": "responses",  # Azure OpenAI
+}
+
+
+def protocol_of(path: str) -> Protocol | None:
+    """Which protocol a request path speaks (None for model lists and unknown paths)."""
+    if path in EXACT:
+        return EXACT[path]
+    return next((protocol for pattern, protocol in PATTERNS if pattern.fullmatch(path)), None)
 
 
 class LLMStub:
@@ -171,16 +280,19 @@ class LLMStub:
         self.responder = responder or _default_responder
         self.models = tuple(models)
         self.models_reply: Reply | None = None  # set to answer GET /v1/models with something else
-        self._queues: dict[Protocol, deque[Reply]] = {"openai": deque(), "anthropic": deque()}
+        self._queues: dict[Protocol, deque[Reply]] = {
+            "openai": deque(),
+            "anthropic": deque(),
+            "responses": deque(),
+        }
         self._lock = threading.Lock()
         self.server = LocalServer(
             {
-                "/v1/chat/completions": lambda r: self._answer("openai", r),
-                "/chat/completions": lambda r: self._answer("openai", r),
-                "/v1/messages": lambda r: self._answer("anthropic", r),
                 "/v1/models": self._list_models,
                 "/models": self._list_models,
+                "/openai/models": self._list_models,
             },
+            default=self._route,
             port=port,
         )
 
@@ -196,9 +308,13 @@ class LLMStub:
     def requests(self) -> list[Request]:
         return self.server.requests
 
+    @property
+    def base(self) -> str:
+        """The server's root: Azure endpoints, Bedrock and Vertex base URLs are built on it."""
+        return self.server.base
+
     def requests_for(self, protocol: Protocol) -> list[Request]:
-        suffix = "/chat/completions" if protocol == "openai" else "/v1/messages"
-        return [r for r in self.server.requests if r.path.endswith(suffix)]
+        return [r for r in self.server.requests if protocol_of(r.path) == protocol]
 
     def push(self, protocol: Protocol, *replies: Reply) -> None:
         with self._lock:
@@ -218,6 +334,12 @@ class LLMStub:
             return self.models_reply
         protocol: Protocol = "anthropic" if "anthropic-version" in request.headers else "openai"
         return models_list_reply(protocol, self.models)
+
+    def _route(self, request: Request) -> Reply:
+        protocol = protocol_of(request.path)
+        if protocol is None or request.method != "POST":
+            return Reply(status=404, body=b"not found")
+        return self._answer(protocol, request)
 
     def _answer(self, protocol: Protocol, request: Request) -> Reply:
         with self._lock:

@@ -77,7 +77,11 @@ def test_call_returns_text_and_usage_meta(llm_stub: LLMStub, tmp_path: Path) -> 
         False,
     )
     assert result.meta[DETAILS_META_KEY]["tool"] == "analyze_image"
-    assert result.structured_content is None
+    # The answer and usage again as structuredContent (tests/vision_bridge/test_conventions.py:
+    # --no-structured-output drops it); the text stays content[0].
+    structured = result.structured_content
+    assert structured["answer"] == "A red rectangle."
+    assert (structured["usage"]["input_tokens"], structured["usage"]["calls"]) == (300, 1)
 
 
 def test_errors_are_is_error_results_with_a_typed_cause(llm_stub: LLMStub, tmp_path: Path) -> None:

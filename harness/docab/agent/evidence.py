@@ -5,14 +5,17 @@ as ``pages/page-NNNN.png`` (docs/architecture.md, "Converted corpus"), and headi
 page are level 3 or deeper, so ``## Page N`` spans its whole page.
 
 **What counts as reading a page.** A page's *text* is the characters of its lines other than
-whitespace, the ``## Page N`` heading, markdown and HTML image references, and a heading's ``#``
-marker (:func:`text_chars`). A page counts as read (``pages_read``) when
+whitespace, the ``## Page N`` heading, markdown and HTML image references, a heading's ``#``
+marker, and the converter's own notes (``_No text layer on this page..._``, ``_OCR text (...)_``,
+``_Conversion note: ..._``) (:func:`text_chars`). A page counts as read (``pages_read``) when
 
-- at least :data:`READ_SHARE` (half) of its text characters were shown, or
+- at least :data:`READ_SHARE` (half) of its text characters were shown, and it has at least
+  :data:`~docab.log.records.LITTLE_TEXT_CHARS` of them, or
 - its page image (``pages/page-NNNN.png``) was shown as an image.
 
-Its heading, an image reference or one stray line of a long page is not reading it, and a page
-with no text at all (a scanned or image-only page) can be read only through its page image. The
+Its heading, an image reference, a converter's note or one stray line of a long page is not
+reading it, and a page with no or little text (a scanned page, a title slide) can be read only
+through its page image. The
 graded measure is kept too: :class:`~docab.log.records.PageShare` records, per page the agent was
 shown anything of, the share of its text shown and whether its image was.
 
@@ -57,6 +60,9 @@ DOCUMENT_FILE = "document/document.md"
 MD_VISION_META = "io.github.docab/md-vision"
 MIN_FINGERPRINT_CHARS = 8  # shorter lines ("---", "1", "Total") are too common to locate a read
 _IMAGE_REFERENCE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<img\b[^>]*>", re.IGNORECASE)
+# The converter's own notes on a page (docab_benchmark.mmlongbench.corpus.markdown): what it did,
+# not what the page says, so they are not page text.
+_CONVERTER_NOTE = re.compile(r"^_(?:OCR text|No text layer|Conversion note)\b.*_$")
 _HEADING_MARKER = re.compile(r"^\s{0,3}#{1,6}(?=\s|$)")
 
 __all__ = ["READ_SHARE", "PageMap", "PageShare", "ReadTracker", "page_spans", "text_chars"]
@@ -64,7 +70,7 @@ __all__ = ["READ_SHARE", "PageMap", "PageShare", "ReadTracker", "page_spans", "t
 
 def text_chars(line: str) -> int:
     """The characters of a document line that count as page text (see the module docstring)."""
-    if PAGE_HEADING.match(line.strip()):
+    if PAGE_HEADING.match(line.strip()) or _CONVERTER_NOTE.match(line.strip()):
         return 0
     line = _HEADING_MARKER.sub("", _IMAGE_REFERENCE.sub("", line), count=1)
     return sum(len(part) for part in line.split())
@@ -294,7 +300,7 @@ class ReadTracker:
         for page in sorted(set(chars) | self.page_images):
             total = self.page_map.page_text.get(page, 0)
             share = min(1.0, chars.get(page, 0) / total) if total else 0.0
-            shares.append(PageShare(page, share, page in self.page_images))
+            shares.append(PageShare(page, share, page in self.page_images, total))
         return tuple(shares)
 
     @property

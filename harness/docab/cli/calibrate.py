@@ -75,6 +75,14 @@ def register(subparsers: Any) -> None:
         default=0.10,
         help="true accuracy difference for coverage and power (default: 0.10)",
     )
+    parser.add_argument(
+        "--effect-share",
+        type=float,
+        default=1.0,
+        metavar="SHARE",
+        help="share of documents the effect lives in (default: 1, spread over all; e.g. 0.1 for a tool "
+        "that helps on a tenth of documents)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument("--format", choices=("table", "markdown", "json"), default="table")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
@@ -117,7 +125,13 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         designs = [
-            Design(count, icc, discordance=args.discordance, difference=args.effect)
+            Design(
+                count,
+                icc,
+                discordance=args.discordance,
+                difference=args.effect,
+                effect_share=args.effect_share,
+            )
             for count in args.documents
             for icc in args.icc
         ]
@@ -144,7 +158,8 @@ def main(args: argparse.Namespace) -> int:
     lines = _tables(results, args)
     lines.append(
         f"{args.runs:,} simulated runs per cell and truth, seed {args.seed}, discordance {args.discordance:.0%}, "
-        f"effect {args.effect * 100:+.0f} points; {elapsed:.0f} s on {machine}."
+        + (f"effect in {args.effect_share:.0%} of documents, " if args.effect_share < 1 else "")
+        + f"effect {args.effect * 100:+.0f} points; {elapsed:.0f} s on {machine}."
     )
     print("\n".join(lines))
     return 0
@@ -253,6 +268,7 @@ def _as_json(
         "runs": args.runs,
         "seed": args.seed,
         "discordance": args.discordance,
+        "effect_share": args.effect_share,
         "effect": args.effect,
         "seconds": elapsed,
         "machine": machine,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from docab.cli.errors import CommandError
+from docab.cli.run import shard_option
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -69,7 +70,12 @@ def register(subparsers: Any) -> None:
         "meta.json.",
         epilog="examples:\n"
         "  docab convert ../shared/data/mmlongbench-dev/documents --out corpus/dev\n"
-        "  docab convert scans/ --out corpus/scans --ocr always --ocr-languages eng+deu\n\n"
+        "  docab convert scans/ --out corpus/scans --ocr always --ocr-languages eng+deu\n"
+        "  docab convert pdfs/ --out corpus/all --shard auto   # in each task of a Slurm array or K8s job\n\n"
+        "Shards (--shard i/N, numbered from 1, or auto as for docab run) split the PDFs by file name:\n"
+        "each converts its own subset and records it in OUT/manifest.shard-i-of-N.json, so shards can\n"
+        "write into one shared OUT at the same time, or into folders of their own that are then copied\n"
+        "into one (no file name collides); readers see all the manifests of a folder as one.\n\n"
         "OCR needs the tesserocr package (a docab dependency) and Tesseract's language data\n"
         "(Debian: apt-get install tesseract-ocr-eng; one package per language; or set TESSDATA_PREFIX).\n"
         "Without them conversion goes on with the PDF text and says so once.",
@@ -107,6 +113,12 @@ def register(subparsers: Any) -> None:
         default=True,
         help="put back a word space PDFium dropped ('offbut' -> 'off but') where the glyphs stand "
         "clearly apart and both halves are words the document uses elsewhere (default: on)",
+    )
+    convert.add_argument(
+        "--shard",
+        metavar="i/N|auto",
+        help="convert only shard i of N of the PDFs (by file name), numbered from 1; auto: from the "
+        "scheduler (DOCAB_SHARD, Slurm array, Kubernetes Indexed Job), as for docab run",
     )
     convert.set_defaults(func=_run_convert)
 
@@ -207,6 +219,9 @@ def _run_convert(args: argparse.Namespace) -> int:
         raise CommandError("--dpi must be between 18 and 600")
     if not args.input.exists():
         raise CommandError(f"{args.input} does not exist")
+    shard = shard_option(args.shard) if args.shard else None
+    if shard is not None:
+        print(f"docab convert: {shard.describe()}", file=sys.stderr)
     start = time.perf_counter()
     try:
         ocr = OcrSettings(mode=args.ocr, languages=languages, dpi=ocr_dpi)
@@ -225,6 +240,7 @@ def _run_convert(args: argparse.Namespace) -> int:
                 max_pages=args.max_pages,
                 force=args.force,
                 progress=on_progress,
+                shard=shard.pair if shard else None,
             )
     except ConversionError as exc:
         raise CommandError(str(exc)) from None
@@ -234,9 +250,10 @@ def _run_convert(args: argparse.Namespace) -> int:
     pages = report.pages_converted
     rate = f" ({pages / elapsed:.1f} pages/s)" if pages and elapsed > 0 else ""
     ocr_pages = f", {report.pages_ocr} read by OCR" if report.pages_ocr else ""
+    share = f" (shard {shard.index} of {shard.count})" if shard else ""
     print(
         f"converted {len(report.converted)} document(s), {pages} pages{ocr_pages} in {elapsed:.1f} s{rate}; "
-        f"{len(report.skipped)} up to date; {len(report.failed)} failed -> {args.out}"
+        f"{len(report.skipped)} up to date; {len(report.failed)} failed -> {args.out}{share}"
     )
     for failed in report.failed:
         print(f"  failed: {failed.source}: {failed.error}", file=sys.stderr)

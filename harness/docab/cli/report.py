@@ -47,9 +47,10 @@ fs+md-vision). Prints what changed: accuracy, F1, evidence recall, tokens and la
 its paired 95 % interval (cluster-robust t with documents as clusters).
 
 As a CI gate it tests each gated metric, one-sided, for being worse than its threshold allows,
-adjusts the p-values across the gated metrics (Holm) and exits 1 when one is below alpha (0.05):
-with no real change it fails by mistake at most 5 % of the time however many metrics it gates
-(see docab calibrate). Thresholds come from a TOML file (--gate) and/or flags, flags winning:
+adjusts the p-values across the gated metrics (Holm) and exits 1 when one is below alpha (0.05
+unless the gate file sets it): with no real change it fails by mistake at most alpha of the time
+however many metrics it gates (see docab calibrate). A gated metric whose figure rests on one
+document cannot be tested, and fails the gate. Thresholds come from a TOML file (--gate) and/or flags, flags winning:
 
   [gate]
   accuracy_drop_points = 2.0        # also f1_drop_points, evidence_recall_drop_points
@@ -204,7 +205,9 @@ def run_compare(args: argparse.Namespace) -> int:
         checks = evaluate(comparison, thresholds)
         failed += failures(comparison, thresholds, checks)
         pairs.append((report.summary, comparison, checks))
-    _emit_comparisons(pairs, failed, args.format, same_arm=[same for _, same in reports])
+    _emit_comparisons(
+        pairs, failed, args.format, same_arm=[same for _, same in reports], alpha=thresholds.alpha
+    )
     for failure in failed:
         print(f"docab compare: {failure}", file=sys.stderr)
     if thresholds.any and not failed:
@@ -265,7 +268,12 @@ def _comparison_reports(args: argparse.Namespace) -> list[tuple[Report, bool]]:
 
 
 def _emit_comparisons(
-    pairs: list[tuple[Summary, Comparison, list[Check]]], failed: list[str], fmt: str, *, same_arm: list[bool]
+    pairs: list[tuple[Summary, Comparison, list[Check]]],
+    failed: list[str],
+    fmt: str,
+    *,
+    same_arm: list[bool],
+    alpha: float = 0.05,
 ) -> None:
     from docab.report.gate import GatedComparison, GateReport
     from docab.report.render import (
@@ -292,7 +300,7 @@ def _emit_comparisons(
     parts = [
         section
         for (summary, comparison, checks), same in zip(pairs, same_arm, strict=True)
-        for section in compare_sections(comparison, summary, checks, same_arm=same)
+        for section in compare_sections(comparison, summary, checks, same_arm=same, alpha=alpha)
     ]
     warnings = sorted({w for summary, _, _ in pairs for w in summary.warnings})
     if fmt == "markdown":

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the run's modules load only when a command runs, so --help stays fast
     from docab.config import RunConfig
     from docab.runner.launch import RunRequest
+    from docab.runner.schedule import Shard
 
 HELP = """\
 Run every question of a config's dataset through every arm (the same model, different tools),
@@ -37,6 +41,7 @@ examples:
   docab run my.toml --set limits.max_turns=10 --set 'dataset.doc_types=["Brochure"]'
   docab run my.toml --retry-errors        # after fixing what failed: only the errored samples run
   docab run my.toml --shard 1/4           # on machine 1 of 4; then: docab merge results/my.shard-*
+  docab run my.toml --shard auto          # in a Slurm array task or a Kubernetes Indexed Job pod
   docab run demo                          # a shipped config, by name
 """
 
@@ -110,7 +115,11 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--epochs", type=int, metavar="E", help="runs per question and arm (default: the config's)"
     )
     parser.add_argument(
-        "--shard", metavar="i/N", help="run shard i of N (split by question); merge with docab merge"
+        "--shard",
+        metavar="i/N|auto",
+        help="run shard i of N, numbered from 1 (split by question); auto: read it from the scheduler "
+        "(DOCAB_SHARD=i/N, a Slurm array task, or a Kubernetes Indexed Job's JOB_COMPLETION_INDEX with "
+        "DOCAB_SHARD_COUNT); merge the shards with docab merge",
     )
     parser.add_argument(
         "--results",
@@ -125,18 +134,18 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """``--shard i/N`` (1 <= i <= N) as (i, N); raises CommandError worded for the flag."""
+def shard_option(text: str, env: Mapping[str, str] | None = None) -> Shard:
+    """``--shard i/N`` (1 <= i <= N) or ``--shard auto`` (the scheduler's variables in ``env``,
+    default ``os.environ``) as a Shard; raises CommandError worded for the flag."""
     from docab.cli.errors import CommandError
+    from docab.runner.schedule import ShardError, parse_shard, shard_from_environment
 
-    index, sep, count = text.partition("/")
     try:
-        i, n = int(index), int(count)
-    except ValueError:
-        raise CommandError(f"--shard must look like 1/4 (shard i of N), got {text!r}") from None
-    if not sep or n < 1 or not 1 <= i <= n:
-        raise CommandError(f"--shard must be i/N with 1 <= i <= N, got {text!r}")
-    return i, n
+        if text.strip().lower() == "auto":
+            return shard_from_environment(os.environ if env is None else env)
+        return parse_shard(text)
+    except ShardError as exc:
+        raise CommandError(f"--shard {text}: {exc}") from None
 
 
 def error_share(text: str) -> float:
@@ -169,12 +178,17 @@ def check_counts(args: argparse.Namespace, *names: str) -> None:
             raise CommandError(f"--{name} must be at least 1, got {value}")
 
 
-def request_from(args: argparse.Namespace, config: RunConfig) -> RunRequest:
-    """The run the flags ask for, checked and worded for the flags before the library sees them."""
+def request_from(
+    args: argparse.Namespace, config: RunConfig, env: Mapping[str, str] | None = None
+) -> RunRequest:
+    """The run the flags ask for, checked and worded for the flags before the library sees them;
+    ``--shard auto`` reads ``env`` (default ``os.environ``)."""
     from docab.cli.errors import CommandError
     from docab.runner.launch import RunRequest
 
-    shard = parse_shard(args.shard) if args.shard else None
+    shard = shard_option(args.shard, env) if args.shard else None
+    if shard is not None and shard.origin and not args.quiet:
+        print(f"docab run: {shard.describe()}", file=sys.stderr)
     check_counts(args, "limit", "first", "concurrency", "epochs")
     if args.limit is not None and args.first is not None:
         raise CommandError(
@@ -188,7 +202,7 @@ def request_from(args: argparse.Namespace, config: RunConfig) -> RunRequest:
         first=args.first,
         concurrency=args.concurrency,
         epochs=args.epochs,
-        shard=shard,
+        shard=shard.pair if shard else None,
         quiet=args.quiet,
         retry_errors=getattr(args, "retry_errors", False),
         preflight=not getattr(args, "no_preflight", False),

@@ -30,6 +30,9 @@ from docab.log.usage import Usage, totals_by_role
 
 RECORD_VERSION = 2
 READ_SHARE = 0.5  # a page counts as read when at least this share of its text was shown
+# A page with less text than this (about one short line: a title slide, a lone caption) is read only
+# through its page image: a line of it is not reading the page.
+LITTLE_TEXT_CHARS = 40
 
 Status = Literal["ok", "error", "timeout", "limit"]
 AnswerProtocol = Literal["submit_tool", "extraction"]
@@ -51,11 +54,17 @@ class PageShare:
     page: int
     text_share: float  # share of the page's text characters shown, 0 to 1 (0 for a page with no text)
     image: bool = False  # its page image was shown
+    text_chars: int | None = None  # the page's text characters (None in records written before it)
 
     @property
     def read(self) -> bool:
-        """The page counts as read: its image, or at least :data:`READ_SHARE` of its text, was shown."""
-        return self.image or self.text_share >= READ_SHARE
+        """The page counts as read: its image was shown, or at least :data:`READ_SHARE` of its text
+        when it has at least :data:`LITTLE_TEXT_CHARS` of text (a page with less is read only
+        through its image)."""
+        if self.image:
+            return True
+        enough_text = self.text_chars is None or self.text_chars >= LITTLE_TEXT_CHARS
+        return enough_text and self.text_share >= READ_SHARE
 
 
 @dataclass(frozen=True)
@@ -143,7 +152,8 @@ class RunRecord:
             {name: getattr(c, name) for name in c.__dataclass_fields__} for c in self.tool_calls
         ]
         data["page_shares"] = [
-            {"page": p.page, "text_share": p.text_share, "image": p.image} for p in self.page_shares
+            {"page": p.page, "text_share": p.text_share, "image": p.image, "text_chars": p.text_chars}
+            for p in self.page_shares
         ]
         data["usage"] = [u.to_dict() for u in self.usage]
         data["cached_tool_usage"] = [u.to_dict() for u in self.cached_tool_usage]
@@ -157,11 +167,20 @@ class RunRecord:
         values["usage"] = tuple(Usage.from_dict(u) for u in data.get("usage", ()))
         values["cached_tool_usage"] = tuple(Usage.from_dict(u) for u in data.get("cached_tool_usage", ()))
         values["page_shares"] = tuple(
-            PageShare(int(p["page"]), float(p["text_share"]), bool(p.get("image", False)))
+            PageShare(
+                int(p["page"]),
+                float(p["text_share"]),
+                bool(p.get("image", False)),
+                None if p.get("text_chars") is None else int(p["text_chars"]),
+            )
             for p in data.get("page_shares", ())
         )
         values.setdefault("version", 1)  # records before versioning was written were version 1
         values["tool_calls"] = tuple(ToolCallRecord(**c) for c in data.get("tool_calls", ()))
         for name in ("errors", "pages_read", "sections_read", "evidence_pages", "evidence_sources"):
             values[name] = tuple(data.get(name, ()))
+        score = values.get("score")
+        if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:
+            # NaN fails the range test too: a score the scorer cannot have written
+            raise ValueError(f"score must be a number from 0 to 1, got {score!r}")
         return cls(**values)

@@ -3,8 +3,12 @@
 Providers count differently, and mixing their conventions is the most common bug in published
 harnesses:
 
-- OpenAI Chat Completions: ``prompt_tokens`` INCLUDES ``prompt_tokens_details.cached_tokens``;
-  ``completion_tokens`` includes ``completion_tokens_details.reasoning_tokens``.
+- OpenAI Chat Completions: ``prompt_tokens`` INCLUDES ``prompt_tokens_details.cached_tokens`` (and
+  ``cache_write_tokens`` where reported); ``completion_tokens`` includes
+  ``completion_tokens_details.reasoning_tokens``.
+- OpenAI Responses: the same convention under other names: ``input_tokens`` includes
+  ``input_tokens_details.cached_tokens`` (and ``cache_write_tokens``), ``output_tokens`` includes
+  ``output_tokens_details.reasoning_tokens``.
 - Anthropic Messages: ``input_tokens`` EXCLUDES the cache; ``cache_read_input_tokens`` and
   ``cache_creation_input_tokens`` come separately; ``output_tokens`` includes thinking.
 
@@ -63,13 +67,54 @@ class Usage:
     def from_openai(
         cls, raw: Mapping[str, Any] | None, *, role: UsageRole = "agent", model: str = ""
     ) -> Usage:
-        prompt = _int(_get(raw, "prompt_tokens"))
-        cached = min(prompt, _int(_get(raw, "prompt_tokens_details", "cached_tokens")))
-        return cls(
-            input_uncached=prompt - cached,
-            cache_read=cached,
+        """Chat Completions' ``usage``."""
+        return cls._openai_convention(
+            raw,
+            total_in=_int(_get(raw, "prompt_tokens")),
+            details=_get(raw, "prompt_tokens_details"),
             output=_int(_get(raw, "completion_tokens")),
             reasoning=_int(_get(raw, "completion_tokens_details", "reasoning_tokens")),
+            role=role,
+            model=model,
+        )
+
+    @classmethod
+    def from_openai_responses(
+        cls, raw: Mapping[str, Any] | None, *, role: UsageRole = "agent", model: str = ""
+    ) -> Usage:
+        """The Responses API's ``usage``."""
+        return cls._openai_convention(
+            raw,
+            total_in=_int(_get(raw, "input_tokens")),
+            details=_get(raw, "input_tokens_details"),
+            output=_int(_get(raw, "output_tokens")),
+            reasoning=_int(_get(raw, "output_tokens_details", "reasoning_tokens")),
+            role=role,
+            model=model,
+        )
+
+    @classmethod
+    def _openai_convention(
+        cls,
+        raw: Mapping[str, Any] | None,
+        *,
+        total_in: int,
+        details: Any,
+        output: int,
+        reasoning: int,
+        role: UsageRole,
+        model: str,
+    ) -> Usage:
+        """OpenAI's totals include their parts: the cached and cache-written tokens are taken out
+        of the input total (never beyond it), so the record's three input fields sum to it."""
+        cached = min(total_in, _int(_get(details, "cached_tokens")))
+        written = min(total_in - cached, _int(_get(details, "cache_write_tokens")))
+        return cls(
+            input_uncached=total_in - cached - written,
+            cache_read=cached,
+            cache_write=written,
+            output=output,
+            reasoning=min(output, reasoning),
             role=role,
             model=model,
             raw=dict(raw) if raw else None,

@@ -24,7 +24,7 @@ from typing import Any
 from docab.agent.messages import Block, Image, Message, Reasoning, Text, ToolCall, ToolSpec
 from docab.log.usage import Usage
 from docab.models.config import ModelConfig
-from docab.models.provider import ParsedReply, ProviderModel, as_plain_json, sdk_http_client
+from docab.models.provider import ParsedReply, ProviderModel, as_plain_json
 from docab.models.retry import MalformedReply
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}
@@ -47,6 +47,8 @@ def _content_blocks(blocks: Sequence[Block]) -> list[dict[str, Any]]:
 def _reasoning_blocks(reasoning: Sequence[Reasoning]) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     for item in reasoning:
+        if item.field:  # another provider's reasoning (a message field, a Responses item): not ours
+            continue
         if item.redacted:
             wire.append({"type": "redacted_thinking", "data": item.redacted})
         elif item.signature:  # unsigned reasoning (from another provider) cannot be sent back
@@ -138,8 +140,17 @@ def parse_anthropic_reply(raw: Mapping[str, Any]) -> ParsedReply:
     )
 
 
+# The Messages API version Amazon Bedrock and Vertex AI take in the body (not the header): the SDK
+# 2.x would send its own newest one, which Bedrock rejects for some models.
+PLATFORM_VERSIONS = {"bedrock": "bedrock-2023-05-31", "vertex": "vertex-2023-10-16"}
+
+
 class AnthropicMessagesModel(ProviderModel):
-    provider_label = "Anthropic"
+    """The Messages API: Anthropic's own, or Claude on Amazon Bedrock or Vertex AI. The platform
+    clients of the SDK move the model into the path (``/model/<id>/invoke``,
+    ``.../publishers/anthropic/models/<model>:rawPredict``) and sign or authorise the request;
+    the body is the same."""
+
     models_path = "/v1/models"  # the client's base URL has no /v1: paths carry it
 
     def build_request(
@@ -160,6 +171,8 @@ class AnthropicMessagesModel(ProviderModel):
             request["thinking"] = {"type": "enabled", "budget_tokens": config.thinking_budget}
             # max_tokens covers thinking too: add the budget so every arm keeps the same answer room.
             request["max_tokens"] = max_tokens + config.thinking_budget
+        if config.platform in PLATFORM_VERSIONS:
+            request["anthropic_version"] = PLATFORM_VERSIONS[config.platform]
         return request
 
     async def send(self, request: Mapping[str, Any]) -> dict[str, Any]:
@@ -182,17 +195,13 @@ class AnthropicMessagesModel(ProviderModel):
         return Usage.from_anthropic(usage if isinstance(usage, Mapping) else None, model=self.name)
 
 
-def build_anthropic_model(config: ModelConfig, *, api_key: str, **runtime: Any) -> AnthropicMessagesModel:
-    import anthropic
+def build_anthropic_model(
+    config: ModelConfig, *, env: Mapping[str, str], role: str = "agent", **runtime: Any
+) -> AnthropicMessagesModel:
+    """``anthropic/<model>``, ``anthropic/bedrock/<model id>`` or ``anthropic/vertex/<model>``."""
+    from docab.models.clients import anthropic_client
 
-    client = anthropic.AsyncAnthropic(
-        api_key=api_key,
-        base_url=config.base_url,
-        timeout=config.timeout,
-        # Our retry loop (docab.models.retry) is the only one: it counts retries into the record,
-        # re-queues for the concurrency slot and caps Retry-After. SDK retries would be invisible
-        # and would multiply with ours.
-        max_retries=0,
-        http_client=sdk_http_client(anthropic, config),
+    setup = anthropic_client(config, env, role=role)
+    return AnthropicMessagesModel(
+        config, sdk=setup.sdk, client=setup.client, access=setup.access, role=role, **runtime
     )
-    return AnthropicMessagesModel(config, sdk=anthropic, client=client, **runtime)

@@ -15,7 +15,10 @@ import socket
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from docab.models.retry import Failure
 
 CauseKind = Literal["refused", "dns", "tls", "timeout", "reset", "connection"]
 
@@ -118,3 +121,37 @@ def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
     """One line of at most ``limit`` characters."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# Raised while a request is signed or its token fetched, before anything is sent: boto3/botocore
+# (SigV4 for Bedrock), google-auth (Vertex), and the anthropic SDK's own wording of the same.
+_CREDENTIAL_MODULES = ("botocore.exceptions", "boto3.exceptions", "google.auth.exceptions")
+_CREDENTIAL_WORDS = (
+    "could not resolve aws credentials",
+    "could not resolve api token",
+    "missing required dependency",
+)
+
+
+def credential_failure(exc: BaseException, *, hint: str) -> Failure | None:
+    """A Failure (kind ``auth``, not retried, no HTTP status) when ``exc`` says the request's
+    credentials could not be obtained (no AWS credentials, an unknown profile, expired SSO, no
+    Google credentials, a failed token refresh); None for anything else. ``hint`` says what to check."""
+    from docab.models.retry import Failure
+
+    for cause in exception_chain(exc):
+        module = type(cause).__module__
+        text = str(cause)
+        if module.startswith(_CREDENTIAL_MODULES) or (
+            (
+                isinstance(cause, RuntimeError | ImportError)
+                or type(cause).__name__ == "MissingDependencyError"
+            )
+            and any(words in text.lower() for words in _CREDENTIAL_WORDS)
+        ):
+            return Failure(
+                "auth",
+                f"the credentials could not be obtained ({shorten(text or type(cause).__name__)}); check {hint}",
+                retryable=False,
+            )
+    return None

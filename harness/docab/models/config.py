@@ -6,11 +6,21 @@
     max_output_tokens = 1024
     # base_url = "http://localhost:8000/v1"   # any OpenAI-compatible server: vLLM, Ollama, llama.cpp
     # api_key_env = "OPENROUTER_API_KEY"      # the environment variable holding the key
+    # api = "responses"                       # openai/: the Responses API instead of Chat Completions
+    # headers = { "X-Gateway-Key" = "${GATEWAY_KEY}" }  # sent with every request; ${VAR} from the env
     # text_only = true                        # strip images, say where they were
     # concurrency = 16                        # requests in flight at this endpoint, all models together
 
+A name may carry a platform between provider and model, as Inspect AI names them:
+``openai/azure/<deployment>`` (Azure OpenAI: ``api_version``, endpoint in ``base_url`` or
+``$AZURE_OPENAI_ENDPOINT``), ``anthropic/bedrock/<model id>`` (Amazon Bedrock: ``region``) and
+``anthropic/vertex/<model>`` (Google Vertex AI: ``region``, ``project``). So a model id of an
+OpenAI-compatible server cannot start with ``azure/`` (nor an Anthropic one with ``bedrock/`` or
+``vertex/``).
+
 Keys are never part of a config (configs are hashed into the run manifest and shared); a config
-names the environment variable that holds the key.
+names the environment variable that holds the key, and a header carrying a secret names its
+variable as ``${VAR}`` (only the template reaches the manifest).
 
 :class:`ModelConfig` is a pydantic model, so a run config (:class:`docab.config.RunConfig`) holds it
 typed and validates it once, with the rest of the file; its messages name the option. Outside a run
@@ -23,25 +33,53 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from docab.errors import ConfigError
 
 PROVIDERS = ("openai", "anthropic", "baseline")
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# The platforms a provider's models can also be reached on, named as the name's second segment.
+PLATFORMS: dict[str, tuple[str, ...]] = {"openai": ("azure",), "anthropic": ("bedrock", "vertex")}
+# The variable holding the credential of each route when the config names none ("" for none).
+DEFAULT_KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai/azure": "AZURE_OPENAI_API_KEY",
+    "anthropic/bedrock": "AWS_BEARER_TOKEN_BEDROCK",  # a Bedrock API key; else AWS credentials (SigV4)
+    "anthropic/vertex": "",  # else Google Application Default Credentials
+}
 # The offline policies of ``docab.models.baseline`` (which checks its own list again when it builds
 # one); named here so a config is checked without importing the policy and the agent code it uses.
 BASELINE_POLICIES = ("keyword",)
 
+OpenAIApi = Literal["chat", "responses"]
 ReasoningEcho = Literal["tool_turns", "all", "none"]
 MaxTokensParam = Literal["auto", "max_tokens", "max_completion_tokens"]
 HttpBackend = Literal["auto", "aiohttp", "httpx"]
 
 _CHOICES: dict[str, tuple[str, ...]] = {
+    "api": get_args(OpenAIApi),
     "reasoning_echo": get_args(ReasoningEcho),
     "http_backend": get_args(HttpBackend),
     "max_tokens_param": get_args(MaxTokensParam),
+}
+# Options added after runs were first recorded: written out (manifest, config hash) only when set,
+# so a config that does not use them hashes as it did before they existed and its runs resume.
+LATER_OPTIONS: dict[str, object] = {
+    "api": "chat",
+    "api_version": None,
+    "region": None,
+    "project": None,
+    "headers": {},
 }
 _NUMBERS = (
     "temperature",
@@ -82,6 +120,17 @@ class ModelConfig(BaseModel):
     # the SDK's default httpx2 pool, whose request assignment scans every connection and costs
     # about 1 ms of CPU per request at 64 in flight.
     http_backend: HttpBackend = "auto"
+    # OpenAI: which API ("chat": Chat Completions, any compatible server; "responses": the Responses API)
+    api: OpenAIApi = "chat"
+    # Platforms: Azure OpenAI's API version (else $OPENAI_API_VERSION); the Bedrock or Vertex region
+    # (else $AWS_REGION / $AWS_DEFAULT_REGION, $CLOUD_ML_REGION); the Vertex project (else
+    # $ANTHROPIC_VERTEX_PROJECT_ID).
+    api_version: str | None = None
+    region: str | None = None
+    project: str | None = None
+    # Sent with every request (gateways, organisation ids); a value's ${VAR} is read from the
+    # environment when the model is built, so secrets stay out of the config and the manifest.
+    headers: dict[str, str] = Field(default_factory=dict)
     # OpenAI Chat Completions (and compatible servers)
     reasoning_effort: str | None = None
     reasoning_echo: ReasoningEcho = "tool_turns"
@@ -98,13 +147,49 @@ class ModelConfig(BaseModel):
         return self.name.partition("/")[0]
 
     @property
+    def platform(self) -> str | None:
+        """``azure``, ``bedrock`` or ``vertex`` when the name says so (``openai/azure/...``), else None."""
+        provider, _, rest = self.name.partition("/")
+        head, slash, tail = rest.partition("/")
+        return head if slash and tail and head in PLATFORMS.get(provider, ()) else None
+
+    @property
+    def route(self) -> str:
+        """Provider and platform: ``openai``, ``openai/azure``, ``anthropic/bedrock``..."""
+        return f"{self.provider}/{self.platform}" if self.platform else self.provider
+
+    @property
     def model_id(self) -> str:
-        return self.name.partition("/")[2]
+        """What the provider calls the model: the part after the route (an Azure deployment name,
+        a Bedrock model id or inference profile, a Vertex model name)."""
+        return self.name.removeprefix(self.route + "/")
+
+    @property
+    def key_variable(self) -> str:
+        """The variable holding the credential: ``api_key_env``, else the route's usual one ("" for none)."""
+        return self.api_key_env or DEFAULT_KEY_ENV.get(self.route, "")
 
     @property
     def endpoint(self) -> str:
-        """Which concurrency pool this model draws from: its provider and base URL."""
-        return f"{self.provider} {self.base_url or 'default'}"
+        """Which concurrency pool this model draws from: its route and base URL (or region)."""
+        return f"{self.route} {self.base_url or self.region or 'default'}"
+
+    def following(self, run_model: ModelConfig) -> ModelConfig:
+        """This model (an answer extractor, say) sent where ``run_model`` goes: a model of the same
+        route (provider and platform) without an endpoint of its own takes the run model's
+        ``base_url``, key variable, API version, region, project and headers, so pointing
+        ``[model]`` at a local server or a cloud account sends every call there. A model of another
+        route, or with a ``base_url`` of its own, is configured otherwise and stays as it is."""
+        if self.route != run_model.route or self.base_url is not None:
+            return self
+        return self.replace(
+            base_url=run_model.base_url,
+            api_key_env=self.api_key_env or run_model.api_key_env,
+            api_version=self.api_version or run_model.api_version,
+            region=self.region or run_model.region,
+            project=self.project or run_model.project,
+            headers=self.headers or run_model.headers,
+        )
 
     @model_validator(mode="before")
     @classmethod
@@ -155,6 +240,12 @@ class ModelConfig(BaseModel):
                 f"unknown model provider {provider!r} in {self.name!r}; known: {', '.join(PROVIDERS)}"
                 " (use openai/<model> with base_url for any OpenAI-compatible server)"
             )
+        platform = self.platform
+        if provider in PLATFORMS and model_id.partition("/")[0] in PLATFORMS[provider] and platform is None:
+            raise ValueError(
+                f"model name {self.name!r} names the platform {model_id.rstrip('/')!r} but no model: "
+                f"write {provider}/{model_id.partition('/')[0]}/<model>"
+            )
         if provider == "baseline" and model_id not in BASELINE_POLICIES:
             raise ValueError(
                 f"unknown baseline policy {model_id!r}; offline policies: {', '.join(BASELINE_POLICIES)}"
@@ -183,6 +274,7 @@ class ModelConfig(BaseModel):
                     "thinking_budget applies to anthropic/ models; for OpenAI-compatible reasoning "
                     "models use reasoning_effort"
                 )
+        self._check_platform_options(provider, platform)
         if provider == "anthropic" and self.reasoning_effort is not None:
             raise ValueError("reasoning_effort applies to openai/ models; use thinking_budget")
         if provider == "anthropic" and self.temperature is not None:
@@ -193,6 +285,38 @@ class ModelConfig(BaseModel):
                 "sampling parameters; leave it out"
             )
         return self
+
+    def _check_platform_options(self, provider: str, platform: str | None) -> None:
+        from docab.models.headers import check_headers
+
+        if self.api != "chat" and provider != "openai":
+            raise ValueError(f'api = "{self.api}" applies to openai/ models (the OpenAI Responses API)')
+        if self.api == "responses" and self.max_tokens_param != "auto":
+            raise ValueError(
+                "max_tokens_param applies to Chat Completions; the Responses API has max_output_tokens"
+            )
+        if self.api_version is not None and platform != "azure":
+            raise ValueError("api_version applies to openai/azure/<deployment> models (Azure OpenAI)")
+        if self.region is not None and platform not in ("bedrock", "vertex"):
+            raise ValueError("region applies to anthropic/bedrock/ and anthropic/vertex/ models")
+        if self.project is not None and platform != "vertex":
+            raise ValueError("project applies to anthropic/vertex/ models (the Google Cloud project)")
+        for key, value in (
+            ("api_version", self.api_version),
+            ("region", self.region),
+            ("project", self.project),
+        ):
+            if value is not None and not value.strip():
+                raise ValueError(f"{key} must not be empty; leave it out to read it from the environment")
+        check_headers(self.headers)
+
+    @model_serializer(mode="wrap")
+    def _without_unused_later_options(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key, default in LATER_OPTIONS.items():
+            if key in data and data[key] == default:
+                del data[key]
+        return data
 
     @classmethod
     def from_mapping(cls, data: object) -> ModelConfig:

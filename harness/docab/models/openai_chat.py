@@ -1,6 +1,8 @@
 """``openai/<model>``: OpenAI Chat Completions through the official SDK, for any compatible server.
 
-With ``base_url`` the same client talks to vLLM, Ollama, llama.cpp, OpenRouter or DeepSeek. The
+With ``base_url`` the same client talks to vLLM, Ollama, llama.cpp, OpenRouter or DeepSeek;
+``openai/azure/<deployment>`` goes to Azure OpenAI through ``AsyncAzureOpenAI``, which puts the
+deployment into the path (``/openai/deployments/<deployment>/chat/completions?api-version=...``). The
 neutral conversation becomes the wire format here and nowhere else:
 
 - tool calls are ``function`` calls; arguments that are not a JSON object become a recoverable
@@ -23,7 +25,7 @@ from typing import Any
 from docab.agent.messages import Block, Image, Message, Reasoning, Text, ToolCall, ToolSpec
 from docab.log.usage import Usage
 from docab.models.config import ModelConfig
-from docab.models.provider import ParsedReply, ProviderModel, as_plain_json, sdk_http_client
+from docab.models.provider import ParsedReply, ProviderModel, as_plain_json
 from docab.models.retry import MalformedReply
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -201,7 +203,7 @@ def parse_openai_reply(raw: Mapping[str, Any]) -> ParsedReply:
 
 
 class OpenAIChatModel(ProviderModel):
-    provider_label = "OpenAI-compatible server"
+    """Chat Completions: api.openai.com, Azure OpenAI, or any compatible server."""
 
     def build_request(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], max_tokens: int
@@ -245,24 +247,24 @@ class OpenAIChatModel(ProviderModel):
 
 
 def max_tokens_param(config: ModelConfig) -> str:
-    """OpenAI's own API wants ``max_completion_tokens`` (reasoning models reject ``max_tokens``);
-    compatible servers universally accept ``max_tokens`` and not all know the newer name."""
+    """OpenAI's own API and Azure OpenAI want ``max_completion_tokens`` (reasoning models reject
+    ``max_tokens``); compatible servers universally accept ``max_tokens`` and not all know the newer name."""
     if config.max_tokens_param != "auto":
         return config.max_tokens_param
-    return "max_tokens" if config.base_url else "max_completion_tokens"
+    return "max_tokens" if config.base_url and config.platform != "azure" else "max_completion_tokens"
 
 
-def build_openai_model(config: ModelConfig, *, api_key: str, **runtime: Any) -> OpenAIChatModel:
-    import openai
+def build_openai_model(
+    config: ModelConfig, *, env: Mapping[str, str], role: str = "agent", **runtime: Any
+) -> ProviderModel:
+    """``openai/<model>`` or ``openai/azure/<deployment>``, speaking Chat Completions or, with
+    ``api = "responses"``, the Responses API (:mod:`docab.models.openai_responses`)."""
+    from docab.models.clients import openai_client
 
-    client = openai.AsyncOpenAI(
-        api_key=api_key,
-        base_url=config.base_url,
-        timeout=config.timeout,
-        # Our retry loop (docab.models.retry) is the only one: it counts retries into the record,
-        # re-queues for the concurrency slot and caps Retry-After. SDK retries would be invisible
-        # and would multiply with ours.
-        max_retries=0,
-        http_client=sdk_http_client(openai, config),
-    )
-    return OpenAIChatModel(config, sdk=openai, client=client, **runtime)
+    setup = openai_client(config, env, role=role)
+    model_class: type[ProviderModel] = OpenAIChatModel
+    if config.api == "responses":
+        from docab.models.openai_responses import OpenAIResponsesModel
+
+        model_class = OpenAIResponsesModel
+    return model_class(config, sdk=setup.sdk, client=setup.client, access=setup.access, role=role, **runtime)

@@ -49,10 +49,10 @@ async def check_endpoints(models: Iterable[object]) -> list[str]:
 
 def describe(model: object) -> str | None:
     """``agent openai/gpt-4o at https://api.openai.com/v1 (key: $OPENAI_API_KEY)``, for the line the
-    launcher prints before a run; None for a model that calls no endpoint."""
+    launcher prints before a run (``AWS credentials: $AWS_ACCESS_KEY_ID``, ``Google Application
+    Default Credentials`` for the platforms); None for a model that calls no endpoint."""
     if not isinstance(model, ProviderModel):
         return None
-    # A custom base_url without api_key_env may get a placeholder key: no variable to name then.
-    named = model.config.api_key_env or not model.config.base_url
-    key = f" (key: ${model.key_variable})" if named and model.key_variable else ""
-    return f"{model.role} {model.name} at {model.url}{key}"
+    # A custom base_url without a key gets a placeholder key: no credentials to name then.
+    access = f" ({model.access.label})" if model.access.label else ""
+    return f"{model.role} {model.name} at {model.url}{access}"

@@ -16,7 +16,9 @@ from typing import Any
 from docab.agent.messages import Message, Reasoning, ToolCall, ToolSpec
 from docab.log.usage import Usage
 from docab.models.base import ModelError, Turn
-from docab.models.config import DEFAULT_KEY_ENV, ModelConfig, ModelConfigError
+from docab.models.causes import credential_failure
+from docab.models.clients import Access
+from docab.models.config import ModelConfig, ModelConfigError
 from docab.models.limits import ConcurrencyLimits
 from docab.models.retry import (
     Caller,
@@ -39,6 +41,10 @@ class ParsedReply:
     stop_reason: str
 
 
+# Options that choose a model's endpoint or build its client: fixed for the life of a model.
+ENDPOINT_OPTIONS = frozenset(
+    {"name", "base_url", "api_key_env", "api", "api_version", "region", "project", "headers", "concurrency"}
+)
 PREFLIGHT_TIMEOUT_S = 30.0  # a model list answers in well under a second; an unreachable host never does
 
 
@@ -54,9 +60,9 @@ class Probe:
 class ProviderModel:
     """Base of ``openai/...`` and ``anthropic/...`` models; meets the ``Model`` protocol.
 
-    ``role`` (``agent``, ``extractor``) names the model in its errors, with its URL."""
+    ``role`` (``agent``, ``extractor``) names the model in its errors, with its URL; ``access`` says
+    how it authenticates (for the line before a run and the hint of a refused credential)."""
 
-    provider_label = "provider"  # for messages: "OpenAI-compatible server", "Anthropic"
     models_path = "/models"  # the provider's model list, relative to the client's base URL
     is_baseline = False
 
@@ -70,8 +76,10 @@ class ProviderModel:
         clock: Clock,
         rng: random.Random | None = None,
         role: str = "agent",
+        access: Access | None = None,
     ) -> None:
         self.role = role
+        self.access = access or Access.key(config.key_variable)
         self._sdk = sdk
         self._client = client
         self._limits = limits
@@ -98,12 +106,12 @@ class ProviderModel:
 
     @property
     def key_variable(self) -> str:
-        return self.config.api_key_env or DEFAULT_KEY_ENV.get(self.config.provider, "")
+        return self.config.key_variable
 
     @property
     def endpoint_key(self) -> tuple[str, str, str]:
-        """What makes two models one endpoint for a preflight: provider, URL and key variable."""
-        return (self.config.provider, self.url, self.key_variable)
+        """What makes two models one endpoint for a preflight: route, URL and credentials."""
+        return (self.config.route, self.url, self.access.label)
 
     @property
     def caller(self) -> Caller:
@@ -130,10 +138,10 @@ class ProviderModel:
     def with_options(self, **changes: Any) -> ProviderModel:
         """The same model (same client, same concurrency pool) with some options changed.
 
-        Options that choose the endpoint (name, base_url, api_key_env, concurrency) cannot change:
-        build another model for another endpoint.
+        Options that choose the endpoint or its client (name, base_url, api_key_env, api, api_version,
+        region, project, headers, concurrency) cannot change: build another model for another endpoint.
         """
-        fixed = {"name", "base_url", "api_key_env", "concurrency"} & set(changes)
+        fixed = ENDPOINT_OPTIONS & set(changes)
         if fixed:
             raise ValueError(f"with_options cannot change {', '.join(sorted(fixed))}; build a new model")
         clone = copy.copy(self)
@@ -151,13 +159,16 @@ class ProviderModel:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    def _classify(self, exc: BaseException) -> Failure:
+    def _classify(self, exc: BaseException, timeout_s: float | None = None) -> Failure:
+        unresolved = credential_failure(exc, hint=self.access.hint)
+        if unresolved is not None:
+            return unresolved
         return classify_sdk_error(
             exc,
             self._sdk,
             now=self._clock.now(),
-            timeout_s=self.config.timeout,
-            key_variable=self.key_variable,
+            timeout_s=self.config.timeout if timeout_s is None else timeout_s,
+            credentials=self.access.hint,
         )
 
     async def probe(self, *, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> Probe:
@@ -166,14 +177,20 @@ class ProviderModel:
         Raises :class:`ModelError` when the endpoint cannot serve the run: it cannot be reached
         (refused, DNS, TLS, timeout), refuses the credentials (401, 403) or fails (5xx). Any other
         answer means the server is up: a 404 (a server without a model list) or 429 gives a note.
+
+        Amazon Bedrock's and Vertex AI's inference hosts offer no request that checks credentials
+        without spending tokens (their model lists live on other services, with other
+        permissions): there the probe resolves the credentials (signing a request needs them) and
+        asks the host for its root, so an unreachable host, a DNS or TLS failure or missing
+        credentials stop the run; whether the credentials are accepted shows at the first call.
         """
+        if self.config.platform in ("bedrock", "vertex"):
+            return await self._probe_reachability(timeout_s)
         timeout = min(timeout_s, self.config.timeout)
         try:
             response = await self._client.get(self.models_path, cast_to=object, options={"timeout": timeout})
         except Exception as exc:  # an SDK error; anything else is a bug and surfaces
-            failure = classify_sdk_error(
-                exc, self._sdk, now=self._clock.now(), timeout_s=timeout, key_variable=self.key_variable
-            )
+            failure = self._classify(exc, timeout)
             if failure.kind in ("connection", "timeout", "auth", "server"):
                 caller = self.caller
                 raise ModelError(
@@ -185,7 +202,31 @@ class ProviderModel:
                     url=caller.url,
                 ) from None
             return Probe(note=f"{self.url} answered the model-list request with {failure.message}")
-        return Probe(listed=listed_models(response))
+        # Azure lists the resource's models, not its deployments, which are what a name holds.
+        return Probe(listed=listed_models(response) if self.config.platform is None else None)
+
+    async def _probe_reachability(self, timeout_s: float) -> Probe:
+        timeout = min(timeout_s, self.config.timeout)
+        try:
+            await self._client.get("/", cast_to=object, options={"timeout": timeout})
+        except Exception as exc:
+            failure = self._classify(exc, timeout)
+            unanswered = failure.kind in ("connection", "timeout") or (
+                failure.kind == "auth" and failure.status is None  # credentials not found
+            )
+            if unanswered:
+                raise ModelError(
+                    failure.kind,
+                    failure.message,
+                    status=failure.status,
+                    role=self.role,
+                    model=self.name,
+                    url=self.url,
+                ) from None
+        return Probe(
+            note=f"{self.url} is reachable and the {self.role} model's credentials were found ({self.access.label}); "
+            f"{self.config.platform} has no free request that checks them, so the first call does"
+        )
 
     async def generate(
         self,

@@ -18,12 +18,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from docab.models.base import Model
-from docab.models.config import DEFAULT_KEY_ENV, ModelConfig, ModelConfigError
+from docab.models.clients import LOCAL_SERVER_KEY, resolve_api_key
+from docab.models.config import ModelConfig, ModelConfigError
 from docab.models.limits import SHARED_LIMITS, ConcurrencyLimits
 from docab.models.retry import SYSTEM_CLOCK, Clock
 
+__all__ = ["BASELINE_MODULE", "LOCAL_SERVER_KEY", "build_model", "resolve_api_key"]
+
 BASELINE_MODULE = "docab.models.baseline"
-LOCAL_SERVER_KEY = "not-needed"  # OpenAI-compatible local servers (Ollama, llama.cpp) want some key
 
 
 def build_model(
@@ -44,8 +46,8 @@ def build_model(
     config = spec if isinstance(spec, ModelConfig) else ModelConfig.from_mapping(spec)
     if config.provider == "baseline":
         return _build_baseline(config)
-    api_key = resolve_api_key(config, os.environ if env is None else env, role=role)
     runtime: dict[str, Any] = {
+        "env": os.environ if env is None else env,
         "limits": limits or SHARED_LIMITS,
         "clock": clock or SYSTEM_CLOCK,
         "rng": rng,
@@ -55,32 +57,14 @@ def build_model(
         if config.provider == "openai":
             from docab.models.openai_chat import build_openai_model
 
-            return build_openai_model(config, api_key=api_key, **runtime)
+            return build_openai_model(config, **runtime)
         from docab.models.anthropic_messages import build_anthropic_model
 
-        return build_anthropic_model(config, api_key=api_key, **runtime)
+        return build_anthropic_model(config, **runtime)
+    except ModelConfigError:
+        raise
     except ValueError as exc:  # e.g. two configs asking for different limits on one endpoint
         raise ModelConfigError(str(exc)) from None
-
-
-def resolve_api_key(config: ModelConfig, env: Mapping[str, str], *, role: str | None = None) -> str:
-    """The key from the environment variable the config names (or the provider's usual one).
-
-    A server at a custom ``base_url`` may need no key (Ollama, llama.cpp, a local vLLM): then, unless
-    the config names a variable explicitly, a placeholder is sent. The error names ``role``.
-    """
-    variable = config.api_key_env or DEFAULT_KEY_ENV[config.provider]
-    key = env.get(variable, "").strip()
-    if key:
-        return key
-    if config.base_url and not config.api_key_env:
-        return LOCAL_SERVER_KEY
-    where = f" for {config.base_url}" if config.base_url else ""
-    who = f"the {role} model {config.name}" if role else config.name
-    raise ModelConfigError(
-        f"{who} needs an API key{where}: the environment variable {variable} is not set. "
-        f"Export it (export {variable}=...) or name another variable with api_key_env in the model config."
-    )
 
 
 def _build_baseline(config: ModelConfig) -> Model:

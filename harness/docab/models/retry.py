@@ -118,10 +118,13 @@ def classify_sdk_error(
     now: float,
     timeout_s: float | None = None,
     key_variable: str | None = None,
+    credentials: str | None = None,
 ) -> Failure:
     """Map an ``openai`` or ``anthropic`` SDK exception (same class names in both) to a Failure
     whose message is the real cause: refused, DNS, TLS, timeout (from the transport's exception,
-    not the SDK's wording), or the HTTP status with the provider's own message."""
+    not the SDK's wording), or the HTTP status with the provider's own message. A refused
+    credential (401, 403) says what to check: ``credentials`` (``the key in OPENAI_API_KEY (...)``,
+    ``the AWS credentials (...)``), else the key in ``key_variable``."""
     if isinstance(exc, MalformedReply):
         return Failure("malformed", f"the reply cannot be read: {exc}", retryable=True)
     if isinstance(exc, sdk.APIConnectionError):  # APITimeoutError is one too
@@ -145,11 +148,12 @@ def classify_sdk_error(
         if status >= 500 or status in RETRYABLE_STATUSES:
             return Failure("server", f"HTTP {status}: {detail}", True, status, retry_after)
         if status in (401, 403):
-            variable = f"the key in {key_variable}" if key_variable else "the API key"
+            if credentials is None:
+                variable = f"the key in {key_variable}" if key_variable else "the API key"
+                credentials = f"{variable} (the variable named by api_key_env in the model config)"
             return Failure(
                 "auth",
-                f"HTTP {status} (credentials refused): {detail}; check {variable} "
-                "(the variable named by api_key_env in the model config)",
+                f"HTTP {status} (credentials refused): {detail}; check {credentials}",
                 retryable=False,
                 status=status,
             )

@@ -65,6 +65,10 @@ class Design:
     discordance: float = 0.3  # share of questions answered right by exactly one arm
     mean_questions: float = 8.0  # per document, before clipping to 2-20
     accuracy: float = 0.45  # of the concordant questions
+    # Share of documents the difference lives in (1: spread over all). Below 1, the arms' background
+    # discordance is symmetric and each document drawn as "affected" gives B the win on a further
+    # share difference / effect_share of its questions (a tool that helps only on some documents).
+    effect_share: float = 1.0
 
     def __post_init__(self) -> None:
         if self.documents < 2:
@@ -73,7 +77,13 @@ class Design:
             raise ValueError(f"icc must be between 0 and 1, got {self.icc}")
         if not 0 < self.discordance < 1:
             raise ValueError(f"discordance must be between 0 and 1, got {self.discordance}")
-        if abs(self.difference) >= self.discordance:
+        if not 0 < self.effect_share <= 1:
+            raise ValueError(f"effect_share must be above 0 and at most 1, got {self.effect_share}")
+        if self.effect_share < 1 and abs(self.difference) > self.effect_share:
+            raise ValueError(
+                f"a difference of {self.difference} cannot live in {self.effect_share:.0%} of documents"
+            )
+        if self.effect_share == 1 and abs(self.difference) >= self.discordance:
             raise ValueError(
                 f"a difference of {self.difference} needs more than {self.discordance:.0%} of answers to differ"
             )
@@ -114,7 +124,8 @@ def simulate(design: Design, rng: np.random.Generator) -> SimulatedRun:
     a, pi_variance = _direction_shape(design)
     disc = design.discordance
     pi = _beta_by_mean(rng, disc, pi_variance, count) if pi_variance > 0 else np.full(count, disc)
-    s = design.difference / disc
+    spread = design.effect_share == 1
+    s = design.difference / disc if spread else 0.0
     theta = rng.beta(a * (1 + s), a * (1 - s), size=count)
     right = _beta_by_mean(rng, design.accuracy, 0.2 * design.accuracy * (1 - design.accuracy), count)
     discordant = rng.random(n) < pi[codes]
@@ -122,6 +133,11 @@ def simulate(design: Design, rng: np.random.Generator) -> SimulatedRun:
     both = rng.random(n) < right[codes]
     score_a = np.where(discordant, ~b_better, both).astype(np.float64)
     score_b = np.where(discordant, b_better, both).astype(np.float64)
+    if not spread and design.difference:
+        affected = (rng.random(count) < design.effect_share)[codes]
+        won = affected & (rng.random(n) < abs(design.difference) / design.effect_share)
+        winner, loser = (score_b, score_a) if design.difference > 0 else (score_a, score_b)
+        winner[won], loser[won] = 1.0, 0.0
     answerable = (rng.random(n) >= 0.2).astype(np.float64)
     answered_a = np.where((score_a == 1) & (answerable == 1), 1.0, (rng.random(n) >= 0.3).astype(np.float64))
     answered_b = np.where((score_b == 1) & (answerable == 1), 1.0, (rng.random(n) >= 0.3).astype(np.float64))
@@ -152,17 +168,23 @@ def simulate(design: Design, rng: np.random.Generator) -> SimulatedRun:
     return SimulatedRun(data, recall_a.astype(np.float64), recall_b.astype(np.float64))
 
 
-def true_f1_difference(design: Design, rng: np.random.Generator, questions: int = 400_000) -> float:
-    """The design's F1 difference, from one very large run (exactly 0 when the arms are exchangeable)."""
+def true_differences(
+    design: Design, rng: np.random.Generator, questions: int = 400_000
+) -> tuple[float, float]:
+    """The design's (accuracy, F1) differences: both exactly 0 when the arms are exchangeable; the
+    accuracy one is the design's by construction when the difference is spread over all documents,
+    and otherwise, like the F1 one always, taken from one very large run."""
     if design.difference == 0:
-        return 0.0
+        return 0.0, 0.0
     big = simulate(
         Design(**{**design.__dict__, "documents": max(2, int(questions / design.mean_questions))}), rng
     )
     d = big.data
-    return stats.generalised_f1(d.score_b, d.answerable, d.answered_b) - stats.generalised_f1(
+    f1 = stats.generalised_f1(d.score_b, d.answerable, d.answered_b) - stats.generalised_f1(
         d.score_a, d.answerable, d.answered_a
     )
+    accuracy = design.difference if design.effect_share == 1 else float(np.mean(d.score_b - d.score_a))
+    return accuracy, f1
 
 
 def percentile_bootstrap_excludes(
@@ -306,14 +328,14 @@ def run_cell(
             )
         if progress:
             progress(index)
-    f1_truth = true_f1_difference(effect_design, rng)
+    accuracy_truth, f1_truth = true_differences(effect_design, rng)
     for index in range(runs):
         run = simulate(effect_design, rng)
         analysis, comparison = _comparison(run)
         itt = comparison.itt
         assert itt is not None
         gap = itt.accuracy.difference
-        cov["accuracy difference"].add(_covers(gap.low, gap.high, effect))
+        cov["accuracy difference"].add(_covers(gap.low, gap.high, accuracy_truth))
         pw["accuracy difference"].add(_excludes(gap.low, gap.high, 0.0))
         pw["clustered McNemar"].add((itt.accuracy.clustered_mcnemar.p_value or 1.0) < 0.05)
         cov["F1 difference"].add(_covers(itt.f1.difference.low, itt.f1.difference.high, f1_truth))
@@ -323,7 +345,12 @@ def run_cell(
             codes, count = stats.cluster_codes(run.data.clusters)
             cov["percentile bootstrap"].add(
                 not percentile_bootstrap_excludes(
-                    run.data.score_b - run.data.score_a, codes, count, effect, rng, bootstrap_resamples
+                    run.data.score_b - run.data.score_a,
+                    codes,
+                    count,
+                    accuracy_truth,
+                    rng,
+                    bootstrap_resamples,
                 )
             )
         if progress:

@@ -36,7 +36,9 @@ from docab.report.summary import NOT_ANSWERABLE, QuestionOutcome, evidence_pages
 if TYPE_CHECKING:
     import pandas as pd
 
-EXPORT_SCHEMA_VERSION = 2  # 1: types guessed by pyarrow, the column ``tokens_tool-side``
+EXPORT_SCHEMA_VERSION = (
+    3  # 1: types guessed by pyarrow, the column ``tokens_tool-side``; 2: no page text_chars
+)
 ROLES = ("agent", "tool-side", "extractor")
 CALLS_PREFIX = "calls_"
 
@@ -63,7 +65,14 @@ _BOOL: pa.DataType = pa.bool_()
 _TEXTS: pa.DataType = pa.list_(pa.string())
 _INTS: pa.DataType = pa.list_(pa.int64())
 _PAGE_SHARES: pa.DataType = pa.list_(
-    pa.struct([("page", pa.int64()), ("text_share", pa.float64()), ("image", pa.bool_())])
+    pa.struct(
+        [
+            ("page", pa.int64()),
+            ("text_share", pa.float64()),
+            ("image", pa.bool_()),
+            ("text_chars", pa.int64()),
+        ]
+    )
 )
 
 RECORDS_SCHEMA = pa.schema(
@@ -90,7 +99,10 @@ RECORDS_SCHEMA = pa.schema(
         ("limit_hit", _TEXT),  # null unless the status is limit
         ("errors", _TEXTS),
         ("pages_read", _INTS),
-        ("page_shares", _PAGE_SHARES),  # [{page, text_share, image}]: every page shown anything of
+        (
+            "page_shares",
+            _PAGE_SHARES,
+        ),  # [{page, text_share, image, text_chars}]: every page shown anything of
         ("sections_read", _TEXTS),
         ("evidence_pages", _INTS),
         ("evidence_sources", _TEXTS),
@@ -212,7 +224,12 @@ def record_row(record: RunRecord) -> dict[str, Any]:
     for name in _LISTS:
         row[name] = list(getattr(record, name))
     row["page_shares"] = [
-        {"page": share.page, "text_share": share.text_share, "image": share.image}
+        {
+            "page": share.page,
+            "text_share": share.text_share,
+            "image": share.image,
+            "text_chars": share.text_chars,
+        }
         for share in record.page_shares
     ]
     row["tokens_cached_tool"] = record.cached_tokens()

@@ -36,7 +36,9 @@ from pydantic import BaseModel, ConfigDict
 from docab.report import stats
 from docab.report.schema import ArmSummary, Comparison, CostComparison, ScoreComparison
 
-Verdict = Literal["fail", "pass", "not gated", "not measured"]
+Verdict = Literal["fail", "pass", "cannot test", "not gated", "not measured"]
+"""``cannot test``: the metric is gated and measured, but its figure rests on one document (no
+between-document variation to test against); the gate fails rather than pass what it cannot check."""
 
 
 class GateConfigError(ValueError):
@@ -119,6 +121,12 @@ class Check(BaseModel):
     threshold: float | None  # the largest worsening allowed; None: not gated
     p_value: float | None = None  # one-sided, of "no worse than allowed"; None when not gated or measured
     adjusted_p: float | None = None  # Holm-adjusted across the comparison's gated metrics
+    level: float | None = (
+        None  # the one-sided level Holm's step tests this metric at (alpha / (m - rank + 1))
+    )
+    bound: float | None = (
+        None  # at that level, how little worse B plausibly is (the change's bound, same unit)
+    )
     verdict: Verdict
 
     def describe(self, a_name: str, b_name: str) -> str:
@@ -127,12 +135,25 @@ class Check(BaseModel):
         direction = "fell" if self.unit == "points" else "rose"
         amount = -self.change if self.unit == "points" else self.change
         unit = "points" if self.unit == "points" else "%"
-        interval = f"95 % CI {_signed(self.low)} to {_signed(self.high)}"
+        if self.verdict == "cannot test":
+            return (
+                f"{self.metric} of {b_name} {direction} by {amount:.1f} {unit} against {a_name}, but it "
+                "cannot be tested: the figure rests on one document. Gate on a run of at least 2 "
+                "documents, or drop this metric's threshold"
+            )
         allowed = "" if self.threshold is None else f", more than the allowed {self.threshold:g}"
-        evidence = "" if self.adjusted_p is None else f"; Holm-adjusted p = {self.adjusted_p:.3g}"
+        evidence = ""
+        if self.bound is not None and self.level is not None:
+            worse = -self.bound if self.unit == "points" else self.bound
+            evidence = (
+                f"at least {worse:.1f} {unit} {'worse' if self.unit == 'points' else 'more'} "
+                f"(one-sided {100 * (1 - self.level):.1f} % bound, Holm's level)"
+            )
+        if self.adjusted_p is not None:
+            evidence += ("; " if evidence else "") + f"Holm-adjusted p = {self.adjusted_p:.3g}"
         return (
             f"{self.metric} of {b_name} {direction} by {amount:.1f} {unit} against {a_name} "
-            f"({interval}{evidence}){allowed}"
+            f"({evidence}){allowed}"
         )
 
 
@@ -144,10 +165,11 @@ def _scaled(value: float | None, scale: float, shift: float = 0.0) -> float | No
     return None if value is None else (value - shift) * scale
 
 
-def _test(value: float | None, se: float | None, df: float | None) -> stats.ClusterT | None:
-    if value is None or se is None or not math.isfinite(value):
+def _test(value: float | None, se: float | None, df: float | None, documents: int) -> stats.ClusterT | None:
+    """The figure's inference, rebuilt from the summary; None when it has none (one document)."""
+    if value is None or se is None or not math.isfinite(value) or math.isnan(se):
         return None
-    return stats.ClusterT(value, se, math.nan if df is None else df, stats.NO_INTERVAL, 0)
+    return stats.ClusterT(value, se, math.nan if df is None else df, stats.NO_INTERVAL, documents)
 
 
 def score_check(metric: GatedMetric, cell: ScoreComparison | None, threshold: float | None) -> Check:
@@ -157,17 +179,18 @@ def score_check(metric: GatedMetric, cell: ScoreComparison | None, threshold: fl
     change = _scaled(gap.value, 100) if gap else None
     low = _scaled(gap.low, 100) if gap else None
     high = _scaled(gap.high, 100) if gap else None
-    test = _test(gap.value, gap.se, gap.df) if gap else None
+    test = _test(gap.value, gap.se, gap.df, gap.documents) if gap else None
     verdict: Verdict
     p: float | None = None
     if change is None:
         verdict = "not measured"
     elif threshold is None:
         verdict = "not gated"
+    elif test is None:
+        verdict = "cannot test"
     else:
         verdict = "pass"
-        found = test.p_below(-threshold / 100) if test else math.nan
-        p = found if math.isfinite(found) else None
+        p = test.p_below(-threshold / 100)
     return Check(
         metric=metric,
         a=cell.a if cell else None,
@@ -191,7 +214,9 @@ def cost_check(metric: GatedMetric, cell: CostComparison | None, threshold: floa
     high = _scaled(ratio.high, 100, 1.0) if ratio else None
     positive = ratio is not None and ratio.value is not None and ratio.value > 0
     test = (
-        _test(math.log(ratio.value), ratio.log_se, ratio.df) if positive and ratio and ratio.value else None
+        _test(math.log(ratio.value), ratio.log_se, ratio.df, ratio.documents)
+        if positive and ratio and ratio.value
+        else None
     )
     verdict: Verdict
     p: float | None = None
@@ -199,10 +224,11 @@ def cost_check(metric: GatedMetric, cell: CostComparison | None, threshold: floa
         verdict = "not measured"
     elif threshold is None:
         verdict = "not gated"
+    elif test is None:
+        verdict = "cannot test"
     else:
         verdict = "pass"
-        found = test.p_above(math.log1p(threshold / 100)) if test else math.nan
-        p = found if math.isfinite(found) else None
+        p = test.p_above(math.log1p(threshold / 100))
     return Check(
         metric=metric,
         a=cell.a.median if cell else None,
@@ -221,33 +247,71 @@ def evaluate(comparison: Comparison, thresholds: Thresholds) -> list[Check]:
     """Every gated metric of one comparison (a ``comparisons`` entry of a report summary), with the
     gated metrics' p-values Holm-adjusted together and the verdicts that follow."""
     itt = comparison.itt
-    checks = [
-        score_check("accuracy", itt.accuracy if itt else None, thresholds.accuracy_drop_points),
-        score_check("F1", itt.f1 if itt else None, thresholds.f1_drop_points),
-        score_check(
+    scores: list[tuple[GatedMetric, ScoreComparison | None, float | None]] = [
+        ("accuracy", itt.accuracy if itt else None, thresholds.accuracy_drop_points),
+        ("F1", itt.f1 if itt else None, thresholds.f1_drop_points),
+        (
             "evidence recall",
             itt.evidence.recall if itt and itt.evidence else None,
             thresholds.evidence_recall_drop_points,
         ),
-        cost_check("tokens", itt.tokens if itt else None, thresholds.tokens_rise_percent),
-        cost_check("latency", itt.latency if itt else None, thresholds.latency_rise_percent),
     ]
-    return holm_verdicts(checks, thresholds.alpha)
+    costs: list[tuple[GatedMetric, CostComparison | None, float | None]] = [
+        ("tokens", itt.tokens if itt else None, thresholds.tokens_rise_percent),
+        ("latency", itt.latency if itt else None, thresholds.latency_rise_percent),
+    ]
+    checks: list[Check] = []
+    tests: list[stats.ClusterT | None] = []
+    for metric, cell, threshold in scores:
+        checks.append(score_check(metric, cell, threshold))
+        gap = cell.difference if cell else None
+        tests.append(_test(gap.value, gap.se, gap.df, gap.documents) if gap else None)
+    for metric, cost, threshold in costs:
+        checks.append(cost_check(metric, cost, threshold))
+        ratio = cost.ratio if cost else None
+        usable = ratio is not None and ratio.value is not None and ratio.value > 0
+        tests.append(
+            _test(math.log(ratio.value), ratio.log_se, ratio.df, ratio.documents)
+            if usable and ratio and ratio.value
+            else None
+        )
+    return holm_verdicts(checks, thresholds.alpha, tests)
 
 
-def holm_verdicts(checks: Sequence[Check], alpha: float) -> list[Check]:
+def holm_verdicts(
+    checks: Sequence[Check], alpha: float, tests: Sequence[stats.ClusterT | None] | None = None
+) -> list[Check]:
     """The checks with Holm-adjusted p-values over those that have one, and the verdict each gets:
-    fail when its adjusted p-value is below ``alpha``."""
-    adjusted = stats.holm([math.nan if c.p_value is None else c.p_value for c in checks])
+    fail when its adjusted p-value is below ``alpha``. With ``tests`` (each check's inference), each
+    tested check also gets the one-sided bound at the level its Holm step uses, alpha / (m - rank + 1),
+    so the printed bound and the verdict agree."""
+    raw = [math.nan if c.p_value is None else c.p_value for c in checks]
+    adjusted = stats.holm(raw)
+    tested = sorted((p, i) for i, p in enumerate(raw) if not math.isnan(p))
+    levels = {index: alpha / (len(tested) - rank) for rank, (_p, index) in enumerate(tested)}
     result = []
-    for check, p in zip(checks, adjusted, strict=True):
-        if check.verdict in ("not gated", "not measured"):
+    for index, (check, p) in enumerate(zip(checks, adjusted, strict=True)):
+        if check.verdict in ("not gated", "not measured", "cannot test"):
             result.append(check)
             continue
         value = None if math.isnan(p) else p
         verdict: Verdict = "fail" if value is not None and value < alpha else "pass"
-        result.append(check.model_copy(update={"adjusted_p": value, "verdict": verdict}))
+        update: dict[str, object] = {"adjusted_p": value, "verdict": verdict, "level": levels.get(index)}
+        test = tests[index] if tests is not None else None
+        if test is not None and index in levels:
+            update["bound"] = _bound(check, test, levels[index])
+        result.append(check.model_copy(update=update))
     return result
+
+
+def _bound(check: Check, test: stats.ClusterT, level: float) -> float | None:
+    """The change's one-sided bound toward "B no worse", in the check's unit: for a score the
+    largest plausible change (points), for a cost the smallest plausible rise (percent)."""
+    if check.unit == "points":
+        found = test.one_sided_bound(level, upper=True)
+        return None if math.isnan(found) else found * 100
+    found = test.one_sided_bound(level, upper=False)
+    return None if math.isnan(found) else (math.exp(found) - 1) * 100
 
 
 def failures(
@@ -261,7 +325,11 @@ def failures(
         return []
     if checks is None:
         checks = evaluate(comparison, thresholds)
-    return [check.describe(comparison.a, comparison.b) for check in checks if check.verdict == "fail"]
+    return [
+        check.describe(comparison.a, comparison.b)
+        for check in checks
+        if check.verdict in ("fail", "cannot test")
+    ]
 
 
 class GatedComparison(BaseModel):

@@ -554,7 +554,7 @@ def print_console(summary: Summary, console: Console | None = None) -> None:
 # -- docab compare ----------------------------------------------------------------------------------------
 
 
-def gate_section(comparison: Comparison, checks: Sequence[Check]) -> Section:
+def gate_section(comparison: Comparison, checks: Sequence[Check], alpha: float = 0.05) -> Section:
     """The gate's verdict per metric for one comparison."""
     rows = []
     for check in checks:
@@ -568,34 +568,44 @@ def gate_section(comparison: Comparison, checks: Sequence[Check]) -> Section:
                 else "0 pts"
             )
             values = (pct(check.a), pct(check.b))
+            bound = "–" if check.bound is None else f"≤ {check.bound:+.1f} pts"
         else:
             change = "–" if check.change is None else f"{check.change:+.1f} %"
             limit = "–" if check.threshold is None else f"+{check.threshold:g} %"
             shown = seconds if check.metric == "latency" else count
             values = (shown(check.a), shown(check.b))
+            bound = "–" if check.bound is None else f"≥ {check.bound:+.1f} %"
         interval = (
             f"[{check.low:+.1f}, {check.high:+.1f}]"
             if check.low is not None and check.high is not None
             else "–"
         )
         adjusted = "–" if check.adjusted_p is None else p_value(check.adjusted_p).removeprefix("p ")
-        rows.append([check.metric, *values, change, interval, limit, adjusted, check.verdict.upper()])
+        rows.append([check.metric, *values, change, interval, bound, limit, adjusted, check.verdict.upper()])
     return Section(
         f"Gate: {comparison.b} against {comparison.a}",
-        ["metric", "A", "B", "change", "95 % CI", "allowed", "Holm p", "verdict"],
+        ["metric", "A", "B", "change", "95 % CI", "bound at Holm's level", "allowed", "Holm p", "verdict"],
         rows,
         [
             "Scores change in points (B − A); tokens and latency by the paired geometric-mean ratio "
             "(A and B show medians). Each gated metric is tested one-sided for being worse than "
             "allowed; the p-values are Holm-adjusted across the gated metrics, and a metric fails when "
-            "its adjusted p is below 0.05, so the gate fails by mistake at most 5 % of the time when "
-            "nothing got worse (docab calibrate)."
+            f"its adjusted p is below {alpha:g}, so the gate fails by mistake at most {alpha:.0%} of "
+            "the time when nothing got worse (docab calibrate). The bound is the one-sided "
+            "confidence bound at the level Holm's step tests the metric at: a metric fails when it "
+            "lies beyond the allowed change. A metric whose figure rests on one document cannot be "
+            "tested, and fails the gate."
         ],
     )
 
 
 def compare_sections(
-    comparison: Comparison, summary: Summary, checks: Sequence[Check], *, same_arm: bool = False
+    comparison: Comparison,
+    summary: Summary,
+    checks: Sequence[Check],
+    *,
+    same_arm: bool = False,
+    alpha: float = 0.05,
 ) -> list[Section]:
     arms = {arm.arm: arm for arm in summary.arms}
-    return [_comparison_section(comparison, arms, same_arm=same_arm), gate_section(comparison, checks)]
+    return [_comparison_section(comparison, arms, same_arm=same_arm), gate_section(comparison, checks, alpha)]

@@ -87,7 +87,8 @@ class Difference(Estimate):
 
     se: Number  # its standard error (0 when no document's contribution varies; None with one document)
     df: Number  # the t distribution's degrees of freedom (Bell-McCaffrey)
-    p_value: Number  # two-sided, of no difference
+    p_value: Number  # two-sided, of no difference (the exact sign test's when se is 0)
+    documents: int = 0  # documents behind it: the clusters of its inference
 
 
 class Spread(SchemaModel):
@@ -239,6 +240,7 @@ class Ratio(SchemaModel):
     method: IntervalMethod
     log_se: Number  # standard error of the mean log ratio
     df: Number
+    documents: int = 0
     pairs: int  # pairs used
     excluded: int  # pairs with a zero or missing value on either side
 

@@ -83,9 +83,11 @@ def cluster_codes(clusters: Sequence[Any] | NDArray[Any]) -> tuple[NDArray[np.in
 class ClusterT:
     """An estimate with its cluster-robust t inference.
 
-    ``se`` is 0 when every document contributes exactly what the estimate predicts (for example two
-    arms that never differ): the interval is then the point, and a test rejects only a different
-    value. ``se`` is NaN with fewer than two documents: nothing can be said.
+    ``se`` is 0 when every document contributes exactly what the estimate predicts (two arms that
+    never differ, or B losing every question of every document): the t statistic is then undefined,
+    so there is no interval, and the p-values are the exact document-level sign test's (every one
+    of C documents on one side: 2^(1 - C) two-sided, 2^-C one-sided), which a few documents can
+    never make small. ``se`` is NaN with fewer than two documents: nothing can be said.
     """
 
     estimate: float
@@ -97,12 +99,16 @@ class ClusterT:
     def _t(self, value: float) -> float:
         return (self.estimate - value) / self.se
 
+    def _all_one_side(self, two_sided: bool) -> float:
+        """The exact sign test's p when every document lies on the same side of the null."""
+        return min(1.0, 2.0 ** ((1 if two_sided else 0) - self.clusters))
+
     def p_two_sided(self, null: float = 0.0) -> float:
         """Two-sided p-value of H0: the true value is ``null``."""
         if math.isnan(self.se) or math.isnan(self.estimate):
             return math.nan
         if self.se == 0:
-            return 1.0 if self.estimate == null else 0.0
+            return 1.0 if self.estimate == null else self._all_one_side(True)
         return float(2 * sps.t.sf(abs(self._t(null)), self.df))
 
     def p_above(self, bound: float) -> float:
@@ -110,7 +116,7 @@ class ClusterT:
         if math.isnan(self.se) or math.isnan(self.estimate):
             return math.nan
         if self.se == 0:
-            return 0.0 if self.estimate > bound else 1.0
+            return self._all_one_side(False) if self.estimate > bound else 1.0
         return float(sps.t.sf(self._t(bound), self.df))
 
     def p_below(self, bound: float) -> float:
@@ -118,8 +124,16 @@ class ClusterT:
         if math.isnan(self.se) or math.isnan(self.estimate):
             return math.nan
         if self.se == 0:
-            return 0.0 if self.estimate < bound else 1.0
+            return self._all_one_side(False) if self.estimate < bound else 1.0
         return float(sps.t.cdf(self._t(bound), self.df))
+
+    def one_sided_bound(self, alpha: float, *, upper: bool) -> float:
+        """The one-sided (1 - alpha) confidence bound: the largest (``upper``) or smallest value the
+        data leave plausible; NaN when the t statistic is undefined (se NaN or 0)."""
+        if not (math.isfinite(self.se) and self.se > 0 and math.isfinite(self.estimate)):
+            return math.nan
+        quantile = float(sps.t.ppf(1 - alpha, self.df)) * self.se
+        return self.estimate + quantile if upper else self.estimate - quantile
 
     def mapped(self, function: Callable[[float], float]) -> tuple[float, Interval]:
         """The estimate and interval through a monotone increasing ``function`` (exp of a log ratio)."""
@@ -135,9 +149,12 @@ class ClusterT:
 def bell_mccaffrey_df(weights: ArrayLike) -> float:
     """Degrees of freedom for a weighted mean over clusters whose weights are ``weights``.
 
-    For the intercept-only model with independent working errors, G'G has diagonal h_c and
-    off-diagonal -h_c h_d / sqrt((1 - h_c)(1 - h_d)), with h_c the cluster's share of the weight;
-    df = tr(G'G)^2 / tr((G'G)^2). Equal clusters give C - 1; unequal ones fewer.
+    The Bell-McCaffrey degrees of freedom of the CR2 estimator: for the intercept-only model with
+    independent working errors, G'G has diagonal h_c and off-diagonal -h_c h_d / sqrt((1 - h_c)(1 -
+    h_d)), with h_c the cluster's share of the weight; df = tr(G'G)^2 / tr((G'G)^2). Equal clusters
+    give C - 1; unequal ones fewer. :func:`linearised_t` pairs them with the CR3 variance (which
+    is larger than CR2's): the pairing ``docab calibrate`` checks, within 4-6 % false positives from
+    30 documents; CR3's own matrix gives fewer degrees of freedom still, and wider intervals.
     """
     w = as_array(weights)
     share = w / w.sum()
@@ -176,8 +193,8 @@ def linearised_t(
     cluster_u = np.where(np.abs(cluster_u) < 1e-9 * max(1.0, float(np.abs(u).max())), 0.0, cluster_u)
     se = math.sqrt(float(np.sum(cluster_u**2 / (1.0 - share) ** 2))) / float(w.sum())
     df = bell_mccaffrey_df(cluster_w)
-    if se == 0:
-        return ClusterT(estimate, 0.0, df, Interval(estimate, estimate, "cluster-t-cr3", confidence), count)
+    if se == 0:  # no variation between documents: no t interval (see ClusterT)
+        return ClusterT(estimate, 0.0, df, Interval(math.nan, math.nan, "none", confidence), count)
     half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
     interval = Interval(estimate - half, estimate + half, "cluster-t-cr3", confidence)
     return ClusterT(estimate, se, df, interval, count)
@@ -298,6 +315,8 @@ def proportion_interval(
     """A mean score's interval: exact-type (Korn-Graubard) below ``small_sample`` questions, the
     cluster-robust t (CR3) above, clipped to [0, 1]."""
     x = as_array(values)
+    if cluster_codes(clusters)[1] < 2:  # one document: its questions say nothing of another's
+        return Interval(math.nan, math.nan, "none", confidence)
     if x.size < small_sample:
         return korn_graubard(x, clusters, confidence)
     interval = mean_t(x, clusters, confidence).interval
@@ -450,11 +469,20 @@ def icc_oneway(values: ArrayLike, clusters: Sequence[Any] | NDArray[Any]) -> flo
     return max(0.0, (ms_between - ms_within) / denominator)
 
 
-def design_effect(questions_per_document: float, icc: float) -> float:
-    return 1.0 + (max(questions_per_document, 1.0) - 1.0) * max(icc, 0.0)
+def design_effect(questions_per_document: float, icc: float, size_cv: float = 0.0) -> float:
+    """1 + ((1 + CV^2) m - 1) ICC: the variance inflation of clustering, with m questions per document
+    on average and CV the coefficient of variation of the documents' sizes (unequal documents
+    inflate it more; Eldridge et al. 2006). With equal documents it is 1 + (m - 1) ICC."""
+    m = max(questions_per_document, 1.0)
+    return 1.0 + ((1.0 + size_cv**2) * m - 1.0) * max(icc, 0.0)
 
 
-def _z_sum(alpha: float, power: float) -> float:
+def _quantile_sum(alpha: float, power: float, documents: int | None = None) -> float:
+    """z_{1-alpha/2} + z_power, or with t on documents - 1 degrees of freedom when their number is
+    known (few documents leave few degrees of freedom)."""
+    if documents is not None and documents >= 2:
+        df = documents - 1
+        return float(sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(power, df))
     return float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
 
 
@@ -466,13 +494,16 @@ def minimum_detectable_effect(
     icc: float = 0.0,
     alpha: float = 0.05,
     power: float = 0.8,
+    size_cv: float = 0.0,
+    documents: int | None = None,
 ) -> float:
     """The smallest true mean difference that n paired questions detect with the given power:
-    (z_{1-alpha/2} + z_power) * sqrt(Var(d) * DE / n), DE = 1 + (m - 1) ICC."""
+    (q_{1-alpha/2} + q_power) * sqrt(Var(d) * DE / n), with DE from :func:`design_effect` and q the
+    normal quantiles, or t on documents - 1 degrees of freedom when ``documents`` is given."""
     if n <= 0:
         return math.inf
-    de = design_effect(questions_per_document, icc)
-    return _z_sum(alpha, power) * math.sqrt(variance_of_difference * de / n)
+    de = design_effect(questions_per_document, icc, size_cv)
+    return _quantile_sum(alpha, power, documents) * math.sqrt(variance_of_difference * de / n)
 
 
 def required_questions(
@@ -486,7 +517,7 @@ def required_questions(
 ) -> int:
     """n ~ (z_{1-alpha/2} + z_power)^2 Var(d) DE / delta^2, rounded up."""
     de = design_effect(questions_per_document, icc)
-    return math.ceil(_z_sum(alpha, power) ** 2 * variance_of_difference * de / delta**2)
+    return math.ceil(_quantile_sum(alpha, power) ** 2 * variance_of_difference * de / delta**2)
 
 
 @dataclass(frozen=True)
@@ -502,7 +533,16 @@ class PlanningAssumptions:
     alpha: float = 0.05
     power: float = 0.8
 
-    def mde(self, n: int, questions_per_document: float | None = None) -> float:
+    def mde(
+        self,
+        n: int,
+        questions_per_document: float | None = None,
+        *,
+        size_cv: float = 0.0,
+        documents: int | None = None,
+    ) -> float:
+        """For a run of n questions; given the run's documents (their number and the spread of their
+        sizes), with its design effect and t quantiles instead of the planning defaults."""
         return minimum_detectable_effect(
             n,
             self.discordance,
@@ -510,6 +550,8 @@ class PlanningAssumptions:
             icc=self.icc,
             alpha=self.alpha,
             power=self.power,
+            size_cv=size_cv,
+            documents=documents,
         )
 
 
@@ -636,7 +678,9 @@ def paired_analysis(
     the time).
     """
     clusters = np.asarray(data.clusters, dtype=object)
-    _, count = cluster_codes(clusters)
+    codes, count = cluster_codes(clusters)
+    sizes = np.bincount(codes, minlength=count).astype(np.float64) if count else np.zeros(0)
+    size_cv = float(sizes.std() / sizes.mean()) if count else 0.0
     diff = data.score_b - data.score_a
     accuracy = mean_t(diff, clusters)
     answerable = data.answerable > 0
@@ -659,6 +703,8 @@ def paired_analysis(
             icc=plan.icc,
             alpha=plan.alpha,
             power=plan.power,
+            size_cv=size_cv,
+            documents=count,
         )
     return PairedAnalysis(
         n=data.n,
@@ -681,7 +727,9 @@ def paired_analysis(
         tokens=compare_costs(data.tokens_a, data.tokens_b, clusters),
         latency=compare_costs(data.latency_a, data.latency_b, clusters),
         icc=icc,
-        mde_planned=plan.mde(data.n, per_document) if count >= 2 else math.nan,
+        mde_planned=plan.mde(data.n, per_document, size_cv=size_cv, documents=count)
+        if count >= 2
+        else math.nan,
         mde_observed=observed if count >= 2 else math.nan,
         mde_bounded=bounded,
     )

@@ -320,6 +320,7 @@ def difference(test: stats.ClusterT) -> schema.Difference:
         se=test.se,
         df=test.df,
         p_value=test.p_two_sided(0.0),
+        documents=test.clusters,
     )
 
 
@@ -590,6 +591,7 @@ def cost_comparison(cost: stats.CostComparison) -> schema.CostComparison:
             method=cost.ratio_interval.method,
             log_se=cost.ratio_test.se,
             df=cost.ratio_test.df,
+            documents=cost.ratio_test.clusters,
             pairs=cost.pairs,
             excluded=cost.excluded,
         ),

@@ -1,4 +1,5 @@
-"""``markfetch``: no arguments start the MCP stdio server; any argument runs the CLI.
+"""``markfetch``: no arguments (or only the server's flags: ``--allow-host``, ``--allow-path``,
+``--[no-]structured-output``) start the MCP stdio server; a URL runs the CLI.
 
 stderr is for fatal errors only (a bad setting at start, a crash); the CLI adds its one
 ``[code] message`` line on failure. Per-request events (httpx's request log, trafilatura's
@@ -7,6 +8,7 @@ warnings, the MCP SDK's request log) are never written: :func:`quiet_logging` ru
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import signal
@@ -24,6 +26,8 @@ def quiet_logging() -> None:
         level=logging.CRITICAL, stream=sys.stderr, format="markfetch: %(levelname)s %(message)s"
     )
     logging.getLogger().setLevel(logging.CRITICAL)
+    # markfetch's own records go to the MCP client only (docab_mcpguard.serving), never to stderr.
+    logging.getLogger("markfetch").propagate = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -33,10 +37,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def server_flags(args: Sequence[str]) -> argparse.Namespace | None:
+    """The server's flags when ``args`` holds nothing else (then markfetch serves MCP), else None."""
+    if not args or any(arg in ("-h", "--help", "-V", "--version") for arg in args):
+        return None if args else argparse.Namespace(allow_host=[], allow_path=[], structured_output=None)
+    from docab_mcpguard.access import add_flags
+    from markfetch.config import ACCESS
+
+    parser = argparse.ArgumentParser(prog="markfetch", add_help=False, allow_abbrev=False)
+    add_flags(parser, ACCESS, hosts_help="hosts that may be internal", paths_help="savePath folders")
+    try:
+        parsed, extra = parser.parse_known_args(list(args))
+    except SystemExit:
+        return None
+    return None if extra else parsed
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     quiet_logging()
-    if args:
+    serving = server_flags(args)
+    if serving is None:
         from markfetch.cli import main as cli_main
 
         return cli_main(args)
@@ -50,9 +71,12 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     from docab_mcpguard import run_until_stopped
 
+    def serve() -> None:
+        run(serving.allow_host, serving.allow_path, serving.structured_output)
+
     try:
         # EOF, Ctrl-C and SIGTERM all end it quietly.
-        return run_until_stopped(run)
+        return run_until_stopped(serve)
     except ConfigError as exc:
         print(f"markfetch: {exc}", file=sys.stderr)
         return 2

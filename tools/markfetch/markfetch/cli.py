@@ -24,7 +24,8 @@ EXIT_USAGE = 2  # bad arguments or a bad MARKFETCH_* variable
 
 DESCRIPTION = """\
 Fetch a web page and print its main content (the reader view) as markdown.
-Run with no arguments to start the MCP stdio server instead."""
+Run with no arguments to start the MCP stdio server instead (or with only the server's flags:
+--allow-host HOST, --allow-path DIR for savePath, --no-structured-output)."""
 
 EPILOG = """\
 examples:
@@ -38,7 +39,9 @@ save_failed (save_forbidden exists only in the MCP server's write sandbox).
 
 environment: MARKFETCH_TIMEOUT_MS (30000), MARKFETCH_MAX_BYTES (5000000), MARKFETCH_USER_AGENT
 (a Chrome UA), MARKFETCH_ACCEPT_LANGUAGE, MARKFETCH_PROXY_URL, MARKFETCH_ALLOW_HOSTS (hosts that
-may reach loopback/private addresses), MARKFETCH_CACHE_TTL (seconds, 0 = off), MARKFETCH_CACHE_DIR.
+may reach loopback/private addresses; the flag --allow-host wins), MARKFETCH_CACHE_TTL (seconds,
+0 = off), MARKFETCH_CACHE_DIR. The MCP server also reads MARKFETCH_ALLOW_PATHS (--allow-path:
+folders savePath may write in) and MARKFETCH_STRUCTURED_OUTPUT (--no-structured-output).
 """
 
 
@@ -54,15 +57,25 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", metavar="PATH", help="write the document to PATH (relative to the current folder)"
     )
     parser.add_argument("--raw", action="store_true", help="return the body as text, without extraction")
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a host that may be on a loopback or private address, e.g. localhost (repeatable; "
+        "env MARKFETCH_ALLOW_HOSTS; any public host is allowed anyway)",
+    )
     parser.add_argument("-V", "--version", action="version", version=__version__)  # bare, as the reference
     return parser
 
 
-async def _run(url: str, *, raw: bool, output: Path | None, env: Mapping[str, str]) -> tuple[str, int | None]:
+async def _run(
+    url: str, *, raw: bool, output: Path | None, env: Mapping[str, str], hosts: Sequence[str] = ()
+) -> tuple[str, int | None]:
     from markfetch.config import load_settings
     from markfetch.service import Markfetch, save_document
 
-    settings = load_settings(env)
+    settings = load_settings(env, host_flags=hosts)
     async with Markfetch(settings) as service:
         document = await service.document(url, raw=raw)
     if output is None:
@@ -83,7 +96,13 @@ def main(
     output = Path(os.path.abspath(os.path.expanduser(args.output))) if args.output else None
     try:
         document, written = asyncio.run(
-            _run(args.url, raw=args.raw, output=output, env=os.environ if env is None else env)
+            _run(
+                args.url,
+                raw=args.raw,
+                output=output,
+                env=os.environ if env is None else env,
+                hosts=args.allow_host,
+            )
         )
     except ConfigError as exc:
         print(f"markfetch: {exc}", file=stderr)

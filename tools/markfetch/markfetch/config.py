@@ -9,23 +9,36 @@ message that names the variable, the value and what would be accepted (:class:`C
 | MARKFETCH_MAX_BYTES | 5000000 | cap on the response body (counted on the stream) and on the output |
 | MARKFETCH_USER_AGENT | Chrome 136 on Windows | a Chrome User-Agent; the client hints are derived from it |
 | MARKFETCH_ACCEPT_LANGUAGE | en-US,en;q=0.9 | the Accept-Language header |
-| MARKFETCH_ALLOW_HOSTS | (none) | comma-separated host names or IPs allowed to reach internal addresses |
+| MARKFETCH_ALLOW_HOSTS | (none) | comma-separated host names or IPs allowed to reach internal addresses (flag: --allow-host) |
 | MARKFETCH_PROXY_URL | (none) | http://, https:// or socks5:// proxy for every request |
 | MARKFETCH_CACHE_TTL | 0 (off) | seconds a fetched response is reused from the on-disk cache |
 | MARKFETCH_CACHE_DIR | ~/.cache/markfetch | where the cache lives (used only when the TTL is above 0) |
-| MARKFETCH_ALLOWED_WRITE_ROOTS | temp dir + working dir | MCP only: where savePath may write (os.pathsep-separated) |
+| MARKFETCH_ALLOW_PATHS | temp dir + working dir | MCP only: where savePath may write (os.pathsep-separated; flag: --allow-path; older name MARKFETCH_ALLOWED_WRITE_ROOTS) |
+| MARKFETCH_STRUCTURED_OUTPUT | 1 | MCP only: 0 drops the output schema and structuredContent (flag: --no-structured-output) |
+
+Hosts and paths are named as on every docab server (:data:`ACCESS`, from
+:mod:`docab_mcpguard.access`): a flag and a variable with the same words, the flag winning.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from docab_mcpguard import HostPolicy, PathPolicy
+from docab_mcpguard.access import (
+    SettingError,
+    check_host,
+    given,
+    host_policy,
+    host_remedy,
+    path_policy,
+    path_remedy,
+    server_settings,
+)
 from markfetch.errors import ConfigError
 from markfetch.headers import (
     DEFAULT_ACCEPT_LANGUAGE,
@@ -35,9 +48,7 @@ from markfetch.headers import (
 )
 
 MAX_TIMEOUT_MS = 10 * 60 * 1000
-_HOST_NAME = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$"
-)
+ACCESS = server_settings("markfetch", "MARKFETCH", path_variables=("MARKFETCH_ALLOWED_WRITE_ROOTS",))
 _PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 
 
@@ -55,6 +66,11 @@ class Settings:
     @property
     def chrome(self) -> ChromeProfile:
         return ChromeProfile.from_user_agent(self.user_agent)
+
+    @property
+    def hosts(self) -> HostPolicy:
+        """Any public host; the hosts listed may also be on internal addresses."""
+        return HostPolicy.build(allow_any=True, internal_hosts=self.allow_hosts, remedy=host_remedy(ACCESS))
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int, *, maximum: int | None = None) -> int:
@@ -74,23 +90,27 @@ def _positive_int(env: Mapping[str, str], name: str, default: int, *, maximum: i
     return value
 
 
-def _allow_hosts(raw: str) -> tuple[str, ...]:
-    hosts: list[str] = []
-    for entry in raw.split(","):
-        host = entry.strip().lower()
-        if not host:
-            continue
-        bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        try:
-            ipaddress.ip_address(bare)
-        except ValueError:
-            if "://" in host or "/" in host or not _HOST_NAME.match(host):
-                raise ConfigError(
-                    f"MARKFETCH_ALLOW_HOSTS entry {entry.strip()!r} is not a host name or IP address; "
-                    "give bare hosts separated by commas, for example 'localhost,127.0.0.1'"
-                ) from None
-        hosts.append(bare)
-    return tuple(dict.fromkeys(hosts))
+def allow_hosts(env: Mapping[str, str], flags: Sequence[str] = ()) -> tuple[str, ...]:
+    """The hosts that may reach internal addresses: ``--allow-host`` values, else
+    MARKFETCH_ALLOW_HOSTS (comma-separated); any public host is allowed anyway. ``all`` changes
+    nothing; ``none`` is refused (markfetch would fetch nothing)."""
+    try:
+        hosts = given(ACCESS.hosts, {ACCESS.hosts.flag: list(flags)}, env, separator=",")
+        if hosts is None:
+            return ()
+        values = [value for value in hosts.values if value or hosts.from_flag]
+        if [value.strip().lower() for value in values] == ["none"]:
+            raise SettingError(
+                f"{hosts.source} none would refuse every URL, and fetching URLs is all markfetch does; "
+                "markfetch allows any public host anyway: name only the hosts that may be on internal "
+                "addresses (e.g. localhost,127.0.0.1)"
+            )
+        host_policy(hosts, ACCESS, open_by_default=True)  # the same checks as every server
+        return tuple(
+            dict.fromkeys(check_host(v.strip(), hosts.source) for v in values if v.strip().lower() != "all")
+        )
+    except SettingError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _proxy(raw: str) -> str | None:
@@ -142,8 +162,9 @@ def _cache(env: Mapping[str, str]) -> tuple[int, Path | None]:
     return seconds, directory
 
 
-def load_settings(env: Mapping[str, str]) -> Settings:
-    """Read and validate every MARKFETCH_* variable (except the MCP-only write roots)."""
+def load_settings(env: Mapping[str, str], *, host_flags: Sequence[str] = ()) -> Settings:
+    """Read and validate every MARKFETCH_* variable (except the MCP-only write roots);
+    ``host_flags``: the ``--allow-host`` values, which win over MARKFETCH_ALLOW_HOSTS."""
     user_agent = env.get("MARKFETCH_USER_AGENT", "").strip() or DEFAULT_USER_AGENT
     try:
         ChromeProfile.from_user_agent(user_agent)
@@ -160,33 +181,50 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         max_bytes=_positive_int(env, "MARKFETCH_MAX_BYTES", 5_000_000),
         user_agent=user_agent,
         accept_language=accept_language,
-        allow_hosts=_allow_hosts(env.get("MARKFETCH_ALLOW_HOSTS", "")),
+        allow_hosts=allow_hosts(env, host_flags),
         proxy=_proxy(env.get("MARKFETCH_PROXY_URL", "")),
         cache_ttl_s=cache_ttl_s,
         cache_dir=cache_dir,
     )
 
 
-def write_roots(env: Mapping[str, str], *, cwd: str | None = None) -> list[str]:
-    """MCP savePath roots: MARKFETCH_ALLOWED_WRITE_ROOTS when set (it replaces the default), else temp + cwd.
+def write_roots(env: Mapping[str, str], *, cwd: str | None = None, flags: Sequence[str] = ()) -> list[str]:
+    """MCP savePath roots: ``--allow-path`` values, else MARKFETCH_ALLOW_PATHS (or its older name
+    MARKFETCH_ALLOWED_WRITE_ROOTS) when set (it replaces the default), else temp + cwd.
 
-    Entries must be absolute paths of existing directories; they are resolved to real paths by
-    :class:`docab_mcpguard.PathPolicy`.
+    A variable's entries must be absolute paths; they are resolved to real paths, and checked to
+    be existing folders, by :func:`write_policy`.
     """
-    raw = env.get("MARKFETCH_ALLOWED_WRITE_ROOTS", "")
-    if not raw.strip():
+    try:
+        paths = given(ACCESS.paths, {ACCESS.paths.flag: list(flags)}, env, separator=os.pathsep)
+    except SettingError as exc:
+        raise ConfigError(str(exc)) from None
+    if paths is None:
         return [tempfile.gettempdir(), cwd or os.getcwd()]
-    entries = [entry.strip() for entry in raw.split(os.pathsep)]
-    if not all(entries):
-        # An empty entry is a typo (":/tmp", "/a::/b"), not a wish to allow the working folder.
-        raise ConfigError(
-            f"MARKFETCH_ALLOWED_WRITE_ROOTS={raw!r} has an empty entry; list absolute directories "
-            f"separated by {os.pathsep!r}, with nothing empty between or around the separators"
-        )
-    for entry in entries:
-        if not os.path.isabs(entry):
+    if not paths.from_flag:
+        if not all(paths.values):
+            # An empty entry is a typo (":/tmp", "/a::/b"), not a wish to allow the working folder.
             raise ConfigError(
-                f"MARKFETCH_ALLOWED_WRITE_ROOTS entry {entry!r} is not an absolute path; "
-                f"list absolute directories separated by {os.pathsep!r}"
+                f"{paths.source}={env[paths.source]!r} has an empty entry; list absolute directories "
+                f"separated by {os.pathsep!r}, with nothing empty between or around the separators"
             )
-    return entries
+        for entry in paths.values:
+            if not os.path.isabs(os.path.expanduser(entry)):
+                raise ConfigError(
+                    f"{paths.source} entry {entry!r} is not an absolute path; "
+                    f"list absolute directories separated by {os.pathsep!r}"
+                )
+    return list(paths.values)
+
+
+def write_policy(env: Mapping[str, str], *, flags: Sequence[str] = ()) -> PathPolicy:
+    """The folders savePath may write in (see :func:`write_roots`), every refusal naming the
+    setting that allows more; raises ConfigError."""
+    try:
+        paths = given(ACCESS.paths, {ACCESS.paths.flag: list(flags)}, env, separator=os.pathsep)
+        if paths is None:
+            return PathPolicy.from_dirs(write_roots(env), what="write root", remedy=path_remedy(ACCESS))
+        write_roots(env, flags=flags)  # the messages above for a variable's empty or relative entries
+        return path_policy(paths, ACCESS)
+    except (SettingError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None

@@ -1,26 +1,60 @@
-"""The MCP face: one tool, ``fetch_markdown(url, savePath?, raw?)``, over stdio.
+"""The MCP face: one tool, ``fetch_markdown(url, savePath?, raw?, overwrite?)``, and a ``fetch``
+prompt, over stdio.
 
-The markdown travels in ``content[0].text`` only, never in ``structuredContent`` (several clients
-forward only the structured part to the model when both exist). Failures come back as
-``isError`` results whose text is the ``[code] message`` line; nothing is printed on stdout but
-MCP frames, and nothing on stderr while serving.
+The markdown travels in ``content[0].text``; the document's title, final URL and extraction
+method in ``structuredContent`` (declared by an output schema) beside it. Clients that then show
+the model only the structured part would lose the document: for them the server runs with
+``--no-structured-output`` (``MARKFETCH_STRUCTURED_OUTPUT=0``), the reference's shape, text only.
+Failures come back as ``isError`` results whose text is the ``[code] message`` line; nothing is
+printed on stdout but MCP frames, and nothing on stderr while serving (log messages go to the
+client, through MCP logging).
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, GetPromptResult, InputRequiredResult, PromptMessage, TextContent
 from pydantic import Field
 
 from docab_mcpguard import PathPolicy
+from docab_mcpguard.serving import (
+    ConventionalServer,
+    PromptSpec,
+    ServerContext,
+    StructuredOutput,
+    svg_icon,
+    tool_annotations,
+)
 from markfetch import __version__
-from markfetch.config import Settings, load_settings, write_roots
+from markfetch.config import Settings, load_settings, write_policy
 from markfetch.errors import ConfigError, ErrorCode, MarkfetchError
-from markfetch.service import Markfetch, sandboxed_save_path, save_in_sandbox
+from markfetch.service import Document, Markfetch, sandboxed_save_path, save_in_sandbox
+
+log = logging.getLogger("markfetch")
+
+TITLE = "markfetch: web pages as clean markdown"
+TOOL_TITLE = "Fetch a web page as markdown"
+WEBSITE = "https://github.com/docab/docab/tree/main/tools/markfetch"
+ICON = svg_icon(
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" '
+    'fill="#0b5cad"/><circle cx="16" cy="16" r="9" fill="none" stroke="#fff" stroke-width="2"/>'
+    '<path d="M7 16h18M16 7c-4 5-4 13 0 18M16 7c4 5 4 13 0 18" fill="none" stroke="#fff" '
+    'stroke-width="1.6"/></svg>'
+)
+
+
+class FetchOutput(StructuredOutput):
+    title: str
+    url: str  # the final URL, after redirects
+    method: str  # reader, full-body or raw
+    bytes: int  # of the markdown (or raw text)
+    saved_to: str = ""  # the savePath written, when one was given
+
 
 INSTRUCTIONS = (
     "markfetch fetches a public web page and returns its main content (the reader view) as clean "
@@ -41,24 +75,44 @@ def _text(text: str, *, is_error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
 
 
-def build_server(service: Markfetch, write_policy: PathPolicy) -> MCPServer:
-    """The MCP server over ``service``; ``savePath`` writes are confined to ``write_policy``."""
-    app = MCPServer("markfetch", version=__version__, instructions=INSTRUCTIONS)
-
-    @app.tool(
-        name="fetch_markdown",
-        description=DESCRIPTION,
-        annotations=ToolAnnotations(
-            title="Fetch a web page as markdown",
-            read_only_hint=False,  # savePath writes a file
-            # overwrite: true replaces an existing file, so the tool can destroy data; without it
-            # a save only ever adds a file.
-            destructive_hint=True,
-            idempotent_hint=True,  # the same call again changes nothing more (or is refused)
-            open_world_hint=True,
-        ),
+def _result(text: str, document: Document, saved_to: str, *, structured: bool) -> CallToolResult:
+    output = FetchOutput(
+        title=document.title,
+        url=document.url,
+        method=document.method,
+        bytes=len(document.text.encode("utf-8")),
+        saved_to=saved_to,
     )
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=output.model_dump(mode="json") if structured else None,
+    )
+
+
+FETCH_PROMPT = PromptSpec(
+    "fetch",
+    "Fetch a web page",
+    "Fetch a URL and extract its contents as markdown",
+    (("url", "URL to fetch", True),),
+)
+
+
+def build_server(
+    service: Markfetch, write_policy: PathPolicy, *, structured_output: bool = True
+) -> ConventionalServer:
+    """The MCP server over ``service``; ``savePath`` writes are confined to ``write_policy``."""
+    app = ConventionalServer(
+        "markfetch",
+        title=TITLE,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        website_url=WEBSITE,
+        icon=ICON,
+        loggers=("markfetch",),
+    )
+
     async def fetch_markdown(
+        ctx: Context,
         url: Annotated[
             str,
             Field(
@@ -76,7 +130,7 @@ def build_server(service: Markfetch, write_policy: PathPolicy) -> MCPServer:
                 description=(
                     "Absolute file path to write the output to instead of returning it; the result is then "
                     "a short confirmation. Must lie inside the allowed write roots (default: the temp "
-                    "folder and the server's working folder; MARKFETCH_ALLOWED_WRITE_ROOTS replaces them). "
+                    "folder and the server's working folder; --allow-path / MARKFETCH_ALLOW_PATHS replaces them). "
                     "The folder must exist. An existing file is an error ([save_failed]) unless overwrite "
                     "is true. Errors never touch the file."
                 )
@@ -100,42 +154,102 @@ def build_server(service: Markfetch, write_policy: PathPolicy) -> MCPServer:
                 )
             ),
         ] = False,
-    ) -> CallToolResult:
-        try:
-            target = (
-                sandboxed_save_path(savePath, write_policy, overwrite=overwrite)
-                if savePath is not None
-                else None
-            )
-            document = await service.document(url, raw=raw)
-            if target is None:
-                return _text(document)
-            written = save_in_sandbox(document, target, write_policy, overwrite=overwrite)
-            # No thousands separator: clients parse this line (the reference's `^Saved (\d+) bytes`).
-            return _text(f"Saved {written} bytes to {savePath}")
-        except MarkfetchError as exc:
-            return _text(str(exc), is_error=True)
-        except Exception as exc:  # a bug: still one line with a code, never a traceback for the model
-            return _text(
-                f"[{ErrorCode.NETWORK_ERROR.value}] unexpected internal error ({type(exc).__name__})",
-                is_error=True,
-            )
+    ) -> Annotated[CallToolResult, FetchOutput]:
+        async with app.reporting(ctx) as notes:
+            try:
+                target = (
+                    sandboxed_save_path(savePath, write_policy, overwrite=overwrite)
+                    if savePath is not None
+                    else None
+                )
+                document = await service.fetch_document(url, raw=raw, progress=notes.progress)
+                log.info("fetched %s (%s, %d characters)", document.url, document.method, len(document.text))
+                if target is None:
+                    return _result(document.text, document, "", structured=structured_output)
+                written = save_in_sandbox(document.text, target, write_policy, overwrite=overwrite)
+                notes.progress(3, 3, f"saved {written:,} bytes to {savePath}")
+                # No thousands separator: clients parse this line (the reference's `^Saved (\d+) bytes`).
+                return _result(
+                    f"Saved {written} bytes to {savePath}",
+                    document,
+                    savePath or "",
+                    structured=structured_output,
+                )
+            except MarkfetchError as exc:
+                log.info("%s", exc)
+                return _text(str(exc), is_error=True)
+            except Exception as exc:  # a bug: still one line with a code, never a traceback for the model
+                log.error("unexpected failure fetching %s (%s)", url, type(exc).__name__)
+                return _text(
+                    f"[{ErrorCode.NETWORK_ERROR.value}] unexpected internal error ({type(exc).__name__})",
+                    is_error=True,
+                )
 
+    app.add_tool(
+        fetch_markdown,
+        name="fetch_markdown",
+        title=TOOL_TITLE,
+        description=DESCRIPTION,
+        annotations=tool_annotations(
+            TOOL_TITLE,
+            read_only=False,  # savePath writes a file
+            # overwrite: true replaces an existing file, so the tool can destroy data; without it
+            # a save only ever adds a file.
+            destructive=True,
+            idempotent=True,  # the same call again changes nothing more (or is refused)
+            open_world=True,
+        ),
+        structured_output=structured_output,
+    )
+
+    async def fetch_prompt(
+        arguments: Mapping[str, str], ctx: ServerContext
+    ) -> GetPromptResult | InputRequiredResult:
+        """As the reference fetch server's prompt: the page as a user message, or the failure."""
+        url = arguments["url"]
+        async with app.reporting(ctx) as notes:
+            try:
+                document = await service.fetch_document(url, progress=notes.progress)
+            except MarkfetchError as exc:
+                return GetPromptResult(
+                    description=f"Failed to fetch {url}",
+                    messages=[PromptMessage(role="user", content=TextContent(type="text", text=str(exc)))],
+                )
+        return GetPromptResult(
+            description=f"Contents of {url}",
+            messages=[PromptMessage(role="user", content=TextContent(type="text", text=document.text))],
+        )
+
+    app.add_prompt_renderer(FETCH_PROMPT, fetch_prompt)
     return app
 
 
-def server_from_env(env: Mapping[str, str] | None = None) -> tuple[MCPServer, Markfetch]:
-    """Build the server from the environment; raises ConfigError on bad values."""
+def server_from_env(
+    env: Mapping[str, str] | None = None,
+    *,
+    host_flags: Sequence[str] = (),
+    path_flags: Sequence[str] = (),
+    structured_output: bool | None = None,
+) -> tuple[ConventionalServer, Markfetch]:
+    """Build the server from the environment and the flags; raises ConfigError on bad values."""
+    from docab_mcpguard.access import SettingError, switch
+    from markfetch.config import ACCESS
+
     env = os.environ if env is None else env
-    settings: Settings = load_settings(env)
+    settings: Settings = load_settings(env, host_flags=host_flags)
+    policy = write_policy(env, flags=path_flags)
     try:
-        policy = PathPolicy.from_dirs(write_roots(env), what="MARKFETCH_ALLOWED_WRITE_ROOTS entry")
-    except ValueError as exc:
+        structured = switch(ACCESS.structured_output, structured_output, env)
+    except SettingError as exc:
         raise ConfigError(str(exc)) from None
     service = Markfetch(settings)
-    return build_server(service, policy), service
+    return build_server(service, policy, structured_output=structured), service
 
 
-def run() -> None:
-    app, _service = server_from_env()
+def run(
+    host_flags: Sequence[str] = (), path_flags: Sequence[str] = (), structured_output: bool | None = None
+) -> None:
+    app, _service = server_from_env(
+        host_flags=host_flags, path_flags=path_flags, structured_output=structured_output
+    )
     app.run()

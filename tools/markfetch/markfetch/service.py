@@ -2,7 +2,7 @@
 
 :class:`Markfetch` owns a :class:`docab_mcpguard.GuardedClient`, so every hop of every fetch is checked
 against the host policy (no loopback, private, link-local or metadata address unless the host is
-listed in MARKFETCH_ALLOW_HOSTS), the body is capped on the stream and one deadline covers the
+listed in --allow-host / MARKFETCH_ALLOW_HOSTS), the body is capped on the stream and one deadline covers the
 whole fetch. Every failure leaves here as a :class:`MarkfetchError` with one of the eight codes.
 """
 
@@ -12,6 +12,7 @@ import asyncio
 import errno
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,15 +22,16 @@ from docab_mcpguard import (
     FetchError,
     FetchErrorKind,
     FetchLimits,
+    FetchProgress,
     GuardedClient,
-    HostPolicy,
     PathDenied,
     PathPolicy,
     write_file_in,
 )
+from docab_mcpguard.access import path_remedy
 from docab_mcpguard.http import Resolver, SystemResolver
 from markfetch.cache import ResponseCache, cache_key
-from markfetch.config import Settings
+from markfetch.config import ACCESS, Settings
 from markfetch.errors import ErrorCode, MarkfetchError
 from markfetch.headers import decodable_encodings
 
@@ -94,7 +96,7 @@ class Markfetch:
         self, settings: Settings, *, resolver: Resolver | None = None, cache: ResponseCache | None = None
     ) -> None:
         self.settings = settings
-        self.policy = HostPolicy.build(allow_any=True, internal_hosts=settings.allow_hosts)
+        self.policy = settings.hosts
         headers = settings.chrome.headers(
             accept_language=settings.accept_language, encodings=decodable_encodings()
         )
@@ -124,8 +126,11 @@ class Markfetch:
         await self.client.aclose()
 
     # -- fetching ------------------------------------------------------------------------------
-    async def fetch(self, url: str, *, raw: bool = False) -> Response:
-        """The response for ``url``, from the cache when fresh; raises MarkfetchError."""
+    async def fetch(
+        self, url: str, *, raw: bool = False, on_progress: FetchProgress | None = None
+    ) -> Response:
+        """The response for ``url``, from the cache when fresh; raises MarkfetchError.
+        ``on_progress`` hears the body's bytes as they arrive."""
         key = None
         if self.cache is not None:
             self._check_url(url)
@@ -139,7 +144,9 @@ class Markfetch:
             if hit is not None:
                 return Response(url=hit.url, content_type=hit.content_type, body=hit.body)
         try:
-            fetched = await self.client.fetch(url, check_headers=None if raw else _check_html_type)
+            fetched = await self.client.fetch(
+                url, check_headers=None if raw else _check_html_type, on_progress=on_progress
+            )
         except FetchError as exc:
             raise MarkfetchError(_KIND_TO_CODE.get(exc.kind, ErrorCode.NETWORK_ERROR), str(exc)) from None
         response = Response(
@@ -160,11 +167,28 @@ class Markfetch:
     # -- the pipeline --------------------------------------------------------------------------
     async def document(self, url: str, *, raw: bool = False) -> str:
         """Markdown of ``url`` (or its body as text with ``raw``); never more than MARKFETCH_MAX_BYTES."""
-        response = await self.fetch(url, raw=raw)
+        return (await self.fetch_document(url, raw=raw)).text
+
+    async def fetch_document(
+        self, url: str, *, raw: bool = False, progress: DocumentProgress | None = None
+    ) -> Document:
+        """:meth:`document` with what it came from: title, final URL, extraction method.
+        ``progress`` hears each step (fetching with its bytes, extracting)."""
+        # Two steps: fetching (its share grows with the body: of the declared length, else of the
+        # byte cap) and extracting.
+        on_bytes: FetchProgress | None = None
+        if progress is not None:
+            report, cap = progress, self.settings.max_bytes
+
+            def on_bytes(received: int, length: int | None) -> None:
+                report(min(0.99, received / (length or cap)), 2, f"received {received:,} bytes")
+
+            report(0, 2, f"fetching {url}")
+        response = await self.fetch(url, raw=raw, on_progress=on_bytes)
         if raw:
             from markfetch.charset import decode_text
 
-            text = decode_text(response.body, response.charset)
+            document = Document(decode_text(response.body, response.charset), "", response.url, "raw")
         else:
             if response.mime_type not in HTML_TYPES and not (
                 not response.mime_type and _looks_like_html(response.body)
@@ -172,28 +196,60 @@ class Markfetch:
                 raise MarkfetchError(
                     ErrorCode.UNSUPPORTED_CONTENT_TYPE, _unsupported_message(response.url, response.mime_type)
                 )
+            if progress is not None:
+                progress(1, 2, "extracting the article")
             # Extraction is CPU work: keep the event loop (and the MCP session) responsive.
-            text = await asyncio.to_thread(html_to_document, response.body, response.charset, response.url)
-        size = len(text.encode("utf-8"))
+            document = await asyncio.to_thread(
+                extract_document, response.body, response.charset, response.url
+            )
+        size = len(document.text.encode("utf-8"))
         if size > self.settings.max_bytes:
             raise MarkfetchError(
                 ErrorCode.TOO_LARGE,
                 f"the document is {size:,} bytes, over MARKFETCH_MAX_BYTES ({self.settings.max_bytes:,}); "
                 "raise the limit to get it whole",
             )
-        return text
+        if progress is not None:
+            progress(2, 2, f"{document.method}: {size:,} bytes of markdown")
+        return document
 
 
-def html_to_document(body: bytes, header_charset: str | None, url: str) -> str:
-    """Decode and extract a fetched HTML body into the markdown document markfetch returns."""
+DocumentProgress = Callable[[float, float | None, str], None]
+"""Told how a fetch is going: (done, total or None, a short message)."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """What markfetch returns, and where it came from.
+
+    ``text``: the markdown (or the body as text with raw); ``title``: the article's title (empty
+    when it has none, or raw); ``url``: the final URL, after redirects; ``method``: ``reader``
+    (the reader view), ``full-body`` (the page's main region, when the reader view kept almost
+    nothing) or ``raw``.
+    """
+
+    text: str
+    title: str
+    url: str
+    method: str
+
+
+def extract_document(body: bytes, header_charset: str | None, url: str) -> Document:
+    """Decode and extract a fetched HTML body into the document markfetch returns."""
     from markfetch.charset import decode_html
     from markfetch.extract import ExtractionFailed, extract_article
 
     decoded = decode_html(body, header_charset)
     try:
-        return extract_article(decoded.text, url).markdown
+        article = extract_article(decoded.text, url)
     except ExtractionFailed as exc:
         raise MarkfetchError(ErrorCode.EXTRACTION_FAILED, f"{url}: {exc}") from None
+    return Document(article.markdown, article.title, url, article.method)
+
+
+def html_to_document(body: bytes, header_charset: str | None, url: str) -> str:
+    """Decode and extract a fetched HTML body into the markdown document markfetch returns."""
+    return extract_document(body, header_charset, url).text
 
 
 # -- saving --------------------------------------------------------------------------------------
@@ -234,7 +290,10 @@ def _save_failed(shown: object, exc: OSError) -> MarkfetchError:
 
 
 def _forbidden(exc: PathDenied) -> MarkfetchError:
-    return MarkfetchError(ErrorCode.SAVE_FORBIDDEN, f"{exc}; set MARKFETCH_ALLOWED_WRITE_ROOTS to allow more")
+    text = str(exc)
+    if ACCESS.paths.variable not in text:  # a policy built without its remedy (a library caller's)
+        text += f"; {path_remedy(ACCESS)}"
+    return MarkfetchError(ErrorCode.SAVE_FORBIDDEN, text)
 
 
 def sandboxed_save_path(raw: str, policy: PathPolicy, *, overwrite: bool = False) -> SaveTarget:

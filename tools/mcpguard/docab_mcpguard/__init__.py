@@ -25,15 +25,54 @@ Every exception raised here derives from :class:`GuardError` and carries a messa
 and useful to show to a user or a model.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from docab_mcpguard.addresses import AddressClass, classify_address, is_internal
 from docab_mcpguard.beneath import RACE_FREE, Opened, write_file_in
-from docab_mcpguard.decoding import MAX_CODINGS, SUPPORTED_CODINGS, BodyDecoder, UndecodableBody
-from docab_mcpguard.diskcache import DiskCache, Stored
 from docab_mcpguard.errors import FetchError, FetchErrorKind, GuardError, HostDenied, PathDenied
 from docab_mcpguard.hosts import HostPolicy, normalise_host
-from docab_mcpguard.http import Fetched, FetchLimits, GuardedClient, Resolver, SystemResolver, check_target
 from docab_mcpguard.paths import PathPolicy
 from docab_mcpguard.stopping import run_until_stopped
+
+if TYPE_CHECKING:
+    from docab_mcpguard.decoding import MAX_CODINGS, SUPPORTED_CODINGS, BodyDecoder, UndecodableBody
+    from docab_mcpguard.diskcache import DiskCache, Stored
+    from docab_mcpguard.http import (
+        Fetched,
+        FetchLimits,
+        FetchProgress,
+        GuardedClient,
+        Resolver,
+        SystemResolver,
+        check_target,
+    )
+
+# The HTTP stack (httpx2, brotli, zstd) loads on first use: a server's --help, or a program that
+# only reads its settings through docab_mcpguard.access, does not pay for it.
+_LAZY = {
+    "MAX_CODINGS": "docab_mcpguard.decoding",
+    "SUPPORTED_CODINGS": "docab_mcpguard.decoding",
+    "BodyDecoder": "docab_mcpguard.decoding",
+    "UndecodableBody": "docab_mcpguard.decoding",
+    "DiskCache": "docab_mcpguard.diskcache",
+    "Stored": "docab_mcpguard.diskcache",
+    "Fetched": "docab_mcpguard.http",
+    "FetchLimits": "docab_mcpguard.http",
+    "FetchProgress": "docab_mcpguard.http",
+    "GuardedClient": "docab_mcpguard.http",
+    "Resolver": "docab_mcpguard.http",
+    "SystemResolver": "docab_mcpguard.http",
+    "check_target": "docab_mcpguard.http",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'docab_mcpguard' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "MAX_CODINGS",
@@ -45,6 +84,7 @@ __all__ = [
     "FetchError",
     "FetchErrorKind",
     "FetchLimits",
+    "FetchProgress",
     "Fetched",
     "GuardError",
     "GuardedClient",

@@ -31,7 +31,7 @@ import os
 import secrets
 import stat
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from docab_mcpguard.errors import PathDenied
@@ -175,19 +175,24 @@ def split_under(roots: Sequence[tuple[str, str]], path: str) -> tuple[str, list[
 
 
 def open_beneath(
-    roots: Sequence[tuple[str, str]], root: str, parts: Sequence[str], *, shown: str, describe: str
+    roots: Sequence[tuple[str, str]],
+    root: str,
+    parts: Sequence[str],
+    *,
+    shown: str,
+    refusal: Callable[[str], PathDenied],
 ) -> Opened:
     """Walk ``parts`` from the real root ``root``; see the module's description.
 
-    Raises :class:`PathDenied` when the walk would leave the roots (``shown`` and ``describe``
-    word the message), OSError (ENOENT, EACCES, ENOTDIR, ELOOP for too many links, ...) when a
+    Raises :class:`PathDenied` when the walk would leave the roots (``refusal(shown)``, which
+    words the message), OSError (ENOENT, EACCES, ENOTDIR, ELOOP for too many links, ...) when a
     component cannot be opened.
     """
     if not RACE_FREE:  # pragma: no cover - Windows
-        return _open_by_real_path(roots, os.path.join(root, *parts), shown=shown, describe=describe)
+        return _open_by_real_path(roots, os.path.join(root, *parts), shown=shown, refusal=refusal)
 
     def outside() -> PathDenied:
-        return PathDenied(f"{shown!r} is outside the allowed paths ({describe})")
+        return refusal(shown)
 
     held: list[int] = []  # folder descriptors from the root down to the current folder
     names: list[str] = []  # components below the root of the current folder
@@ -251,11 +256,11 @@ def open_beneath(
 
 
 def _open_by_real_path(  # pragma: no cover - Windows
-    roots: Sequence[tuple[str, str]], path: str, *, shown: str, describe: str
+    roots: Sequence[tuple[str, str]], path: str, *, shown: str, refusal: Callable[[str], PathDenied]
 ) -> Opened:
     real = os.path.realpath(path)
     if split_under([(r, r) for _s, r in roots], real) is None:
-        raise PathDenied(f"{shown!r} is outside the allowed paths ({describe})")
+        raise refusal(shown)
     if os.path.isdir(real):
         return _OpenedFolderByName(real)
     return Opened(os.open(real, _LEAF_FLAGS & ~_NOFOLLOW), real)

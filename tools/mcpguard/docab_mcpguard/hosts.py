@@ -5,11 +5,13 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-
-import httpx2
+from typing import TYPE_CHECKING
 
 from docab_mcpguard.addresses import AddressClass, classify_address
 from docab_mcpguard.errors import HostDenied
+
+if TYPE_CHECKING:
+    import httpx2
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 
@@ -47,21 +49,35 @@ class HostPolicy:
     but not ``badexample.com``. Empty with ``allow_any`` false means no URL is allowed.
     ``internal_hosts``: hosts (names or IP literals) that may resolve to loopback, private,
     link-local or metadata addresses. Nothing else may, whatever the allow-list says.
+    ``remedy``: how a refused host is allowed on this server, with ``{host}`` where the host goes
+    (``"--allow-host {host} (or MARKFETCH_ALLOW_HOSTS)"``); every refusal ends with it, so the
+    person reading it knows which setting lifts it (:mod:`docab_mcpguard.access` builds it).
     """
 
     allow_any: bool = False
     domains: tuple[str, ...] = ()
     internal_hosts: frozenset[str] = field(default_factory=frozenset)
+    remedy: str = ""
 
     @classmethod
     def build(
-        cls, *, allow_any: bool = False, domains: Iterable[str] = (), internal_hosts: Iterable[str] = ()
+        cls,
+        *,
+        allow_any: bool = False,
+        domains: Iterable[str] = (),
+        internal_hosts: Iterable[str] = (),
+        remedy: str = "",
     ) -> HostPolicy:
         return cls(
             allow_any=allow_any,
             domains=tuple(normalise_host(d) for d in domains if d.strip()),
             internal_hosts=frozenset(normalise_host(h) for h in internal_hosts if h.strip()),
+            remedy=remedy,
         )
+
+    def lift(self, host: str) -> str:
+        """How to allow ``host`` here: the remedy with the host filled in ("" when none is set)."""
+        return self.remedy.replace("{host}", host) if self.remedy else ""
 
     @property
     def allows_urls(self) -> bool:
@@ -84,6 +100,8 @@ class HostPolicy:
 
     def check_url(self, url: str | httpx2.URL) -> httpx2.URL:
         """Parse ``url`` and check its scheme and host; return the parsed URL or raise HostDenied."""
+        import httpx2  # here: a program that only reads its settings (--help) stays light
+
         try:
             parsed = httpx2.URL(str(url))
         except (httpx2.InvalidURL, ValueError, TypeError) as exc:
@@ -95,7 +113,11 @@ class HostPolicy:
         if parsed.userinfo:
             raise HostDenied("URLs with embedded credentials are not allowed")
         if not self.permits_host(parsed.host):
-            raise HostDenied(f"host {parsed.host!r} is not allowed (allowed: {self.describe()})")
+            lift = self.lift(parsed.host)
+            raise HostDenied(
+                f"host {parsed.host!r} is not allowed (allowed: {self.describe()})"
+                + (f"; to allow it, start the server with {lift}" if lift else "")
+            )
         return parsed
 
     def check_address(self, host: str, address: str) -> None:
@@ -106,7 +128,12 @@ class HostPolicy:
         if normalise_host(host) in self.internal_hosts:
             return
         shown = host if normalise_host(host) == normalise_host(address) else f"{host} ({address})"
+        lift = self.lift(normalise_host(host))
         raise HostDenied(
             f"refusing to connect to {shown}: it is a {kind.value} address; "
-            "allow that exact host explicitly to permit local access"
+            + (
+                f"to permit local access, start the server with {lift}"
+                if lift
+                else "allow that exact host explicitly to permit local access"
+            )
         )

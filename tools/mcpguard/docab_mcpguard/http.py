@@ -92,6 +92,9 @@ class Fetched:
 
 
 HeaderCheck = Callable[[str, int, httpx2.Headers], None]
+FetchProgress = Callable[[int, int | None], None]
+"""Told as a body arrives: bytes received so far (decoded), and the length the server declared
+(None when it declared none, or a coded one that says nothing of the decoded size)."""
 """Called with (url, status, headers) before the body is read; raise GuardError to refuse."""
 
 
@@ -309,22 +312,29 @@ class GuardedClient:
         headers: Mapping[str, str] | None = None,
         limits: FetchLimits | None = None,
         check_headers: HeaderCheck | None = None,
+        on_progress: FetchProgress | None = None,
     ) -> Fetched:
         """GET ``url`` following redirects; raise FetchError (or HostDenied) on any failure.
 
-        Non-2xx final statuses raise ``FetchError(HTTP_STATUS, status=...)``.
+        Non-2xx final statuses raise ``FetchError(HTTP_STATUS, status=...)``. ``on_progress``
+        hears the body's bytes as they arrive (decoded so far, and the declared length or None).
         """
         limits = limits or self.limits
         try:
             async with asyncio.timeout(limits.timeout_s):
-                return await self._fetch(url, headers or {}, limits, check_headers)
+                return await self._fetch(url, headers or {}, limits, check_headers, on_progress)
         except (TimeoutError, httpx2.TimeoutException) as exc:
             raise FetchError(
                 FetchErrorKind.TIMEOUT, f"fetching {url} took longer than {limits.timeout_s:g} s", url=url
             ) from exc
 
     async def _fetch(
-        self, url: str, headers: Mapping[str, str], limits: FetchLimits, check_headers: HeaderCheck | None
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        limits: FetchLimits,
+        check_headers: HeaderCheck | None,
+        on_progress: FetchProgress | None = None,
     ) -> Fetched:
         redirects: list[str] = []
         current = url
@@ -362,7 +372,7 @@ class GuardedClient:
                         )
                     if check_headers is not None:
                         check_headers(final_url, response.status_code, response.headers)
-                    content = await _read_capped(response, limits.max_bytes, final_url)
+                    content = await _read_capped(response, limits.max_bytes, final_url, on_progress)
                     return Fetched(
                         url=final_url,
                         status=response.status_code,
@@ -398,10 +408,14 @@ def _redirect_target(response: httpx2.Response) -> str:
         ) from exc
 
 
-async def _read_capped(response: httpx2.Response, max_bytes: int, url: str) -> bytes:
+async def _read_capped(
+    response: httpx2.Response, max_bytes: int, url: str, on_progress: FetchProgress | None = None
+) -> bytes:
     declared = response.headers.get("content-length")
+    length: int | None = None
     if declared is not None:
         with contextlib.suppress(ValueError):
+            length = int(declared) if not response.headers.get("content-encoding") else None
             if int(declared) > max_bytes:
                 raise FetchError(
                     FetchErrorKind.TOO_LARGE,
@@ -429,6 +443,8 @@ async def _read_capped(response: httpx2.Response, max_bytes: int, url: str) -> b
             if total > max_bytes:
                 raise too_large()
             chunks.append(piece)
+            if on_progress is not None:
+                on_progress(total, length)
             await asyncio.sleep(0)
     decoder.finish()
     return b"".join(chunks)

@@ -29,6 +29,9 @@ class PathPolicy:
 
     ``aliases``: other spellings of a root, as (spelling, real root) pairs: a root configured
     as ``/tmp/docs`` where ``/tmp`` is a link still accepts paths written ``/tmp/docs/...``.
+    ``remedy``: how another folder is allowed on this server (``"start md-vision with --allow-path
+    DIR (or MD_VISION_ALLOW_PATHS)"``); every refusal ends with it. A policy with no roots (a
+    server waiting for its client's MCP roots) refuses every path, with the remedy.
 
     Use :meth:`open` to reach a file or folder: it walks beneath the roots by descriptor, so no
     link swapped in meanwhile can lead outside. :meth:`resolve` and :meth:`contains` judge
@@ -37,13 +40,22 @@ class PathPolicy:
 
     roots: tuple[str, ...]
     aliases: tuple[tuple[str, str], ...] = ()
+    remedy: str = ""
 
     @classmethod
-    def from_dirs(cls, dirs: Iterable[str | os.PathLike[str]], *, what: str = "allowed path") -> PathPolicy:
+    def from_dirs(
+        cls,
+        dirs: Iterable[str | os.PathLike[str]],
+        *,
+        what: str = "allowed path",
+        remedy: str = "",
+        absolute: bool = False,
+    ) -> PathPolicy:
         """Validate directories given on a command line or in an environment variable.
 
         Raises ``ValueError`` with a message fit for a start-up error when a directory is
-        missing, not a directory, or when none is given.
+        missing, not a directory, or when none is given; with ``absolute``, also when one is
+        relative (``~`` is expanded first).
         """
         roots: list[str] = []
         aliases: list[tuple[str, str]] = []
@@ -53,6 +65,8 @@ class PathPolicy:
                 raise ValueError(f"an empty {what} was given")
             expanded = os.path.expanduser(text)
             if not os.path.isabs(expanded):
+                if absolute:
+                    raise ValueError(f"{what} {text!r} is not an absolute path")
                 expanded = os.path.abspath(expanded)
             real = os.path.realpath(expanded)
             if not os.path.exists(real):
@@ -66,10 +80,17 @@ class PathPolicy:
                 aliases.append((spelled, real))
         if not roots:
             raise ValueError(f"at least one {what} is required")
-        return cls(tuple(roots), tuple(aliases))
+        return cls(tuple(roots), tuple(aliases), remedy)
 
     def describe(self) -> str:
-        return ", ".join(self.roots)
+        return ", ".join(self.roots) if self.roots else "none"
+
+    def refusal(self, shown: str) -> PathDenied:
+        """The error for a path outside the roots, ending with the remedy."""
+        remedy = f"; {self.remedy}" if self.remedy else ""
+        if not self.roots:
+            return PathDenied(f"{shown!r} cannot be read: no folder is allowed yet{remedy}")
+        return PathDenied(f"{shown!r} is outside the allowed paths ({self.describe()}){remedy}")
 
     def contains(self, real_path: str | os.PathLike[str]) -> bool:
         """Is an already-resolved real path inside one of the roots?"""
@@ -104,11 +125,13 @@ class PathPolicy:
                 folder, name = os.path.split(expanded)
                 found = split_under(pairs, os.path.join(os.path.realpath(folder), name))
             if found is None:
-                raise PathDenied(f"{text!r} is outside the allowed paths ({self.describe()})")
+                raise self.refusal(text)
             root, parts = found
-        else:
+        elif self.roots:
             root, parts = self.roots[0], expanded.replace(os.sep, "/").split("/")
-        return open_beneath(pairs, root, parts, shown=text, describe=self.describe())
+        else:
+            raise self.refusal(text)
+        return open_beneath(pairs, root, parts, shown=text, refusal=self.refusal)
 
     def resolve(self, raw: str | os.PathLike[str]) -> Path:
         """Return the real path of ``raw`` if it lies inside an allowed root, else raise PathDenied.
@@ -120,8 +143,10 @@ class PathPolicy:
         text = self._checked_text(raw)
         expanded = os.path.expanduser(text)
         if not os.path.isabs(expanded):
+            if not self.roots:
+                raise self.refusal(text)
             expanded = os.path.join(self.roots[0], expanded)
         real = os.path.realpath(expanded)
         if not self.contains(real):
-            raise PathDenied(f"{text!r} is outside the allowed paths ({self.describe()})")
+            raise self.refusal(text)
         return Path(real)

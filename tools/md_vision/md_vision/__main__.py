@@ -10,7 +10,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NoReturn
 
@@ -31,24 +31,34 @@ MCP stdio server with two read-only tools for markdown documentation:
 It speaks MCP on stdin/stdout, so you normally do not run it by hand: your MCP client starts it."""
 
 EPILOG = """\
-Access (both flags are required and may be repeated; --flag VALUE and --flag=VALUE both work):
-  --allow-path DIR       local files must resolve (symlinks followed) inside one of these folders;
-                         relative paths in requests are taken from the first one
-  --allow-domain VALUE   all: any public http(s) host; none: no URLs at all; HOST: that host and
-                         its subdomains (example.com allows docs.example.com, not badexample.com).
-                         A host you name may be a local one (e.g. 127.0.0.1 or intranet.lan);
-                         loopback, private and cloud-metadata addresses are refused otherwise.
-                         `*` (quoted) means all, `*.example.com` means example.com; an unquoted *
-                         that the shell expanded into file names is refused at start.
+Access (the same words as a flag and as an environment variable; flags win; both --flag VALUE and
+--flag=VALUE work):
+  --allow-host VALUE     required, repeatable (env MD_VISION_ALLOW_HOSTS, comma-separated; the
+                         JavaScript server's --allow-domain is the same flag). all: any public
+                         http(s) host; none: no URLs at all; HOST: that host and its subdomains
+                         (example.com allows docs.example.com, not badexample.com). A host you
+                         name may be a local one (e.g. 127.0.0.1 or intranet.lan); loopback,
+                         private and cloud-metadata addresses are refused otherwise. `*` (quoted)
+                         means all, `*.example.com` means example.com; an unquoted * that the
+                         shell expanded into file names is refused at start.
+  --allow-path DIR       repeatable (env MD_VISION_ALLOW_PATHS, absolute folders separated by
+                         ':'): local files must resolve (symlinks followed) inside one of these
+                         folders; relative paths in requests are taken from the first one.
+                         Without it the server takes its folders from the client's MCP roots
+                         (and follows their changes); a client without roots can then read no
+                         local file.
+  --no-structured-output (env MD_VISION_STRUCTURED_OUTPUT=0) no outputSchema or structuredContent,
+                         only the text blocks: for clients that show the model only the
+                         structured part of a result when there is one.
 
 Sizes accept k/M/G suffixes (decimal): --max-response-bytes 4M.
 
 MCP client configuration (e.g. claude_desktop_config.json):
   {"mcpServers": {"md-vision": {"command": "uvx",
-      "args": ["--from", "docab", "md-vision", "--allow-path", "/abs/path/docs", "--allow-domain", "none"]}}}
+      "args": ["--from", "docab", "md-vision", "--allow-path", "/abs/path/docs", "--allow-host", "none"]}}}
 
 Try it on the bundled samples:
-  md-vision --allow-path "$(python -c 'import md_vision, os; print(os.path.dirname(md_vision.__file__))')/samples" --allow-domain none
+  md-vision --allow-path "$(python -c 'import md_vision, os; print(os.path.dirname(md_vision.__file__))')/samples" --allow-host none
 """
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)[bB]?\s*$")
@@ -79,7 +89,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from md_vision.settings import LIMIT_FLAGS, Limits
+    from docab_mcpguard.access import add_flags
+    from md_vision.settings import ACCESS, LIMIT_FLAGS, Limits
 
     parser = _Parser(
         prog="md-vision",
@@ -88,19 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    parser.add_argument(
-        "--allow-path",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="folder the server may read (repeatable; at least one)",
-    )
-    parser.add_argument(
-        "--allow-domain",
-        action="append",
-        default=[],
-        metavar="all|none|HOST",
-        help="hosts the server may fetch (repeatable; at least one)",
+    add_flags(
+        parser,
+        ACCESS,
+        hosts_help="hosts the server may fetch: all, none or host names (at least one)",
+        paths_help="folder the server may read (without it: the client's MCP roots)",
     )
     parser.add_argument(
         "--relative-paths",
@@ -126,28 +129,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_settings(argv: Sequence[str]) -> Settings:
-    """Flags to :class:`~md_vision.settings.Settings`; raises FlagError with a start-up message."""
-    from md_vision.settings import LIMIT_FLAGS, Limits, Settings, shell_expansion_error
+def parse_settings(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Settings:
+    """Flags (and the MD_VISION_* variables of ``env``, default the process's) to
+    :class:`~md_vision.settings.Settings`; raises FlagError with a start-up message."""
+    from docab_mcpguard.access import SettingError, flag_values, given, shell_expansion_error, switch
+    from md_vision.settings import ACCESS, LIMIT_FLAGS, Limits, Settings
 
+    env = os.environ if env is None else env
     args, extra = build_parser().parse_known_args(list(argv))
+    hosts_flags = flag_values(ACCESS.hosts, args)
     local_names = _working_folder_names()
     if extra:
-        # `--allow-domain *` expanded by the shell leaves the second and later file names as stray
+        # `--allow-host *` expanded by the shell leaves the second and later file names as stray
         # arguments.
         stray = [value for value in extra if not value.startswith("-")]
-        expanded = shell_expansion_error([*args.allow_domain[-1:], *stray], local_names) if stray else None
-        if args.allow_domain and expanded is not None:
-            raise FlagError(expanded)
+        used = [(name, values) for name, values in hosts_flags.items() if values]
+        if stray and used:
+            flag, values = used[-1]
+            expanded = shell_expansion_error([*values[-1:], *stray], local_names, flag=flag)
+            if expanded is not None:
+                raise FlagError(expanded)
         raise FlagError(f"unrecognized arguments: {' '.join(extra)}")
-    if not args.allow_path:
+    try:
+        hosts = given(ACCESS.hosts, hosts_flags, env, separator=",")
+        paths = given(ACCESS.paths, flag_values(ACCESS.paths, args), env, separator=os.pathsep)
+        structured = switch(ACCESS.structured_output, args.structured_output, env)
+    except SettingError as exc:
+        raise FlagError(str(exc)) from None
+    if hosts is None:
         raise FlagError(
-            "--allow-path is required: name at least one folder the server may read, e.g. --allow-path ~/docs"
-        )
-    if not args.allow_domain:
-        raise FlagError(
-            "--allow-domain is required: use `--allow-domain none` for local files only, `--allow-domain all` "
-            "for any public host, or name hosts, e.g. --allow-domain raw.githubusercontent.com"
+            f"{ACCESS.hosts.flag} is required (or {ACCESS.hosts.variable}; --allow-domain is the same "
+            f"flag): use `{ACCESS.hosts.flag} none` for local files only, `{ACCESS.hosts.flag} all` for "
+            f"any public host, or name hosts, e.g. {ACCESS.hosts.flag} raw.githubusercontent.com"
         )
     limits = Limits()
     for item in LIMIT_FLAGS:
@@ -159,12 +172,14 @@ def parse_settings(argv: Sequence[str]) -> Settings:
             limits = replace(limits, **{item.attribute: value})  # type: ignore[arg-type]
     try:
         return Settings.build(
-            allow_paths=args.allow_path,
-            allow_domains=args.allow_domain,
+            allow_paths=(),
             limits=limits,
             relative_paths=args.relative_paths,
             local_names=local_names,
             raw_data_uris=args.raw_data_uris,
+            structured_output=structured,
+            paths_given=paths,
+            hosts_given=hosts,
         )
     except ValueError as exc:
         raise FlagError(str(exc)) from None

@@ -27,7 +27,7 @@ import signal
 import stat
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -198,6 +198,80 @@ def scan_folder(
     scan.found = len(found)
     scan.files = [file for _relative, file in found[:max_files]]
     return scan
+
+
+def iter_markdown_files(
+    root: Opened, policy: PathPolicy, after: Sequence[str] = ()
+) -> Generator[tuple[str, FoundFile], None, None]:
+    """The markdown files under the opened folder ``root``, lazily, as (relative path, file): the
+    same files :func:`scan_folder` finds (hidden, ``node_modules``, ``.gitignore``d and linked-out
+    entries skipped), in depth-first order with each folder's entries sorted by name.
+
+    ``after``: the components of a relative path already given (a page's last file); the walk
+    resumes after it, descending only into the folders on its way, so a page costs about its own
+    files, not the whole tree. Close the iterator when done with it (it holds folders open).
+    """
+    visited = 0
+
+    def walk(
+        folder: Opened,
+        prefix: tuple[str, ...],
+        inherited: list[tuple[str, pathspec.GitIgnoreSpec]],
+        after: tuple[str, ...],
+    ) -> Iterator[tuple[str, FoundFile]]:
+        nonlocal visited
+        folder_path = str(folder.path)
+        own = _load_gitignore(folder)
+        specs = [*inherited, (folder_path, own)] if own is not None else inherited
+        try:
+            entries = sorted(folder.entries(), key=lambda entry: entry.name)
+        except OSError:
+            return
+        for entry in entries:
+            visited += 1
+            if visited > MAX_WALK_ENTRIES:
+                return
+            name = entry.name
+            rest: tuple[str, ...] = ()
+            if after:
+                if name < after[0] or (name == after[0] and len(after) == 1):
+                    continue
+                if name == after[0]:
+                    rest = after[1:]
+            if name.startswith("."):
+                continue
+            path = os.path.join(folder_path, name)
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                if (
+                    name in SKIPPED_DIRS
+                    or (specs and _ignored(specs, path, True))
+                    or len(prefix) >= MAX_DEPTH
+                ):
+                    continue
+                try:
+                    child = folder.child(name, directory=True)
+                except OSError:
+                    continue
+                if child is None:  # it became a link meanwhile; not followed
+                    continue
+                with child:
+                    yield from walk(child, (*prefix, name), specs, rest)
+                continue
+            if (
+                rest
+                or not name.lower().endswith(MARKDOWN_SUFFIXES)
+                or (specs and _ignored(specs, path, False))
+            ):
+                continue
+            file = _found_file(folder, entry, path, policy)
+            if file is not None and file.problem is None:
+                yield "/".join((*prefix, name)), file
+
+    yield from walk(root, (), [], tuple(after))
 
 
 def _found_file(folder: Opened, entry: os.DirEntry[str], path: str, policy: PathPolicy) -> FoundFile | None:

@@ -126,21 +126,28 @@ def format_index(entries: Iterable[FileIndex | FileProblem]) -> str:
 OVERVIEW_HEADINGS = 8  # headings listed per file in the overview; more are counted
 
 
-def top_headings(index: FileIndex, limit: int = OVERVIEW_HEADINGS) -> str:
-    """A file's top-level headings, ``; ``-separated: those of its highest level, and when that is a
-    lone title, the level below it too; beyond ``limit``, how many more there are."""
+def top_rows(index: FileIndex) -> tuple[IndexRow, ...]:
+    """A file's top-level headings: those of its highest level, and when that is a lone title, the
+    level below it too."""
     if not index.rows:
-        return ""
+        return ()
     levels = [len(row.heading) - len(row.heading.lstrip("#")) for row in index.rows]
     top = min(levels)
-    chosen = [row.heading for row, level in zip(index.rows, levels, strict=True) if level == top]
+    chosen = [row for row, level in zip(index.rows, levels, strict=True) if level == top]
     if len(chosen) == 1:
         below = [level for level in levels if level > top]
         if below:
             second = min(below)
-            chosen = [
-                row.heading for row, level in zip(index.rows, levels, strict=True) if level in (top, second)
-            ]
+            chosen = [row for row, level in zip(index.rows, levels, strict=True) if level in (top, second)]
+    return tuple(chosen)
+
+
+def top_headings(index: FileIndex, limit: int = OVERVIEW_HEADINGS) -> str:
+    """A file's top-level headings (:func:`top_rows`), ``; ``-separated; beyond ``limit``, how many
+    more there are."""
+    chosen = [row.heading for row in top_rows(index)]
+    if not chosen:
+        return ""
     shown = "; ".join(_cell(heading) for heading in chosen[:limit])
     if len(chosen) > limit:
         shown += f"; … (+{len(chosen) - limit})"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextvars
+import functools
 import gc
 import hashlib
 import os
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeVar, TypeVarTuple
 
-from docab_mcpguard import FetchLimits, GuardedClient, Opened, Resolver, SystemResolver
+from docab_mcpguard import FetchLimits, GuardedClient, Opened, PathPolicy, Resolver, SystemResolver
 from md_vision.cache import SizedLRU
 from md_vision.datauri import MIN_ELIDED_CHARS, elide, placeholder, shown_chars
 from md_vision.document import Document, ImageRef, parse_document
@@ -29,6 +31,7 @@ from md_vision.imaging import ImageRejected, PreparedImage, prepare_image
 from md_vision.index import (
     FileIndex,
     FileProblem,
+    IndexRow,
     format_file_index,
     format_folders,
     format_overview,
@@ -36,6 +39,7 @@ from md_vision.index import (
     format_problem,
     format_row,
     index_document,
+    top_rows,
 )
 from md_vision.paging import (
     CHARS_PER_TOKEN,
@@ -138,12 +142,40 @@ class ReadResult:
 @dataclass(frozen=True)
 class IndexResult:
     """An index, or one page of it. ``entries``: the files it shows; ``text``: the ``index_md`` text;
-    ``next_cursor``: what to pass back for the next page (None on a whole index or the last page)."""
+    ``next_cursor``: what to pass back for the next page (None on a whole index or the last page);
+    ``rows``: for each entry, the heading rows this page shows (empty: all of them); an overview
+    page shows each file's top-level headings."""
 
     entries: tuple[FileIndex | FileProblem, ...]
     notes: tuple[str, ...] = ()
     text: str = ""
     next_cursor: str | None = None
+    rows: tuple[tuple[IndexRow, ...], ...] = ()
+
+    def shown_rows(self) -> list[tuple[IndexRow, ...]]:
+        """The heading rows shown of each entry, in order."""
+        if self.rows:
+            return list(self.rows)
+        return [entry.rows if isinstance(entry, FileIndex) else () for entry in self.entries]
+
+
+Progress = Callable[[float, float | None, str], None]
+"""Told how far a long operation is: (done, total or None, a short message); any thread."""
+
+
+@dataclass
+class _Ticker:
+    """Counts the files of a folder index as they are indexed, and reports it."""
+
+    report: Progress | None
+    total: int | None
+    done: int = 0
+
+    def add(self, files: int) -> None:
+        self.done += files
+        if self.report is not None:
+            of = f" of {self.total:,}" if self.total is not None else ""
+            self.report(self.done, self.total, f"indexed {self.done:,}{of} markdown files")
 
 
 @dataclass(frozen=True)
@@ -158,6 +190,7 @@ class _FolderPages:
     listing: str
     tokens: int
     notes: list[str]
+    ticker: _Ticker = field(default_factory=lambda: _Ticker(None, None))
 
 
 # A folder's overview page lists at most this many files, so that it parses few and comes fast
@@ -375,7 +408,16 @@ class MdVision:
         return self.settings.show(location.path) if isinstance(location, LocalFile) else location.display
 
     async def _run(self, function: Callable[[*_Args], _T], *args: *_Args) -> _T:
-        return await asyncio.get_running_loop().run_in_executor(self._threads, function, *args)
+        # In the caller's context: a log record written on the worker reaches the call's client.
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(
+            self._threads, functools.partial(context.run, function, *args)
+        )
+
+    def use_paths(self, paths: PathPolicy) -> None:
+        """Allow these folders from now on (the client's MCP roots, which may change)."""
+        if paths != self.settings.paths:
+            self.settings = self.settings.with_paths(paths)
 
     async def _load(self, uri: str) -> tuple[LoadedMarkdown, Document]:
         uri = check_uri(uri)
@@ -674,13 +716,21 @@ class MdVision:
 
     # --- index ------------------------------------------------------------------------------
 
-    async def index(self, uri: str, cursor: str | None = None, max_tokens: int | None = None) -> IndexResult:
+    async def index(
+        self,
+        uri: str,
+        cursor: str | None = None,
+        max_tokens: int | None = None,
+        *,
+        progress: Progress | None = None,
+    ) -> IndexResult:
         """The index behind ``index_md``: a file, a folder or a URL; raises :class:`ToolFailure`.
 
         An index that fits ``max_tokens`` (default ``--max-result-tokens``) is returned whole, in the
         reference's format. A larger one comes in pages (``next_cursor`` names the next): a folder's
         starts with an overview (each file with its top-level headings), then each file's full
-        index; one file's index is split by heading rows.
+        index; one file's index is split by heading rows. ``progress`` hears how a folder's
+        files are coming along.
         """
         tokens = self.result_tokens(max_tokens)
         try:
@@ -696,7 +746,7 @@ class MdVision:
                 return self._file_page(entry, uri, position, tokens)
             opened = open_local(self.settings, uri)
             if opened.is_dir:
-                return await self._index_folder_cancellably(opened, uri, position, tokens)
+                return await self._index_folder_cancellably(opened, uri, position, tokens, progress)
             location = LocalFile(opened.path, opened.info.st_size, opened.info.st_mtime_ns)
             cached = self._indexes.get(location.key)
             if cached is None:
@@ -736,30 +786,44 @@ class MdVision:
             + _next_page(following)
         )
         body = format_file_index(entry, start, end)
-        return IndexResult((entry,), (note,), f"Note: {note}\n\n{body}", following)
+        return IndexResult((entry,), (note,), f"Note: {note}\n\n{body}", following, (entry.rows[start:end],))
 
     async def _index_folder_cancellably(
-        self, root: Opened, shown: str, position: IndexCursor | None, tokens: int
+        self, root: Opened, shown: str, position: IndexCursor | None, tokens: int, progress: Progress | None
     ) -> IndexResult:
         """Index a folder on a worker thread; if the request is cancelled, the walk and the
         workers stop (at most the chunks already handed to them are finished)."""
         cancelled = threading.Event()
         try:
-            return await self._run(self._index_folder, root, shown, position, tokens, cancelled)
+            return await self._run(self._index_folder, root, shown, position, tokens, cancelled, progress)
         except asyncio.CancelledError:
             cancelled.set()
             raise
 
     def _index_folder(
-        self, root: Opened, shown: str, position: IndexCursor | None, tokens: int, cancelled: threading.Event
+        self,
+        root: Opened,
+        shown: str,
+        position: IndexCursor | None,
+        tokens: int,
+        cancelled: threading.Event,
+        progress: Progress | None,
     ) -> IndexResult:
         with root:  # this thread owns the folder's descriptor
-            return self._index_opened_folder(root, shown, position, tokens, cancelled)
+            return self._index_opened_folder(root, shown, position, tokens, cancelled, progress)
 
     def _index_opened_folder(
-        self, root: Opened, shown: str, position: IndexCursor | None, tokens: int, cancelled: threading.Event
+        self,
+        root: Opened,
+        shown: str,
+        position: IndexCursor | None,
+        tokens: int,
+        cancelled: threading.Event,
+        progress: Progress | None = None,
     ) -> IndexResult:
         limits = self.settings.limits
+        if progress is not None:
+            progress(0, None, f"looking for markdown files under {shown}")
         scan = scan_folder(root, self.settings.paths, limits.max_folder_files, cancelled=cancelled)
         notes: list[str] = []
         if scan.found == 0:
@@ -788,10 +852,11 @@ class MdVision:
             listing=listing_fingerprint(str(file.path) for file in files),
             tokens=tokens,
             notes=notes,
+            ticker=_Ticker(progress, len(files) if position is None else None),
         )
         budget = char_budget(tokens) - sum(len(note) + 8 for note in notes)
         if position is None:
-            whole = self._entries_within(files, budget, cancelled)
+            whole = self._entries_within(files, budget, cancelled, folder.ticker)
             if whole is not None:
                 body = "\n\n".join(text for _entry, text in whole)
                 if notes:
@@ -846,7 +911,11 @@ class MdVision:
         return [entry for entry in entries if entry is not None]
 
     def _entries_within(
-        self, files: list[FoundFile], budget: int, cancelled: threading.Event | None = None
+        self,
+        files: list[FoundFile],
+        budget: int,
+        cancelled: threading.Event | None = None,
+        ticker: _Ticker | None = None,
     ) -> list[_Indexed] | None:
         """Every file's entry when together they fit ``budget`` characters, else None. A folder
         whose entries cannot fit even with no headings is not parsed at all; otherwise parsing stops
@@ -858,6 +927,8 @@ class MdVision:
         used = -2
         for start in range(0, len(files), _PARSE_BATCH):
             batch = self._entries(files[start : start + _PARSE_BATCH], cancelled)
+            if ticker is not None:
+                ticker.add(len(batch))
             used += sum(len(text) + 2 for _entry, text in batch)
             if used > budget:
                 return None
@@ -884,7 +955,9 @@ class MdVision:
         while position < len(files) and len(rows) < OVERVIEW_PAGE_FILES:
             batch = files[position : min(len(files), position + _PARSE_BATCH, first + OVERVIEW_PAGE_FILES)]
             full = False
-            for file, (entry, _text) in zip(batch, self._entries(batch, folder.cancelled), strict=True):
+            entries = self._entries(batch, folder.cancelled)
+            folder.ticker.add(len(entries))
+            for file, (entry, _text) in zip(batch, entries, strict=True):
                 row = format_overview_row(_relative(folder.root, file), entry)
                 if rows and used + len(row) > room:
                     full = True
@@ -921,6 +994,7 @@ class MdVision:
             tuple(notes),
             "\n".join(f"Note: {note}" for note in notes) + "\n\n" + body,
             following,
+            tuple(top_rows(entry) if isinstance(entry, FileIndex) else () for entry in shown_entries),
         )
 
     def _detail_page(self, folder: _FolderPages, first: int, row: int) -> IndexResult:
@@ -930,15 +1004,19 @@ class MdVision:
         room = char_budget(folder.tokens) - _INDEX_NOTES_RESERVE
         parts: list[str] = []
         shown_entries: list[FileIndex | FileProblem] = []
+        shown_rows: list[tuple[IndexRow, ...]] = []
         used = 0
         position, next_row = first, row
         done = False
         while position < len(files) and not done:
             batch = files[position : position + _PARSE_BATCH]
-            for entry, text in self._entries(batch, folder.cancelled):
+            entries = self._entries(batch, folder.cancelled)
+            folder.ticker.add(len(entries))
+            for entry, text in entries:
                 if next_row == 0 and used + len(text) + 2 <= room:
                     parts.append(text)
                     shown_entries.append(entry)
+                    shown_rows.append(entry.rows if isinstance(entry, FileIndex) else ())
                     used += len(text) + 2
                     position += 1
                     continue
@@ -948,12 +1026,14 @@ class MdVision:
                 if isinstance(entry, FileProblem):  # one line: shown whole, whatever the budget
                     parts.append(text)
                     shown_entries.append(entry)
+                    shown_rows.append(())
                     position += 1
                     done = True
                     break
                 end = _rows_that_fit(entry, next_row, room)
                 parts.append(format_file_index(entry, next_row, end))
                 shown_entries.append(entry)
+                shown_rows.append(entry.rows[next_row:end])
                 if end < len(entry.rows):
                     next_row = end
                 else:
@@ -973,7 +1053,9 @@ class MdVision:
             + _next_page(following)
         )
         body = "\n\n".join(parts)
-        return IndexResult(tuple(shown_entries), (note,), f"Note: {note}\n\n{body}", following)
+        return IndexResult(
+            tuple(shown_entries), (note,), f"Note: {note}\n\n{body}", following, tuple(shown_rows)
+        )
 
     def _pool_for(self, files: int) -> Executor | None:
         """The worker processes for parsing ``files`` files, or None to parse them here: when they

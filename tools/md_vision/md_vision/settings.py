@@ -1,17 +1,22 @@
 """What the server may touch and how much: allowed paths and hosts, and every limit.
 
 The defaults below are the documented defaults; each has a command-line flag (see
-``md-vision --help``, built from :data:`LIMIT_FLAGS`).
+``md-vision --help``, built from :data:`LIMIT_FLAGS`). Hosts and paths are named as on every
+docab server (:data:`ACCESS`: ``--allow-host`` / ``MD_VISION_ALLOW_HOSTS``, ``--allow-path`` /
+``MD_VISION_ALLOW_PATHS``; the JavaScript server's ``--allow-domain`` is the same setting).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from docab_mcpguard import HostPolicy, PathPolicy, normalise_host
+from docab_mcpguard import HostPolicy, PathPolicy
+from docab_mcpguard.access import Given, SettingError, host_policy, path_policy, path_remedy, server_settings
 from md_vision.paging import DEFAULT_RESULT_TOKENS, MIN_RESULT_TOKENS
+
+ACCESS = server_settings("md-vision", "MD_VISION", host_flags=("--allow-domain",))
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,9 @@ LIMIT_FLAGS: tuple[LimitFlag, ...] = (
 
 @dataclass(frozen=True)
 class Settings:
+    """``paths``: the allowed folders; empty (``follow_roots``) when the server was started without
+    any and takes them from its client's MCP roots."""
+
     paths: PathPolicy
     hosts: HostPolicy
     limits: Limits = field(default_factory=Limits)
@@ -74,6 +82,8 @@ class Settings:
     # does not learn where its files live (a harness's workspace path can name the run).
     relative_paths: bool = False
     raw_data_uris: bool = False  # keep data: URIs in read text instead of placeholders (--raw-data-uris)
+    follow_roots: bool = False  # no --allow-path: the client's roots are the allowed folders
+    structured_output: bool = True  # outputSchema + structuredContent (--no-structured-output)
 
     @classmethod
     def build(
@@ -85,24 +95,44 @@ class Settings:
         relative_paths: bool = False,
         local_names: frozenset[str] = frozenset(),
         raw_data_uris: bool = False,
+        structured_output: bool = True,
+        paths_given: Given | None = None,
+        hosts_given: Given | None = None,
     ) -> Settings:
         """Validate allowed paths and hosts; raises ``ValueError`` with a start-up message.
 
-        ``local_names``: the entries of the working folder, to recognise a ``*`` the shell expanded.
+        ``allow_paths`` and ``allow_domains`` are the flags' values; ``paths_given`` and
+        ``hosts_given``, when set, say where they came from (a variable, say) and win. No
+        allowed path at all: the server follows its client's MCP roots. ``local_names``: the
+        entries of the working folder, to recognise a ``*`` the shell expanded.
         """
+        paths = paths_given or _flag_values(list(allow_paths), ACCESS.paths.flag)
+        hosts = hosts_given or _flag_values(list(allow_domains), ACCESS.hosts.flag)
+        if paths is None:
+            policy = PathPolicy((), remedy=path_remedy(ACCESS, client_roots=True))
+        else:
+            policy = path_policy(paths, ACCESS)
+        if hosts is None:
+            raise SettingError(f"at least one {ACCESS.hosts.flag} is required (all, none, or a host name)")
         return cls(
-            paths=PathPolicy.from_dirs(allow_paths, what="--allow-path"),
-            hosts=host_policy(allow_domains, local_names),
+            paths=policy,
+            hosts=host_policy(hosts, ACCESS, open_by_default=False, local_names=local_names),
             limits=limits or Limits(),
             relative_paths=relative_paths,
             raw_data_uris=raw_data_uris,
+            follow_roots=paths is None,
+            structured_output=structured_output,
         )
+
+    def with_paths(self, paths: PathPolicy) -> Settings:
+        """These settings with other allowed folders (the client's roots)."""
+        return replace(self, paths=paths)
 
     def show(self, path: str | os.PathLike[str]) -> str:
         """A local (real) path as results show it: as is, or relative to the first allowed folder
         with ``relative_paths`` (forward slashes; ``.`` for the folder itself)."""
         text = os.fspath(path)
-        if not self.relative_paths:
+        if not self.relative_paths or not self.paths.roots:
             return text
         root = self.paths.roots[0]
         if text == root:
@@ -113,128 +143,11 @@ class Settings:
 
     def hide_roots(self, message: str) -> str:
         """``message`` with the first allowed folder's path shown as ``.`` under ``relative_paths``."""
-        if not self.relative_paths:
+        if not self.relative_paths or not self.paths.roots:
             return message
         root = self.paths.roots[0].rstrip(os.sep)
         return message.replace(root + os.sep, "").replace(root, ".")
 
 
-# File extensions that no host name ends with (none is a top-level domain): a value ending in one
-# is a file name. ``md`` is Moldova's domain, so it counts only among several values (below).
-FILE_EXTENSIONS = frozenset(
-    {
-        "json", "lock", "lockb", "yaml", "yml", "toml", "txt", "ts", "tsx", "js", "jsx", "mjs", "cjs",
-        "cfg", "ini", "markdown", "html", "htm", "log", "csv", "xml", "pdf", "png", "jpg", "jpeg", "gif",
-        "svg", "npmrc", "env", "sh", "bat", "rst",
-    }
-)  # fmt: skip
-# Entries that a project folder has and that are no public host: with several values, one of
-# these means the shell expanded a `*`.
-PROJECT_ENTRIES = frozenset({"node_modules", "dist", "src", "test", "tests", "build", "lib", "bin", "out"})
-
-
-def normalise_domain_value(value: str) -> str:
-    """One ``--allow-domain`` value as the reference read it: quotes around it dropped (a config
-    that passed ``"*"`` through no shell), ``*`` is ``all``, ``*.example.com`` is ``example.com``
-    (a host already allows its subdomains)."""
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        value = value[1:-1].strip()
-    lowered = value.lower()
-    if lowered in ("*", "all"):
-        return "all"
-    if lowered == "none":
-        return "none"
-    if lowered.startswith("*."):
-        return value[2:]
-    return value
-
-
-def _file_like(value: str, *, among_several: bool, local_names: frozenset[str]) -> bool:
-    name = value.strip()
-    extension = name.rsplit(".", 1)[1].lower() if "." in name else ""
-    if extension in FILE_EXTENSIONS:
-        return True
-    if not among_several:
-        return False
-    return (
-        "/" in name
-        or "\\" in name
-        or extension in ("md", "py", "rs", "go")
-        or name.lower() in PROJECT_ENTRIES
-        or name in local_names
-    )
-
-
-def shell_expansion_error(values: Iterable[str], local_names: frozenset[str] = frozenset()) -> str | None:
-    """The start-up message when ``--allow-domain`` values are the names of local files, as when an
-    unquoted ``*`` is expanded by the shell (``--allow-domain package.json --allow-domain README.md``).
-
-    A value is a file name when it ends in an extension that no host name has (``.json``,
-    ``.lock``, ``.yaml`` ...); among several values also when it names an entry of the working
-    folder (``local_names``), has a path separator, ends in ``.md`` (or ``.py``, ``.rs``, ``.go``:
-    country domains, but rare beside a file) or is a usual project folder (``src``, ``dist`` ...).
-    A single value that merely names a local entry is taken as a host (a folder may be named
-    after a site).
-    """
-    values = [value.strip() for value in values]
-    several = len(values) > 1
-    suspects = [v for v in values if _file_like(v, among_several=several, local_names=local_names)]
-    if not suspects:
-        return None
-    shown = ", ".join(repr(v) for v in suspects[:3]) + (" ..." if len(suspects) > 3 else "")
-    return (
-        f"--allow-domain got {shown}, which look like file names: an unquoted * was probably expanded by "
-        "the shell into the files of this folder. Write `--allow-domain all` for any public host (or quote "
-        "it: --allow-domain '*'), `none` for no URLs, or name hosts such as example.com."
-    )
-
-
-def host_policy(values: Iterable[str], local_names: frozenset[str] = frozenset()) -> HostPolicy:
-    """``all``, ``none`` or host names (suffix match). Listed hosts may also be internal.
-
-    Values are read as the reference read them (:func:`normalise_domain_value`); names of local
-    files, from a ``*`` the shell expanded, are refused (:func:`shell_expansion_error`).
-    """
-    raw = [value.strip() for value in values]
-    if not raw:
-        raise ValueError("at least one --allow-domain is required (all, none, or a host name)")
-    expanded = shell_expansion_error(raw, local_names)
-    if expanded is not None:
-        raise ValueError(expanded)
-    values = [normalise_domain_value(value) for value in raw]
-    lowered = [value.lower() for value in values]
-    for special in ("all", "none"):
-        if special in lowered and len(values) > 1:
-            raise ValueError(
-                f"--allow-domain {special} must stand alone; it cannot be combined with other values"
-            )
-    if lowered == ["all"]:
-        return HostPolicy.build(allow_any=True)
-    if lowered == ["none"]:
-        return HostPolicy.build()
-    hosts = [_check_host(value) for value in values]
-    # A host named explicitly may reach internal addresses (e.g. 127.0.0.1 for a local docs
-    # server); `all` and suffix matches never do.
-    return HostPolicy.build(domains=hosts, internal_hosts=hosts)
-
-
-def _check_host(value: str) -> str:
-    if not value:
-        raise ValueError("an empty --allow-domain was given")
-    if "*" in value:
-        raise ValueError(
-            f"--allow-domain {value!r}: a wildcard can only be `*` (any host, like `all`) or lead the "
-            "name (`*.example.com`, the same as example.com, which also allows its subdomains)"
-        )
-    if "://" in value or "/" in value:
-        raise ValueError(f"--allow-domain {value!r}: give a host name such as example.com, not a URL or path")
-    host = value
-    if host.startswith("["):
-        host = host.split("]", 1)[0] + "]"
-    elif host.count(":") == 1:
-        raise ValueError(f"--allow-domain {value!r}: give the host without a port")
-    normalised = normalise_host(host)
-    if not normalised or any(char.isspace() for char in normalised):
-        raise ValueError(f"--allow-domain {value!r} is not a valid host name")
-    return normalised
+def _flag_values(values: list[str | os.PathLike[str]], flag: str) -> Given | None:
+    return Given(tuple(os.fspath(value) for value in values), flag, True) if values else None

@@ -30,7 +30,8 @@ from docab_mcpguard import (
     Opened,
     PathDenied,
 )
-from md_vision.settings import Settings
+from docab_mcpguard.access import urls_disabled
+from md_vision.settings import ACCESS, Settings
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 _HTML_START = re.compile(
@@ -151,7 +152,7 @@ def open_local(settings: Settings, raw: str) -> Opened:
     try:
         return settings.paths.open(raw)
     except PathDenied as exc:
-        raise SourceError(settings.hide_roots(f"{exc}. Pass a path inside an allowed directory.")) from exc
+        raise SourceError(settings.hide_roots(str(exc))) from exc
     except FileNotFoundError as exc:
         raise SourceError(f"{raw} does not exist") from exc
     except PermissionError as exc:
@@ -190,7 +191,6 @@ def read_local_markdown(opened: Opened, max_bytes: int, shown: str) -> str:
 
 def _fetch_message(exc: FetchError) -> str:
     hint = {
-        FetchErrorKind.BLOCKED: " Allow the host with --allow-domain when you trust it.",
         FetchErrorKind.TOO_LARGE: "",
         FetchErrorKind.TIMEOUT: " Try again, or raise --fetch-timeout.",
     }.get(exc.kind, "")
@@ -200,10 +200,7 @@ def _fetch_message(exc: FetchError) -> str:
 async def fetch_markdown(client: GuardedClient, settings: Settings, url: str) -> LoadedMarkdown:
     limits = settings.limits
     if not settings.hosts.allows_urls:
-        raise SourceError(
-            "URLs are disabled on this server (--allow-domain none); pass a local path, or start the "
-            "server with --allow-domain HOST"
-        )
+        raise SourceError(urls_disabled(ACCESS))
 
     def refuse_binary(final_url: str, status: int, headers: Mapping[str, str]) -> None:
         kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
@@ -324,7 +321,9 @@ def resolve_image(target: str, base: Location, settings: Settings) -> ImageTarge
 
 def _remote(url: str, settings: Settings) -> RemoteImage:
     if not settings.hosts.allows_urls:
-        raise ImageRefused("remote images are disabled (--allow-domain none)")
+        raise ImageRefused(
+            f"remote images are disabled ({ACCESS.hosts.flag} none; allow hosts with {ACCESS.hosts.spelled('HOST')})"
+        )
     try:
         settings.hosts.check_url(url)
     except HostDenied as exc:
@@ -338,7 +337,14 @@ def open_image(image: LocalImage, settings: Settings) -> Opened:
     try:
         opened = settings.paths.open(image.path)
     except PathDenied as exc:
-        raise ImageRefused("outside the allowed paths") from exc
+        raise ImageRefused(
+            "outside the allowed paths"
+            + (
+                f" ({ACCESS.paths.spelled('DIR')}, or the client's roots)"
+                if settings.follow_roots
+                else f" ({ACCESS.paths.spelled('DIR')})"
+            )
+        ) from exc
     except FileNotFoundError as exc:
         raise ImageRefused("file not found") from exc
     except PermissionError as exc:

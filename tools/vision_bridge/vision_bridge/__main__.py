@@ -49,6 +49,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--skill", action="store_true", help="print the vision-sidecar skill file for MCP hosts and exit"
     )
+    from docab_mcpguard.access import add_flags
+    from vision_bridge.config import ACCESS
+
+    add_flags(
+        parser,
+        ACCESS,
+        hosts_help="a host image URLs may reach on a loopback or private address; none: no image URLs",
+        paths_help="a folder local images may come from (default: the client's MCP roots, else the "
+        "working and temp folders)",
+    )
     return parser
 
 
@@ -70,17 +80,22 @@ def _main(argv: Sequence[str] | None) -> int:
         return 0
     _exit_quietly_on_signals()
     level = os.environ.get("VISION_LOG_LEVEL", "INFO").strip().upper()
-    logging.basicConfig(
-        level=level if level in logging.getLevelNamesMapping() else "INFO",
-        format="vision-bridge: %(message)s",
-        stream=sys.stderr,
+    from docab_mcpguard.serving import log_to_stderr
+
+    log_to_stderr(
+        "vision-bridge", level if level in logging.getLevelNamesMapping() else "INFO", show_level=False
     )
     if level != "DEBUG":
         # One INFO line per provider request from the HTTP clients is noise in a host's server log.
         for name in ("httpx", "httpx2", "httpcore"):
             logging.getLogger(name).setLevel(logging.WARNING)
     try:
-        settings = load_settings(os.environ)
+        settings = load_settings(
+            os.environ,
+            host_flags=args.allow_host,
+            path_flags=args.allow_path,
+            structured_output=args.structured_output,
+        )
         from vision_bridge.service import create_service
 
         service = create_service(settings)
@@ -93,7 +108,12 @@ def _main(argv: Sequence[str] | None) -> int:
         return 1
     from vision_bridge.server import build_server
 
-    app = build_server(service)
+    app = build_server(
+        service,
+        follow_roots=settings.follow_roots,
+        structured_output=settings.structured_output,
+        url_images=settings.url_images,
+    )
     logging.getLogger("vision_bridge").info("serving on stdio: %s", settings.describe())
     from docab_mcpguard import run_until_stopped
 

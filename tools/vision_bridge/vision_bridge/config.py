@@ -10,13 +10,25 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from docab_mcpguard import PathPolicy
+from docab_mcpguard.access import (
+    SettingError,
+    check_host,
+    given,
+    host_policy,
+    path_policy,
+    server_settings,
+    switch,
+)
 from vision_bridge.errors import ConfigError
+
+ACCESS = server_settings("vision-bridge", "VISION", path_variables=("VISION_ALLOWED_PATHS",))
 
 Backend = Literal["openai", "anthropic", "tesseract"]
 
@@ -40,11 +52,15 @@ Environment (API backends need the first three):
   VISION_MAX_RETRIES     provider retries on 429/5xx/connection errors, within VISION_TIMEOUT (default 2)
   VISION_CACHE_TTL       seconds a result stays cached (default 3600; 0 disables the cache)
   VISION_CACHE_DIR       cache folder (default: the user cache dir + /vision-bridge), created private
-  VISION_ALLOWED_PATHS   folders local images may be read from, separated by '{os.pathsep}'
-                         (default: the working directory, or the home directory when the server
-                         starts in the filesystem root, and the temp directory)
-  VISION_ALLOW_HOSTS     comma-separated exact hosts that downloads may reach on loopback or private
-                         addresses (default none: such addresses are refused)
+  VISION_ALLOW_PATHS     (flag --allow-path DIR, repeatable; older name VISION_ALLOWED_PATHS)
+                         absolute folders local images may be read from, separated by '{os.pathsep}'.
+                         Default: the client's MCP roots when it declares some, else the working
+                         directory (the home directory when the server starts in the filesystem
+                         root) and the temp directory
+  VISION_ALLOW_HOSTS     (flag --allow-host HOST, repeatable) comma-separated hosts that image URLs
+                         may reach on loopback or private addresses (any public host is allowed);
+                         none: no image URLs at all
+  VISION_STRUCTURED_OUTPUT  0 (flag --no-structured-output): results without structuredContent
   VISION_MAX_IMAGE_SIDE  optional cap in pixels on an image's long side before it is sent
   VISION_TESSERACT_CMD   the tesseract program (default: tesseract on PATH)
 """
@@ -67,6 +83,10 @@ class Settings:
     allow_hosts: tuple[str, ...] = ()
     max_image_side: int | None = None
     tesseract_cmd: str = "tesseract"
+    # No --allow-path / VISION_ALLOW_PATHS: the client's MCP roots replace the default folders.
+    follow_roots: bool = False
+    url_images: bool = True  # false under --allow-host none: image URLs are refused
+    structured_output: bool = True  # outputSchema + structuredContent (--no-structured-output)
 
     @property
     def cache_enabled(self) -> bool:
@@ -127,8 +147,12 @@ def load_settings(
     tempdir: str | None = None,
     home: Path | None = None,
     platform: str = sys.platform,
+    host_flags: Sequence[str] = (),
+    path_flags: Sequence[str] = (),
+    structured_output: bool | None = None,
 ) -> Settings:
-    """Validate the environment; raise :class:`ConfigError` listing every problem found."""
+    """Validate the environment (and the flags, which win over their variables); raise
+    :class:`ConfigError` listing every problem found."""
     problems = _Problems()
 
     backend_choice = env.get("VISION_BACKEND", "").strip().lower() or "api"
@@ -184,10 +208,15 @@ def load_settings(
         else default_cache_dir(env, platform=platform, home=home)
     )
 
-    allowed = _allowed_paths(
-        env, problems, cwd=cwd or os.getcwd(), tempdir=tempdir or tempfile.gettempdir(), home=home
+    allowed, follow_roots = _allowed_paths(
+        env, problems, path_flags, cwd=cwd or os.getcwd(), tempdir=tempdir or tempfile.gettempdir(), home=home
     )
-    hosts = tuple(h.strip() for h in env.get("VISION_ALLOW_HOSTS", "").split(",") if h.strip())
+    hosts, url_images = _hosts(env, problems, host_flags)
+    structured = True
+    try:
+        structured = switch(ACCESS.structured_output, structured_output, env)
+    except SettingError as exc:
+        problems.add(str(exc))
     tesseract_cmd = env.get("VISION_TESSERACT_CMD", "").strip() or "tesseract"
 
     if problems.items:
@@ -206,23 +235,51 @@ def load_settings(
         allow_hosts=hosts,
         max_image_side=max_side or None,
         tesseract_cmd=tesseract_cmd,
+        follow_roots=follow_roots,
+        url_images=url_images,
+        structured_output=structured,
     )
 
 
 def _allowed_paths(
-    env: Mapping[str, str], problems: _Problems, *, cwd: str, tempdir: str, home: Path
-) -> tuple[str, ...]:
-    from docab_mcpguard import PathPolicy
-
-    raw = env.get("VISION_ALLOWED_PATHS", "")
-    if raw.strip():
-        dirs = [d for d in raw.split(os.pathsep) if d.strip()]
-    else:
-        # Desktop hosts often start servers in "/": that default would open the whole disk.
-        working = Path(cwd).resolve()
-        dirs = [str(home) if working.parent == working else cwd, tempdir]
+    env: Mapping[str, str],
+    problems: _Problems,
+    flags: Sequence[str],
+    *,
+    cwd: str,
+    tempdir: str,
+    home: Path,
+) -> tuple[tuple[str, ...], bool]:
+    """The folders local images may come from, and whether the client's roots replace them (no
+    folder was given, so these are the defaults)."""
     try:
-        return PathPolicy.from_dirs(dirs, what="VISION_ALLOWED_PATHS entry").roots
+        paths = given(ACCESS.paths, {ACCESS.paths.flag: list(flags)}, env, separator=os.pathsep)
+        if paths is not None:
+            return path_policy(paths, ACCESS).roots, False
+    except SettingError as exc:
+        problems.add(str(exc))
+        return (), False
+    # Desktop hosts often start servers in "/": that default would open the whole disk.
+    working = Path(cwd).resolve()
+    dirs = [str(home) if working.parent == working else cwd, tempdir]
+    try:
+        return PathPolicy.from_dirs(dirs, what="default folder").roots, True
     except ValueError as exc:
         problems.add(str(exc))
-        return ()
+        return (), True
+
+
+def _hosts(env: Mapping[str, str], problems: _Problems, flags: Sequence[str]) -> tuple[tuple[str, ...], bool]:
+    """The hosts image URLs may reach on internal addresses, and whether image URLs are allowed."""
+    try:
+        hosts = given(ACCESS.hosts, {ACCESS.hosts.flag: list(flags)}, env, separator=",")
+        if hosts is None:
+            return (), True
+        policy = host_policy(hosts, ACCESS, open_by_default=True)
+        if not policy.allows_urls:
+            return (), False
+        values = [value.strip() for value in hosts.values if value.strip() and value.strip().lower() != "all"]
+        return tuple(dict.fromkeys(check_host(value, hosts.source) for value in values)), True
+    except SettingError as exc:
+        problems.add(str(exc))
+        return (), True

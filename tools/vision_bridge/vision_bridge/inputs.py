@@ -29,7 +29,7 @@ from vision_bridge.clipboard import ClipboardReader
 from vision_bridge.errors import ErrorCause, VisionError, input_error
 
 if TYPE_CHECKING:
-    from docab_mcpguard import FetchError, Resolver
+    from docab_mcpguard import FetchError, PathPolicy, Resolver
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 """Largest image accepted from any source (file, download, data URL, clipboard), as in the reference."""
@@ -158,19 +158,19 @@ def _download_failure(exc: FetchError) -> VisionError:
     """What a failed (or refused) download of an image URL tells the caller."""
     from docab_mcpguard import FetchErrorKind
 
-    hint = ""
-    if exc.kind is FetchErrorKind.BLOCKED:
-        hint = " (set VISION_ALLOW_HOSTS to the exact host to allow a local image server)"
     cause = ErrorCause.TIMEOUT if exc.kind is FetchErrorKind.TIMEOUT else ErrorCause.INPUT
-    return VisionError(cause, f"could not download the image: {exc}{hint}")
+    # A refusal already ends with the setting that lifts it (the host policy's remedy).
+    return VisionError(cause, f"could not download the image: {exc}")
 
 
 @dataclass
 class ImageLoader:
     """Turns raw ``image`` arguments into :data:`ResolvedImage` values; the only file/network I/O of inputs.
 
-    ``allowed_paths``: the real roots local images may come from. ``allow_hosts``: exact hosts a
-    download may reach on internal addresses. ``clipboard``: the clipboard reader (injectable).
+    ``allowed_paths``: the real roots local images may come from (a call may pass the client's
+    roots instead). ``allow_hosts``: exact hosts a download may reach on internal addresses.
+    ``url_images``: false under ``--allow-host none`` (image URLs refused). ``clipboard``: the
+    clipboard reader (injectable).
     """
 
     allowed_paths: tuple[str, ...]
@@ -178,15 +178,24 @@ class ImageLoader:
     clipboard: ClipboardReader = field(default_factory=ClipboardReader)
     max_bytes: int = MAX_IMAGE_BYTES
     resolver: Resolver | None = None  # None: the system's DNS (tests map names to addresses)
+    url_images: bool = True
 
     def __post_init__(self) -> None:
         from docab_mcpguard import HostPolicy, PathPolicy, SystemResolver
+        from docab_mcpguard.access import host_remedy, path_remedy
+        from vision_bridge.config import ACCESS
 
-        self._paths = PathPolicy(tuple(self.allowed_paths))
-        self._host_policy = HostPolicy.build(allow_any=True, internal_hosts=self.allow_hosts)
+        self._paths = PathPolicy(tuple(self.allowed_paths), remedy=path_remedy(ACCESS))
+        self._host_policy = HostPolicy.build(
+            allow_any=self.url_images,
+            internal_hosts=self.allow_hosts if self.url_images else (),
+            remedy=host_remedy(ACCESS),
+        )
         self._resolver: Resolver = self.resolver if self.resolver is not None else SystemResolver()
 
-    async def load(self, raw: str) -> ResolvedImage:
+    async def load(self, raw: str, paths: PathPolicy | None = None) -> ResolvedImage:
+        """One ``image`` argument, resolved; ``paths``: the folders allowed for this call (the
+        client's roots), instead of ``allowed_paths``."""
         if not isinstance(raw, str) or not raw.strip():
             raise input_error("image is empty; pass a file path, an http(s) URL, a data URL or 'clipboard'")
         kind = classify(raw)
@@ -196,8 +205,13 @@ class ImageLoader:
         if kind is InputKind.DATA_URL:
             return decode_data_url(raw, max_bytes=self.max_bytes)
         if kind is InputKind.URL:
+            if not self.url_images:
+                from docab_mcpguard.access import urls_disabled
+                from vision_bridge.config import ACCESS
+
+                raise input_error(urls_disabled(ACCESS))
             return ImageUrl(await self._checked_url(raw.strip()))
-        return await asyncio.to_thread(self._read_local, raw.strip())
+        return await asyncio.to_thread(self._read_local, raw.strip(), paths or self._paths)
 
     async def _checked_url(self, url: str) -> str:
         """The URL, if the guard would fetch it itself: the provider fetches what it is given, so
@@ -216,19 +230,16 @@ class ImageLoader:
             raise _download_failure(exc) from None
         return str(parsed)
 
-    def _read_local(self, raw: str) -> ImageBytes:
+    def _read_local(self, raw: str, paths: PathPolicy) -> ImageBytes:
         """Open beneath the allowed paths (every folder on the way opened by descriptor, no link
         followed outside), then check and read what was opened: no window between check and use."""
         from docab_mcpguard import PathDenied
 
         shown = _shorten(raw)
         try:
-            opened = self._paths.open(raw)
+            opened = paths.open(raw)
         except PathDenied as exc:
-            raise input_error(
-                f"{exc}. Local images must lie in VISION_ALLOWED_PATHS; set it in the server's environment "
-                "to allow another folder"
-            ) from None
+            raise input_error(str(exc)) from None
         except FileNotFoundError:
             raise input_error(f"{shown!r} does not exist") from None
         except OSError:

@@ -54,6 +54,7 @@ from vision_bridge.prompts import (
 from vision_bridge.usage import DETAILS_META_KEY, USAGE_META_KEY, TokenUsage, UsageReport
 
 if TYPE_CHECKING:
+    from docab_mcpguard import PathPolicy
     from vision_bridge.config import Settings
 
 log = logging.getLogger("vision_bridge")
@@ -79,14 +80,35 @@ class ToolOutcome:
         return {USAGE_META_KEY: self.usage.to_meta(), DETAILS_META_KEY: self.details}
 
 
+Progress = Callable[[float, float | None, str], None]
+"""Told how a call is going: (step done, steps in all or None, what it is doing now)."""
+
+_STEPS = 6  # reading, cache, preparing, asking, (downloading, asking again), writing the cache
+
+
 @dataclass
 class _Call:
-    """The mutable state of one tool call: what step it is in, what it did to the images."""
+    """The mutable state of one tool call: what step it is in, what it did to the images.
+
+    Each new phase is reported to ``progress`` (the MCP face sends it to a client that asked)."""
 
     tool: str
-    phase: str = "starting"
+    progress: Progress | None = None
     images: list[dict[str, Any]] = field(default_factory=list)
     url_fallback: bool = False
+    _phase: str = "starting"
+    _steps: int = 0
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    @phase.setter
+    def phase(self, phase: str) -> None:
+        self._phase = phase
+        self._steps += 1
+        if self.progress is not None:
+            self.progress(self._steps, max(_STEPS, self._steps), phase)
 
 
 @dataclass(frozen=True)
@@ -100,6 +122,8 @@ class _Job:
     ocr_format: OcrFormat = "plain"
     languages: tuple[str, ...] = ()
     labelled: bool = False
+    paths: PathPolicy | None = None  # the folders allowed for this call (the client's roots)
+    progress: Progress | None = None
 
 
 class VisionService:
@@ -122,12 +146,31 @@ class VisionService:
 
     # -- the three tools --------------------------------------------------------------------
 
-    async def analyze(self, image: str, prompt: str | None = None) -> ToolOutcome:
+    async def analyze(
+        self,
+        image: str,
+        prompt: str | None = None,
+        *,
+        paths: PathPolicy | None = None,
+        progress: Progress | None = None,
+    ) -> ToolOutcome:
+        """Describe or answer ``prompt`` about one image. ``paths``: the folders local images may
+        come from for this call (default: the loader's); ``progress`` hears each step."""
         instruction = (prompt or "").strip() or DEFAULT_ANALYZE_PROMPT
-        job = _Job("analyze", "analyze_image", (image,), instruction, "auto", {})
+        job = _Job(
+            "analyze", "analyze_image", (image,), instruction, "auto", {}, paths=paths, progress=progress
+        )
         return await self._run(job)
 
-    async def ocr(self, image: str, languages: str | None = None, format: str = "plain") -> ToolOutcome:
+    async def ocr(
+        self,
+        image: str,
+        languages: str | None = None,
+        format: str = "plain",
+        *,
+        paths: PathPolicy | None = None,
+        progress: Progress | None = None,
+    ) -> ToolOutcome:
         fmt = (format or "plain").strip().lower()
         if fmt not in OCR_FORMATS:
             return self._failure(
@@ -145,10 +188,19 @@ class VisionService:
             {"format": fmt, "languages": list(langs)},
             ocr_format=fmt,
             languages=langs,
+            paths=paths,
+            progress=progress,
         )
         return await self._run(job)
 
-    async def compare(self, images: Sequence[str], prompt: str | None = None) -> ToolOutcome:
+    async def compare(
+        self,
+        images: Sequence[str],
+        prompt: str | None = None,
+        *,
+        paths: PathPolicy | None = None,
+        progress: Progress | None = None,
+    ) -> ToolOutcome:
         count = len(images) if isinstance(images, list | tuple) else 0
         if not MIN_COMPARE <= count <= MAX_COMPARE:
             error = input_error(f"compare_images takes {MIN_COMPARE} to {MAX_COMPARE} images, not {count}")
@@ -161,6 +213,8 @@ class VisionService:
             "auto",
             {},
             labelled=True,
+            paths=paths,
+            progress=progress,
         )
         return await self._run(job)
 
@@ -171,7 +225,7 @@ class VisionService:
 
     async def _run(self, job: _Job) -> ToolOutcome:
         started = self.clock()
-        call = _Call(job.tool)
+        call = _Call(job.tool, job.progress)
         meter = CallMeter()
         try:
             with metering(meter):
@@ -207,6 +261,16 @@ class VisionService:
             latency_s=self.clock() - started,
             original=answer.usage if from_cache else None,
         )
+        log.debug(
+            "%s: %s in %.2f s (%d input, %d output tokens)",
+            job.tool,
+            "answered from the cache"
+            if from_cache
+            else f"answered by {identity.backend} {identity.model}".rstrip(),
+            report.latency_s,
+            report.usage.input_tokens,
+            report.usage.output_tokens,
+        )
         return ToolOutcome(text, False, report, self._details(call, answer_from=answer.answer_from))
 
     async def _answer(self, job: _Job, call: _Call, *, deadline: float) -> tuple[VisionAnswer, bool]:
@@ -214,7 +278,7 @@ class VisionService:
             raise VisionError(ErrorCause.UNSUPPORTED, _UNSUPPORTED.format(tool=job.tool))
 
         call.phase = "reading the images"
-        resolved = list(await asyncio.gather(*(self.loader.load(raw) for raw in job.raw_images)))
+        resolved = list(await asyncio.gather(*(self.loader.load(raw, job.paths) for raw in job.raw_images)))
         if not self.backend.accepts_urls and any(isinstance(r, ImageUrl) for r in resolved):
             resolved = await self._download_all(resolved, call, deadline)
 
@@ -347,7 +411,9 @@ def create_service(
     from vision_bridge.backends import create_backend
 
     backend = create_backend(settings)
-    loader = loader or ImageLoader(allowed_paths=settings.allowed_paths, allow_hosts=settings.allow_hosts)
+    loader = loader or ImageLoader(
+        allowed_paths=settings.allowed_paths, allow_hosts=settings.allow_hosts, url_images=settings.url_images
+    )
     cache = ResultCache(settings.cache_dir, settings.cache_ttl_s, clock=cache_clock or time.time)
     return VisionService(
         backend, loader, cache, timeout_s=settings.timeout_s, max_image_side=settings.max_image_side

@@ -13,6 +13,14 @@ Guarantees:
   folder there and renamed into place when complete (a killed run leaves no half document), a
   pre-existing symlink in the way is removed rather than followed, and the manifest is replaced
   atomically.
+- Shardable: ``shard=(i, N)`` converts only the PDFs whose file name falls in shard i of N
+  (:func:`docab_benchmark.shards.shard_of`; folder names are chosen over the whole input first, so
+  they do not depend on the split) and records them in ``manifest.shard-i-of-N.json`` instead of
+  ``manifest.json``. Shards therefore never write the same file: they can share one output folder
+  (run at the same time, on one machine or a shared filesystem, with no lock), or convert into
+  folders of their own that are then copied together. Readers (:func:`read_manifest`,
+  :func:`corpus_index`) see every manifest of the folder as one; where two list the same document,
+  the entry that matches the document's own ``meta.json`` (the record of what is on disk) wins.
 """
 
 from __future__ import annotations
@@ -32,8 +40,10 @@ from typing import Any, Final, Literal
 from docab_benchmark.mmlongbench.corpus.markdown import assemble_document
 from docab_benchmark.mmlongbench.corpus.model import ConversionError, Converter, PageContent
 from docab_benchmark.mmlongbench.corpus.wordspace import restore_word_spaces
+from docab_benchmark.shards import shard_of
 
 MANIFEST: Final = "manifest.json"
+SHARD_MANIFESTS: Final = re.compile(r"manifest\.shard-[1-9][0-9]*-of-[1-9][0-9]*\.json")
 MANIFEST_FORMAT: Final = "docab-corpus/1"
 DOCUMENT_FILE: Final = "document.md"
 META_FILE: Final = "meta.json"
@@ -145,13 +155,82 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_manifest(out_dir: Path) -> dict[str, Any]:
+def manifest_name(shard: tuple[int, int] | None = None) -> str:
+    """The manifest a conversion writes: ``manifest.json``, or ``manifest.shard-i-of-N.json`` for a shard."""
+    if shard is None:
+        return MANIFEST
+    index, count = shard
+    if count < 1 or not 1 <= index <= count:
+        raise ConversionError(f"a shard is (i, N) with 1 <= i <= N, got ({index}, {count})")
+    return f"manifest.shard-{index}-of-{count}.json"
+
+
+def manifest_files(out_dir: Path) -> list[Path]:
+    """The manifests of a corpus folder: ``manifest.json`` first, then the shards' by name."""
+    out_dir = Path(out_dir)
     try:
-        data = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+        shards = sorted(p for p in out_dir.iterdir() if SHARD_MANIFESTS.fullmatch(p.name) and p.is_file())
+    except OSError:
+        return []
+    main = out_dir / MANIFEST
+    return ([main] if main.is_file() else []) + shards
+
+
+def _manifest_documents(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     documents = data.get("documents") if isinstance(data, dict) else None
     return documents if isinstance(documents, dict) else {}
+
+
+def read_manifest(out_dir: Path) -> dict[str, Any]:
+    """Every document entry of the folder's manifests (``manifest.json`` and the shards'), by folder
+    name. A document listed by several takes the entry that matches its ``meta.json``, else the one
+    read last (the shards' come after ``manifest.json``)."""
+    out_dir = Path(out_dir)
+    candidates: dict[str, list[Any]] = {}
+    for path in manifest_files(out_dir):
+        for name, entry in _manifest_documents(path).items():
+            candidates.setdefault(name, []).append(entry)
+    merged: dict[str, Any] = {}
+    for name, entries in candidates.items():
+        if len(entries) == 1:
+            merged[name] = entries[0]
+            continue
+        meta = _read_meta(out_dir / name)
+        merged[name] = next((e for e in entries if _describes(e, meta)), entries[-1])
+    return merged
+
+
+def _read_meta(folder: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _describes(entry: Any, meta: dict[str, Any] | None) -> bool:
+    """Whether a manifest entry records the conversion whose ``meta.json`` is on disk."""
+    return (
+        isinstance(entry, dict)
+        and meta is not None
+        and entry.get("status") == "ok"
+        and all(
+            entry.get(key) == meta.get(key)
+            for key in ("sha256", "converter", "converter_version", "settings")
+        )
+    )
+
+
+def shard_positions(pdfs: Sequence[Path], shard: tuple[int, int] | None) -> list[int]:
+    """The positions of the PDFs that shard ``(i, N)`` converts (all of them without a shard)."""
+    if shard is None:
+        return list(range(len(pdfs)))
+    index, count = shard
+    return [n for n, pdf in enumerate(pdfs) if shard_of(pdf.name, count) == index]
 
 
 def corpus_index(out_dir: Path) -> dict[str, Path]:
@@ -180,6 +259,9 @@ def _write_json_atomic(path: Path, data: Any) -> None:
 
 
 def _is_current(entry: Any, sha256: str, converter: Converter, target: Path) -> bool:
+    """The manifest says the document was converted from this PDF with these settings, and the
+    folder on disk holds that conversion (its ``meta.json`` agrees: another run, a shard of
+    another split, may have replaced it since)."""
     return (
         isinstance(entry, dict)
         and entry.get("status") == "ok"
@@ -189,6 +271,7 @@ def _is_current(entry: Any, sha256: str, converter: Converter, target: Path) -> 
         and entry.get("settings") == converter.settings()
         and not target.is_symlink()
         and (target / DOCUMENT_FILE).is_file()
+        and _describes(entry, _read_meta(target))
     )
 
 
@@ -237,12 +320,15 @@ def convert_corpus(
     max_pages: int | None = None,
     force: bool = False,
     progress: Callable[[Progress], None] | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> ConversionReport:
     """Convert the PDFs of ``source`` (a PDF, a folder, or a list of PDFs) into ``out_dir``.
 
     ``jobs``: worker processes (default: the number of CPUs; 1 converts in this process).
     ``max_pages``: convert only the first pages of each PDF (e.g. 120, the official view).
     ``force``: convert again even when the manifest says a document is current.
+    ``shard``: ``(i, N)``, convert only shard i of N of the PDFs (by file name), recorded in
+    ``manifest.shard-i-of-N.json`` (see the module's notes).
     """
     from docab_benchmark.mmlongbench.corpus.pdfium import PdfiumConverter
 
@@ -255,11 +341,17 @@ def convert_corpus(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out_real = out_dir.resolve()
+    manifest_file = manifest_name(shard)
     warnings = converter.preflight()
-    manifest = read_manifest(out_dir)
+    known = read_manifest(out_dir)
+    # A shard's manifest lists its own documents only, so no two shards write one file.
+    manifest = {} if shard is not None else dict(known)
     results: dict[str, DocumentResult] = {}
     jobs_by_name: dict[str, _Job] = {}
-    names = folder_names(pdfs)
+    all_names = folder_names(pdfs)  # over the whole input, so a name does not depend on the split
+    chosen = shard_positions(pdfs, shard)
+    pdfs = [pdfs[n] for n in chosen]
+    names = [all_names[n] for n in chosen]
 
     for pdf, name in zip(pdfs, names, strict=True):
         target = out_dir / name
@@ -272,8 +364,8 @@ def convert_corpus(
                 name, pdf.name, "", "error", f"cannot read the file ({exc.strerror or exc})"
             )
             continue
-        if not force and _is_current(manifest.get(name), sha, converter, target):
-            entry = manifest[name]
+        if not force and _is_current(known.get(name), sha, converter, target):
+            entry = known[name]
             results[name] = DocumentResult(
                 name,
                 pdf.name,
@@ -311,13 +403,13 @@ def convert_corpus(
     def record(result: DocumentResult) -> None:
         results[result.name] = result
         manifest[result.name] = result.manifest_entry(converter)
-        _write_manifest(out_dir, manifest, converter)
+        _write_manifest(out_dir / manifest_file, manifest, converter)
         if progress:
             progress(Progress(done_pages, total_pages, result.name, finished=result))
 
     for result in list(results.values()):
         manifest[result.name] = result.manifest_entry(converter)
-    _write_manifest(out_dir, manifest, converter)
+    _write_manifest(out_dir / manifest_file, manifest, converter)
     if progress and jobs_by_name:
         progress(Progress(0, total_pages, ""))
 
@@ -373,9 +465,9 @@ def _last(job: _Job, max_pages: int | None) -> int:
     return job.pages if max_pages is None else min(job.pages, max_pages)
 
 
-def _write_manifest(out_dir: Path, documents: dict[str, Any], converter: Converter) -> None:
+def _write_manifest(path: Path, documents: dict[str, Any], converter: Converter) -> None:
     _write_json_atomic(
-        out_dir / MANIFEST,
+        path,
         {"format": MANIFEST_FORMAT, "converter": converter.name, "documents": documents},
     )
 
