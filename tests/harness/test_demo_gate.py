@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from docab.log.store import read_records
@@ -100,3 +102,35 @@ def test_docab_compare_passes_the_demo_against_its_baseline(demo_run: Path, caps
         "tokens": "pass",
         "latency": "not gated",
     }
+
+
+def test_two_runs_differing_only_in_seed_pass_docab_compare(demo_run: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The seed orders arms and questions; it must not move any figure the gate tests (issue 13)."""
+    from docab.cli.main import main
+
+    config = REPO_ROOT / "harness" / "docab" / "configs" / "demo.toml"
+    env = {**os.environ, "DOCAB_CACHE": str(demo_run.parent.parent / "cache")}  # the demo's built suite
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "docab.cli.main", "run", str(config)),
+            *("--set", "seed=9173", "--out", str(tmp_path / "reseeded"), "--quiet"),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    manifests = [json.loads((run / "manifest.json").read_text()) for run in (demo_run, tmp_path / "reseeded")]
+    assert [m["config"]["seed"] for m in manifests] == [0, 9173]
+    gate = REPO_ROOT / "results" / "baselines" / "gate.toml"
+    code = main(
+        ["compare", str(demo_run), str(tmp_path / "reseeded"), "--gate", str(gate), "--format", "json"]
+    )
+    assert code == 0, capsys.readouterr().err
+    document = json.loads(capsys.readouterr().out)
+    assert document["passed"] is True and len(document["comparisons"]) == 2
+    assert snapshot(read_records(demo_run / "records.jsonl")) == snapshot(
+        read_records(tmp_path / "reseeded" / "records.jsonl")
+    )

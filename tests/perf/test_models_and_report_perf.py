@@ -7,7 +7,7 @@
   slot, reply parsing, usage normalisation) against the same request sent with the bare SDK, both to
   the loopback stub answering at once. The difference per call is what the harness adds.
 - the paired analysis and the whole report at MMLongBench-Doc scale (1,082 questions on 135
-  documents, two arms, 10,000 bootstrap resamples).
+  documents, two arms; cluster-robust t intervals and the clustered McNemar test, no resampling).
 """
 
 from __future__ import annotations

@@ -70,6 +70,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--ocr-languages", default="eng", metavar="LANGS", help="docab's OCR languages (default eng)"
     )
+    parser.add_argument(
+        "--word-spaces",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="docab's word-space repair, as for docab convert (default: on; --no-word-spaces to compare)",
+    )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON")
     parser.set_defaults(func=_run)
 
@@ -81,13 +87,13 @@ def _cpu_seconds() -> float:
 
 
 def _docab_texts(
-    pdfs: list[Path], corpus: Path, ocr: Any, jobs: int | None
+    pdfs: list[Path], corpus: Path, ocr: Any, jobs: int | None, word_spaces: bool
 ) -> tuple[dict[str, list[str] | None], str]:
     """Page texts of docab's corpus (converted or resumed into ``corpus``) and a line on what it cost."""
     from docab_benchmark.mmlongbench.corpus import RenderSettings, convert_corpus, corpus_index, get_converter
     from docab_benchmark.mmlongbench.pagetext import corpus_page_texts
 
-    converter = get_converter("pypdfium2", RenderSettings(ocr=ocr))
+    converter = get_converter("pypdfium2", RenderSettings(ocr=ocr, word_spaces=word_spaces))
     for warning in converter.preflight():
         print(f"docab findability: warning: {warning}", file=sys.stderr)
     cpu = _cpu_seconds()
@@ -95,17 +101,18 @@ def _docab_texts(
     cpu = _cpu_seconds() - cpu
     index = corpus_index(corpus)
     texts = {pdf.name: corpus_page_texts(index[pdf.name]) if pdf.name in index else None for pdf in pdfs}
-    ocr_pages = sum(
-        1
+    pages = [
+        page
         for folder in index.values()
         for page in json.loads((folder / "meta.json").read_text(encoding="utf-8"))["pages"]
-        if page.get("text_source", "pdf") != "pdf"
-    )
+    ]
+    ocr_pages = sum(1 for page in pages if page.get("text_source", "pdf") != "pdf")
+    spaces = sum(int(page.get("spaces_restored", 0)) for page in pages)
     if report.converted:
         cost = f"converted {report.pages_converted} pages in {cpu:.1f} CPU-s"
     else:
         cost = "resumed from the corpus (no conversion time)"
-    return texts, f"{cost}; {ocr_pages} pages with OCR text; corpus {corpus}"
+    return texts, f"{cost}; {ocr_pages} pages with OCR text; {spaces} word spaces restored; corpus {corpus}"
 
 
 def _peer_texts(
@@ -145,6 +152,8 @@ def _command_line(args: argparse.Namespace) -> str:
             words += [flag, str(value)]
     if args.ocr_languages != "eng":
         words += ["--ocr-languages", args.ocr_languages]
+    if not args.word_spaces:
+        words += ["--no-word-spaces"]
     return " ".join(shlex.quote(word) for word in words)
 
 
@@ -205,7 +214,7 @@ def _run(args: argparse.Namespace) -> int:
                 )
                 base = args.corpus if args.corpus is not None else Path(scratch) / "corpus"
                 corpus = base if name == "docab" else base.with_name(base.name + "-no-ocr")
-                texts, note = _docab_texts(present, corpus, ocr, args.jobs)
+                texts, note = _docab_texts(present, corpus, ocr, args.jobs, args.word_spaces)
                 notes.append(f"{name}: {note}")
             else:
                 texts = _peer_texts(name, present, counts, command)

@@ -108,6 +108,13 @@ def register(subparsers: Any) -> None:
         "--ocr-dpi", type=float, default=None, metavar="DPI", help="render resolution for OCR (default 200)"
     )
     convert.add_argument(
+        "--word-spaces",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="put back a word space PDFium dropped ('offbut' -> 'off but') where the glyphs stand "
+        "clearly apart and both halves are words the document uses elsewhere (default: on)",
+    )
+    convert.add_argument(
         "--shard",
         metavar="i/N|auto",
         help="convert only shard i of N of the PDFs (by file name), numbered from 1; auto: from the "
@@ -219,7 +226,8 @@ def _run_convert(args: argparse.Namespace) -> int:
     try:
         ocr = OcrSettings(mode=args.ocr, languages=languages, dpi=ocr_dpi)
         converter = get_converter(
-            args.converter, RenderSettings(dpi=args.dpi, figures=not args.no_figures, ocr=ocr)
+            args.converter,
+            RenderSettings(dpi=args.dpi, figures=not args.no_figures, ocr=ocr, word_spaces=args.word_spaces),
         )
         for warning in converter.preflight():
             print(f"docab convert: warning: {warning}", file=sys.stderr)

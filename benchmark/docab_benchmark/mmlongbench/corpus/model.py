@@ -13,6 +13,19 @@ TextSource = Literal["pdf", "ocr", "pdf+ocr"]
 
 
 @dataclass(frozen=True)
+class GapCandidate:
+    """A place in a line where the glyphs of a run of letters stand apart like two words.
+
+    A space may belong before ``text[offset]``: the glyphs there stand ``gap`` ems apart, clearly
+    more than the run's other glyphs (``wordspace.split_gap``). Whether the space is put back is
+    decided for the whole document, from its vocabulary (``wordspace.restore_word_spaces``).
+    """
+
+    offset: int
+    gap: float
+
+
+@dataclass(frozen=True)
 class TextLine:
     """One line of page text in reading order.
 
@@ -20,7 +33,8 @@ class TextLine:
     first character; ``top`` and ``height`` place the line on the page (PDF points, ``top``
     measured downwards from the top edge), so the assembly can see paragraph gaps and column
     jumps. A converter that recognises headings itself sets ``heading`` (1 = most important);
-    the assembly then uses it instead of guessing from font sizes.
+    the assembly then uses it instead of guessing from font sizes. ``gaps`` are the places where
+    PDFium may have dropped a word space (``wordspace.restore_word_spaces`` decides).
     """
 
     text: str
@@ -29,6 +43,7 @@ class TextLine:
     top: float = 0.0
     height: float = 0.0
     heading: int | None = None
+    gaps: tuple[GapCandidate, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,7 +82,8 @@ class PageContent:
     ``lines`` is the PDF text kept for the page; ``text_source`` says where the page's text came
     from (``pdf``; ``ocr`` when the PDF had none or it was garbled and replaced; ``pdf+ocr`` when a
     sparse PDF text is kept and OCR text follows it). ``text_check`` is the verdict on the PDF
-    text (None when not checked).
+    text (None when not checked). ``spaces_restored`` lists the words where a word space PDFium
+    dropped was put back, as written after (``off but``; see ``wordspace``).
     """
 
     number: int
@@ -80,6 +96,7 @@ class PageContent:
     text_source: TextSource = "pdf"
     text_check: TextCheck | None = None
     ocr: OcrRecord | None = None
+    spaces_restored: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,7 +140,11 @@ class Converter(Protocol):
 
 @dataclass(frozen=True)
 class RenderSettings:
-    """Output settings shared by converters: page image resolution, figures, pixel cap, OCR."""
+    """Output settings shared by converters: page image resolution, figures, pixel cap, OCR.
+
+    ``word_spaces``: put back word spaces PDFium drops where glyph positions and the document's
+    vocabulary agree (``wordspace``).
+    """
 
     dpi: float = 144.0
     figures: bool = True
@@ -131,4 +152,5 @@ class RenderSettings:
     png_level: int = 1
     png_codec: str = ""  # "isal" or "zlib"; empty: isal when installed
     ocr: OcrSettings = field(default_factory=OcrSettings)
+    word_spaces: bool = True
     extra: dict[str, object] = field(default_factory=dict)

@@ -12,6 +12,11 @@ page with almost no text but ink on it, or with garbled text, is rendered in gre
 resolution and recognised (``ocr``). A sparse page keeps its PDF lines and gains the OCR text; a
 garbled page's PDF text is replaced. ``always`` replaces every page's text with OCR; ``never``
 does no OCR. When the engine is unavailable (``preflight`` says so once), the PDF text is kept.
+
+Word spaces (``RenderSettings.word_spaces``): each line records where the glyphs of a run of
+letters that could be two words (``wordspace.runs_to_measure``) stand apart like two words
+(``TextLine.gaps``); whether a space is put back there is decided for the whole document from its
+vocabulary (``wordspace``), when the pages are assembled.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import ctypes
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -28,6 +33,7 @@ from docab_benchmark.mmlongbench.corpus.model import (
     ConversionError,
     DocumentInfo,
     Figure,
+    GapCandidate,
     OcrRecord,
     PageContent,
     RenderSettings,
@@ -36,8 +42,16 @@ from docab_benchmark.mmlongbench.corpus.model import (
 )
 from docab_benchmark.mmlongbench.corpus.ocr import EngineInfo, OcrEngine, OcrUnavailable
 from docab_benchmark.mmlongbench.corpus.textcheck import check_text, ink_share, needs_ocr
+from docab_benchmark.mmlongbench.corpus.wordspace import (
+    LETTER_RUN,
+    run_gaps,
+    runs_to_measure,
+    split_gap,
+    usual_gaps,
+    word_key,
+)
 
-REVISION: Final = "3"
+REVISION: Final = "4"
 """Bump when this converter's output changes for the same PDF (it invalidates resumed corpora)."""
 
 _LINE = re.compile(r"[^\r\n]+")
@@ -127,6 +141,7 @@ class PdfiumConverter:
             "max_page_pixels": r.max_page_pixels,
             "png_level": r.png_level,
             "png_codec": self._codec,
+            "word_spaces": r.word_spaces,
             "ocr": {
                 "mode": r.ocr.mode,
                 "languages": r.ocr.languages,
@@ -164,58 +179,70 @@ class PdfiumConverter:
 
     def convert_pages(self, pdf: Path, first: int, last: int, out_dir: Path) -> list[PageContent]:
         document = self._open(pdf)
+        loaded: list[_LoadedPage] = []
         try:
-            return [self._convert_page(document, number, out_dir) for number in range(first, last + 1)]
+            # Two passes: every page's text first, so the word-space check measures only the runs
+            # of letters the chunk's own words say could be two words run together.
+            for number in range(first, last + 1):
+                loaded.append(_load_page(document, number))
+            measure = (
+                runs_to_measure(page.text for page in loaded) if self.render.word_spaces else frozenset()
+            )
+            return [self._convert_page(page, out_dir, measure) for page in loaded]
         finally:
+            for page in loaded:
+                page.close()
             document.close()
 
-    def _convert_page(self, document: Any, number: int, out_dir: Path) -> PageContent:
+    def _convert_page(self, loaded: _LoadedPage, out_dir: Path, measure: frozenset[str]) -> PageContent:
         pdfium = _pdfium()
+        number, page = loaded.number, loaded.page
+        if page is None:
+            return PageContent(number, (), None, error=loaded.error)
+        lines: tuple[TextLine, ...] = ()
+        errors: list[str] = []
+        if loaded.error:
+            errors.append(loaded.error)
         try:
-            page = document[number - 1]
-        except pdfium.PdfiumError as exc:
-            return PageContent(number, (), None, error=f"page {number} cannot be loaded ({exc})")
-        try:
-            lines: tuple[TextLine, ...] = ()
-            errors: list[str] = []
-            try:
-                lines = _page_lines(page)
-            except pdfium.PdfiumError as exc:
-                errors.append(f"text: {exc}")
-            check = check_text(" ".join(line.text for line in lines))
-            engine = self._ocr_engine
-            image, size, dpi, pixels = None, (0, 0), 0.0, None
-            try:
-                image, size, dpi, pixels = self._render_page(
-                    page,
-                    number,
-                    out_dir,
-                    keep_pixels=engine is not None
-                    and (check.verdict != "ok" or self.render.ocr.mode == "always"),
-                )
-            except (pdfium.PdfiumError, ValueError, MemoryError) as exc:
-                errors.append(f"image: {exc}")
-            figures = self._figures(page, number, out_dir) if self.render.figures else ()
-            source: TextSource = "pdf"
-            record: OcrRecord | None = None
-            if engine is not None:
-                ink = ink_share(pixels) if pixels is not None and check.verdict != "ok" else None
-                reason = needs_ocr(self.render.ocr.mode, check, ink)
-                if reason is not None:
-                    try:
-                        record = self._ocr(page, engine, reason, pixels, dpi)
-                    except (pdfium.PdfiumError, ValueError, MemoryError, RuntimeError) as exc:
-                        errors.append(f"ocr: {exc}")
-                if record is not None and record.words:
-                    if reason in ("always", "garbled") or not lines:
-                        lines, source = (), "ocr"
-                    else:
-                        source = "pdf+ocr"
-            return PageContent(
-                number, lines, image, size, dpi, figures, "; ".join(errors) or None, source, check, record
+            lines = (
+                _page_lines(page, loaded.textpage, loaded.text, measure)
+                if loaded.textpage is not None
+                else ()
             )
-        finally:
-            page.close()
+        except pdfium.PdfiumError as exc:
+            errors.append(f"text: {exc}")
+        check = check_text(" ".join(line.text for line in lines))
+        engine = self._ocr_engine
+        image, size, dpi, pixels = None, (0, 0), 0.0, None
+        try:
+            image, size, dpi, pixels = self._render_page(
+                page,
+                number,
+                out_dir,
+                keep_pixels=engine is not None
+                and (check.verdict != "ok" or self.render.ocr.mode == "always"),
+            )
+        except (pdfium.PdfiumError, ValueError, MemoryError) as exc:
+            errors.append(f"image: {exc}")
+        figures = self._figures(page, number, out_dir) if self.render.figures else ()
+        source: TextSource = "pdf"
+        record: OcrRecord | None = None
+        if engine is not None:
+            ink = ink_share(pixels) if pixels is not None and check.verdict != "ok" else None
+            reason = needs_ocr(self.render.ocr.mode, check, ink)
+            if reason is not None:
+                try:
+                    record = self._ocr(page, engine, reason, pixels, dpi)
+                except (pdfium.PdfiumError, ValueError, MemoryError, RuntimeError) as exc:
+                    errors.append(f"ocr: {exc}")
+            if record is not None and record.words:
+                if reason in ("always", "garbled") or not lines:
+                    lines, source = (), "ocr"
+                else:
+                    source = "pdf+ocr"
+        return PageContent(
+            number, lines, image, size, dpi, figures, "; ".join(errors) or None, source, check, record
+        )
 
     def _ocr(self, page: Any, engine: EngineInfo, reason: str, pixels: Any, rendered_dpi: float) -> OcrRecord:
         """OCR one page: the page image itself when it was rendered at the OCR resolution, else a grey render."""
@@ -347,32 +374,136 @@ def _save_figure(
     return Figure(relative, int(width), int(height), digest)
 
 
-def _page_lines(page: Any) -> tuple[TextLine, ...]:
-    raw = _pdfium().raw
+@dataclass
+class _LoadedPage:
+    """A page of a chunk with its text page and text (``page`` None: it cannot be loaded, see ``error``)."""
+
+    number: int
+    page: Any = None
+    textpage: Any = None
+    text: str = ""
+    error: str | None = None
+
+    def close(self) -> None:
+        if self.textpage is not None:
+            self.textpage.close()
+        if self.page is not None:
+            self.page.close()
+
+
+def _load_page(document: Any, number: int) -> _LoadedPage:
+    pdfium = _pdfium()
+    try:
+        page = document[number - 1]
+    except pdfium.PdfiumError as exc:
+        return _LoadedPage(number, error=f"page {number} cannot be loaded ({exc})")
+    loaded = _LoadedPage(number, page)
+    try:
+        loaded.textpage = page.get_textpage()
+        loaded.text = loaded.textpage.get_text_range()
+    except pdfium.PdfiumError as exc:
+        loaded.error = f"text: {exc}"
+    return loaded
+
+
+def page_lines(page: Any, *, word_spaces: bool = True) -> tuple[TextLine, ...]:
+    """One page's text lines, on its own (the word-space check then skips only the runs this page repeats)."""
     textpage = page.get_textpage()
     try:
         text = textpage.get_text_range()
-        page_top = page.get_size()[1]
-        box = raw.FS_RECTF()
-        lines: list[TextLine] = []
-        for match in _LINE.finditer(text):
-            line = _CONTROL.sub("", match.group()).replace("\t", " ").strip()
-            if not line:
-                continue
-            # Style comes from the first letter or digit: a leading bullet is often set in a symbol
-            # font of another size and weight than the text it introduces.
-            raw_line = match.group()
-            offset = next(
-                (i for i, c in enumerate(raw_line) if c.isalnum()), len(raw_line) - len(raw_line.lstrip())
-            )
-            char = raw.FPDFText_GetCharIndexFromTextIndex(textpage, match.start() + offset)
-            size, bold, top, height = 0.0, False, 0.0, 0.0
-            if char >= 0:
-                size = float(raw.FPDFText_GetFontSize(textpage, char))
-                bold = raw.FPDFText_GetFontWeight(textpage, char) >= _BOLD_WEIGHT
-                if raw.FPDFText_GetLooseCharBox(textpage, char, ctypes.byref(box)):
-                    top, height = page_top - box.top, box.top - box.bottom
-            lines.append(TextLine(line, round(size, 2), bold, round(top, 2), round(height, 2)))
-        return tuple(lines)
+        return _page_lines(page, textpage, text, runs_to_measure([text]) if word_spaces else frozenset())
     finally:
         textpage.close()
+
+
+def _page_lines(page: Any, textpage: Any, text: str, measure: frozenset[str]) -> tuple[TextLine, ...]:
+    """The page's text lines with the style of their first letter, and gap candidates in the ``measure`` runs."""
+    raw = _pdfium().raw
+    page_top = page.get_size()[1]
+    box = raw.FS_RECTF()
+    lines: list[TextLine] = []
+    measured: list[tuple[int, str, list[_MeasuredRun]]] = []  # line index, raw line, its runs
+    for match in _LINE.finditer(text):
+        line = _CONTROL.sub("", match.group()).replace("\t", " ").strip()
+        if not line:
+            continue
+        # Style comes from the first letter or digit: a leading bullet is often set in a symbol
+        # font of another size and weight than the text it introduces.
+        raw_line = match.group()
+        offset = next(
+            (i for i, c in enumerate(raw_line) if c.isalnum()), len(raw_line) - len(raw_line.lstrip())
+        )
+        char = raw.FPDFText_GetCharIndexFromTextIndex(textpage, match.start() + offset)
+        size, bold, top, height = 0.0, False, 0.0, 0.0
+        if char >= 0:
+            size = float(raw.FPDFText_GetFontSize(textpage, char))
+            bold = raw.FPDFText_GetFontWeight(textpage, char) >= _BOLD_WEIGHT
+            if raw.FPDFText_GetLooseCharBox(textpage, char, ctypes.byref(box)):
+                top, height = page_top - box.top, box.top - box.bottom
+        if measure:
+            runs = _measure_runs(textpage, raw_line, match.start(), measure)
+            if runs:
+                measured.append((len(lines), raw_line, runs))
+        lines.append(TextLine(line, round(size, 2), bold, round(top, 2), round(height, 2)))
+    if measured:
+        usual = usual_gaps((run.letters, run.gaps) for _, _, runs in measured for run in runs)
+        for index, raw_line, runs in measured:
+            gaps = _gap_candidates(raw_line, runs, usual)
+            if gaps:
+                lines[index] = replace(lines[index], gaps=gaps)
+    return tuple(lines)
+
+
+@dataclass(frozen=True)
+class _MeasuredRun:
+    """A run of letters at ``start`` in its raw line, and the gaps (ems) between its glyphs."""
+
+    start: int
+    letters: str
+    gaps: list[float]
+
+
+def _measure_runs(
+    textpage: Any, raw_line: str, line_start: int, measure: frozenset[str]
+) -> list[_MeasuredRun]:
+    """The gaps between the glyphs of each ``measure`` run of letters in the line, from their loose boxes."""
+    raw = _pdfium().raw
+    loose_box, unicode_of = raw.FPDFText_GetLooseCharBox, raw.FPDFText_GetUnicode
+    char_index = raw.FPDFText_GetCharIndexFromTextIndex
+    box = raw.FS_RECTF()
+    box_ref = ctypes.byref(box)
+    handle = textpage.raw  # the bare pointer: ctypes converts it faster than the wrapper
+    found: list[_MeasuredRun] = []
+    for run in LETTER_RUN.finditer(raw_line):
+        letters = run.group()
+        if word_key(letters) not in measure:
+            continue
+        first = char_index(handle, line_start + run.start())
+        last = char_index(handle, line_start + run.end() - 1)
+        # the run's letters must be consecutive characters (a hidden control character breaks it)
+        if first < 0 or last - first != len(letters) - 1 or unicode_of(handle, first) != ord(letters[0]):
+            continue
+        boxes: list[tuple[float, float, float, float]] = []
+        for index in range(first, last + 1):
+            if not loose_box(handle, index, box_ref):
+                break
+            boxes.append((box.left, box.right, box.bottom, box.top))
+        gaps = run_gaps(boxes) if len(boxes) == len(letters) else None
+        if gaps:
+            found.append(_MeasuredRun(run.start(), letters, gaps))
+    return found
+
+
+def _gap_candidates(
+    raw_line: str, runs: list[_MeasuredRun], usual: dict[str, float]
+) -> tuple[GapCandidate, ...]:
+    """Where the glyphs of a measured run stand apart like words (``wordspace.split_gap``)."""
+    found: list[GapCandidate] = []
+    for run in runs:
+        widest = split_gap(run.gaps, run.letters, usual)
+        if widest is None:
+            continue
+        position = run.start + widest + 1  # in raw_line; the line's text drops control characters
+        offset = len(_CONTROL.sub("", raw_line[:position]).replace("\t", " ").lstrip())
+        found.append(GapCandidate(offset, round(run.gaps[widest], 4)))
+    return tuple(found)

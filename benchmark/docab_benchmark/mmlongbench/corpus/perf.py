@@ -10,6 +10,13 @@ Measures, over every page of the PDFs in PDF_DIR (default: ../shared/data/mmlong
 4. the same with ``--ocr auto`` on N processes: pages OCR'd and the OCR cost per OCR'd page, the
    difference in CPU time between the two runs divided by the pages OCR'd.
 
+The converter runs of 3. go twice, with the word-space repair off and on (``--no-word-spaces`` and
+the default), back to back, so its cost is read from one machine state.
+
+With ``--word-spaces``, only the word-space report: every word space the repair puts back in the
+PDFs, as the two words it makes (``off but``), to read for false splits, the gap candidates the glyph geometry proposed, and
+the CPU time of the text step with and without the repair (one process, no images).
+
 With ``--compare-bindings``, also the CPU time per page of the two Tesseract bindings on the pages
 ``--ocr auto`` would OCR, rendered in grey at the OCR resolution: tesserocr (the one used, Tesseract
 loaded once) and pytesseract (one ``tesseract`` process per page; installed with vision-bridge).
@@ -27,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +68,7 @@ def cost_split(pdfs: list[Path]) -> dict[str, float]:
     """Milliseconds per page of each step, one process. The PNG rows encode the same pixels three ways."""
     from PIL import Image
 
-    from docab_benchmark.mmlongbench.corpus.pdfium import _page_lines
+    from docab_benchmark.mmlongbench.corpus.pdfium import page_lines
     from docab_benchmark.mmlongbench.corpus.png import encode_png, lossless_grey
     from docab_benchmark.mmlongbench.corpus.textcheck import check_text
 
@@ -79,7 +87,7 @@ def cost_split(pdfs: list[Path]) -> dict[str, float]:
         marks = [time.perf_counter()]
         rgb = page.render(scale=2.0, rev_byteorder=True, may_draw_forms=False).to_numpy()
         marks.append(time.perf_counter())
-        lines = _page_lines(page)
+        lines = page_lines(page)
         marks.append(time.perf_counter())
         check_text(" ".join(line.text for line in lines))
         marks.append(time.perf_counter())
@@ -110,12 +118,12 @@ def compare_bindings(pdfs: list[Path]) -> dict[str, float]:
     from PIL import Image
 
     from docab_benchmark.mmlongbench.corpus.ocr import DEFAULT_OCR_DPI, MIN_WORD_CONFIDENCE, TesseractEngine
-    from docab_benchmark.mmlongbench.corpus.pdfium import _page_lines
+    from docab_benchmark.mmlongbench.corpus.pdfium import page_lines
     from docab_benchmark.mmlongbench.corpus.textcheck import check_text, ink_share, needs_ocr
 
     images = []
     for page in _pages(pdfs):
-        check = check_text(" ".join(line.text for line in _page_lines(page)))
+        check = check_text(" ".join(line.text for line in page_lines(page)))
         if check.verdict == "ok":
             continue
         grey = page.render(scale=DEFAULT_OCR_DPI / 72, grayscale=True).to_numpy().copy()
@@ -137,13 +145,81 @@ def compare_bindings(pdfs: list[Path]) -> dict[str, float]:
     return {"pages": float(len(images)), "tesserocr": tesserocr_cpu, "pytesseract": pytesseract_cpu}
 
 
-def converter(pdfs: list[Path], jobs: int, ocr: OcrMode = "never") -> tuple[int, float, float, int, int]:
+@dataclass(frozen=True)
+class WordSpaceReport:
+    """What the word-space repair did to some PDFs (``word_space_report``).
+
+    ``restored``: (PDF name, page, the two words as written after) per space put back; ``candidates``:
+    the places the glyph geometry proposed (the vocabulary rejected the rest); ``cpu_on``/``cpu_off``:
+    CPU seconds of the text step (lines, styles, and the repair's measurements) with and without it.
+    """
+
+    pdfs: int
+    pages: int
+    candidates: int
+    restored: tuple[tuple[str, int, str], ...]
+    cpu_on: float
+    cpu_off: float
+
+
+def word_space_report(pdfs: list[Path]) -> WordSpaceReport:
+    """Run the converter's text step on every page, in its chunks of pages, with the repair and without."""
+    import pypdfium2 as pdfium
+
+    from docab_benchmark.mmlongbench.corpus.model import PageContent
+    from docab_benchmark.mmlongbench.corpus.pdfium import _load_page, _page_lines
+    from docab_benchmark.mmlongbench.corpus.runner import CHUNK_PAGES
+    from docab_benchmark.mmlongbench.corpus.wordspace import restore_word_spaces, runs_to_measure
+
+    pages = candidates = 0
+    restored: list[tuple[str, int, str]] = []
+    cpu = {True: 0.0, False: 0.0}
+    for pdf in pdfs:
+        try:
+            document = pdfium.PdfDocument(str(pdf))
+        except pdfium.PdfiumError as exc:
+            print(f"skipped {pdf.name}: {exc}", file=sys.stderr)
+            continue
+        contents: list[PageContent] = []
+        for first in range(1, len(document) + 1, CHUNK_PAGES):
+            loaded = [
+                _load_page(document, n) for n in range(first, min(first + CHUNK_PAGES, len(document) + 1))
+            ]
+            chunks: dict[bool, list[PageContent]] = {}
+            for word_spaces in (False, True):
+                start = time.process_time()
+                rare = runs_to_measure(page.text for page in loaded) if word_spaces else frozenset()
+                chunks[word_spaces] = [
+                    PageContent(page.number, _page_lines(page.page, page.textpage, page.text, rare), None)
+                    for page in loaded
+                    if page.textpage is not None
+                ]
+                cpu[word_spaces] += time.process_time() - start
+            contents.extend(chunks[True])
+            for loaded_page in loaded:
+                loaded_page.close()
+        document.close()
+        start = time.process_time()
+        repaired = restore_word_spaces(contents)
+        cpu[True] += time.process_time() - start
+        pages += len(contents)
+        candidates += sum(len(line.gaps) for page in contents for line in page.lines)
+        for content in repaired:
+            restored.extend((pdf.name, content.number, words) for words in content.spaces_restored)
+    return WordSpaceReport(len(pdfs), pages, candidates, tuple(restored), cpu[True], cpu[False])
+
+
+def converter(
+    pdfs: list[Path], jobs: int, ocr: OcrMode = "never", word_spaces: bool = True
+) -> tuple[int, float, float, int, int]:
     """Pages, wall seconds, CPU seconds (this process and its workers), PNG bytes and pages OCR'd of a full conversion."""
     from docab_benchmark.mmlongbench.corpus import RenderSettings, convert_corpus, get_converter
     from docab_benchmark.mmlongbench.corpus.ocr import OcrSettings
 
     with tempfile.TemporaryDirectory(prefix="docab-perf-") as out:
-        chosen = get_converter("pypdfium2", RenderSettings(ocr=OcrSettings(mode=ocr)))
+        chosen = get_converter(
+            "pypdfium2", RenderSettings(ocr=OcrSettings(mode=ocr), word_spaces=word_spaces)
+        )
         for warning in chosen.preflight():
             print(f"warning: {warning}", file=sys.stderr)
         before, start = os.times(), time.perf_counter()
@@ -171,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-reference", action="store_true", help="skip the slow Pillow reference")
     parser.add_argument("--skip-ocr", action="store_true", help="skip the --ocr auto run")
     parser.add_argument(
+        "--word-spaces",
+        action="store_true",
+        help="only the word-space report: every space the repair puts back, as the two words it makes",
+    )
+    parser.add_argument(
         "--compare-bindings",
         action="store_true",
         help="also time tesserocr against pytesseract per OCR'd page",
@@ -181,6 +262,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no PDFs in {args.pdfs}", file=sys.stderr)
         return 2
     print(f"{len(pdfs)} PDFs in {args.pdfs}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")
+    if args.word_spaces:
+        report = word_space_report(pdfs)
+        for name, number, words in report.restored:
+            print(f"  {name} p{number}: {words}")
+        pages = max(report.pages, 1)
+        print(
+            f"word spaces: {report.pages} pages, {report.candidates} gap candidates from the glyphs, "
+            f"{len(report.restored)} spaces restored; text step {1000 * report.cpu_off / pages:.2f} CPU-ms/page "
+            f"without the repair, {1000 * report.cpu_on / pages:.2f} with it (1 process)"
+        )
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        return 0
     ref_rate = None
     if not args.skip_reference:
         pages, elapsed = reference(pdfs)
@@ -193,15 +286,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {key:34s} {value:6.1f}")
     text_cpu = 0.0
     for jobs in sorted({1, args.jobs}):
-        pages, elapsed, cpu, size, _ = converter(pdfs, jobs)
-        text_cpu = cpu
-        rate = pages / elapsed
-        ratio = f", {rate / ref_rate:4.2f}x reference" if ref_rate else ""
-        print(
-            f"docab convert --ocr never, {jobs} process(es): {pages} pages, {elapsed:6.1f} s, {rate:5.1f} pages/s{ratio}; "
-            f"CPU {1000 * cpu / pages:.1f} ms/page ({pages / cpu:.1f} pages per CPU-second); "
-            f"PNG {size / pages / 1024:.0f} KiB/page"
-        )
+        for word_spaces in (False, True):
+            pages, elapsed, cpu, size, _ = converter(pdfs, jobs, word_spaces=word_spaces)
+            text_cpu = cpu
+            rate = pages / elapsed
+            ratio = f", {rate / ref_rate:4.2f}x reference" if ref_rate else ""
+            flag = "" if word_spaces else " --no-word-spaces"
+            print(
+                f"docab convert --ocr never{flag}, {jobs} process(es): {pages} pages, {elapsed:6.1f} s, "
+                f"{rate:5.1f} pages/s{ratio}; CPU {1000 * cpu / pages:.1f} ms/page "
+                f"({pages / cpu:.1f} pages per CPU-second); PNG {size / pages / 1024:.0f} KiB/page"
+            )
     if not args.skip_ocr:
         pages, elapsed, cpu, _, ocr_pages = converter(pdfs, args.jobs, "auto")
         cost = f"; OCR {(cpu - text_cpu) / ocr_pages:.2f} CPU-s per OCR'd page" if ocr_pages else ""

@@ -39,6 +39,7 @@ from typing import Any, Final, Literal
 
 from docab_benchmark.mmlongbench.corpus.markdown import assemble_document
 from docab_benchmark.mmlongbench.corpus.model import ConversionError, Converter, PageContent
+from docab_benchmark.mmlongbench.corpus.wordspace import restore_word_spaces
 from docab_benchmark.shards import shard_of
 
 MANIFEST: Final = "manifest.json"
@@ -497,7 +498,7 @@ def _ocr_entry(page: PageContent) -> dict[str, object] | None:
 def _finish(job: _Job, out_dir: Path, converter: Converter, max_pages: int | None) -> DocumentResult:
     if job.error:
         return DocumentResult(job.name, job.pdf.name, job.sha256, "error", job.error, job.pages)
-    pages = [page for first in sorted(job.results) for page in job.results[first]]
+    pages = restore_word_spaces([page for first in sorted(job.results) for page in job.results[first]])
     assembled = assemble_document(pages, metadata_title=job.title, source_name=job.pdf.name)
     (job.staging / DOCUMENT_FILE).write_text(assembled.markdown, encoding="utf-8")
     meta = {
@@ -523,6 +524,8 @@ def _finish(job: _Job, out_dir: Path, converter: Converter, max_pages: int | Non
                 "text_source": page.text_source,
                 "text_check": _text_check_entry(page),
                 "ocr": _ocr_entry(page),
+                "spaces_restored": len(page.spaces_restored),
+                "spaces_restored_words": list(page.spaces_restored),
                 "figures": [f.path for f in page.figures],
                 "error": page.error,
             }
