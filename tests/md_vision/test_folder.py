@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -199,6 +200,31 @@ def test_warm_index_reuses_entries_and_notices_each_change(tmp_path: Path) -> No
     assert again.text == first.text
     assert [row.heading for row in changed.entries[7].rows] == ["# Changed", "## More"]
     assert changed.entries[6] is first.entries[6] and len(changed.entries) == 31
+
+
+def test_a_call_while_the_workers_start_parses_here_and_never_waits_for_them(tmp_path: Path) -> None:
+    """The server says the workers are coming (expect_warm_up) before their thread starts; a large
+    folder indexed before one answers is parsed in this process, with no pool made or waited for.
+    Once warm_up() has run and a worker answered, the same folder's changes go to the pool."""
+    for number in range(40):
+        (tmp_path / f"d{number:02d}.md").write_text(f"# Doc {number}\n")
+
+    async def go():
+        async with MdVision(settings_for(tmp_path, index_workers=2)) as vision:
+            vision.expect_warm_up()
+            early = await vision.index(str(tmp_path))
+            made_early = vision._parsers is not None
+            vision.warm_up()
+            assert vision._warming is not None
+            await asyncio.wrap_future(vision._warming)
+            for number in range(40):
+                (tmp_path / f"d{number:02d}.md").write_text(f"# Changed {number}\n")
+            later = await vision.index(str(tmp_path))
+            return early, made_early, vision._parsers is not None, later
+
+    early, made_early, made_later, later = run(go())
+    assert len(early.entries) == 40 and not made_early
+    assert made_later and later.entries[39].rows[0].heading == "# Changed 39"
 
 
 def test_scan_does_not_follow_directory_symlinks(tmp_path: Path) -> None:

@@ -506,6 +506,7 @@ def serve(settings: Settings) -> int:
         # half a second, which the handshake does not wait for.
         if settings.limits.index_workers > 1:
             start_forkserver_deaf_to_ctrl_c()
+            vision.expect_warm_up()
             threading.Thread(target=vision.warm_up, name="md-vision-warm-up", daemon=True).start()
         build_server(settings, vision).run()
 

@@ -356,7 +356,7 @@ class MdVision:
             max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="md-vision"
         )
         self._parsers: Executor | None = None  # for large folders: made by warm_up() or on first use
-        self._warming: Future[int] | None = None  # warm_up()'s first task: done when the workers are up
+        self._warming: Future[None] | None = None  # set by expect_warm_up(): done once a worker answered
         self._parsers_lock = threading.Lock()
         self._closed = False  # close_parsers() was called: no new pool
 
@@ -1095,13 +1095,32 @@ class MdVision:
         if broken is not None:
             broken.shutdown(wait=False, cancel_futures=True)
 
+    def expect_warm_up(self) -> None:
+        """Say that warm_up() is about to run: until a worker answers, a large folder's page is
+        parsed here instead of waiting for the workers. The server calls this before it starts
+        warm_up()'s thread, so that a call arriving first cannot pick the pool while it starts
+        (starting it blocks until the forkserver has imported the parser: seconds on a busy
+        machine, against a few hundred milliseconds to parse a page here)."""
+        with self._parsers_lock:
+            if self._warming is None:
+                self._warming = Future()
+
     def warm_up(self) -> None:
         """Start the folder parsers (the server calls this on a thread of its own at start-up)."""
+        self.expect_warm_up()
+        warming = self._warming
+        assert warming is not None
+
+        def settle(_: object = None) -> None:
+            if not warming.done():
+                warming.set_result(None)
+
         pool = self._parser_pool()
         if pool is None:
+            settle()
             return
         try:
             warm_up(pool)
-            self._warming = pool.submit(int)  # done once a worker has answered
+            pool.submit(int).add_done_callback(settle)  # a worker answered (or the pool broke)
         except RuntimeError:  # the server began to stop (close_parsers) while the pool started
-            return
+            settle()
