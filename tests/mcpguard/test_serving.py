@@ -185,6 +185,44 @@ def test_progress_and_logs_reach_the_client_in_order_from_threads_too() -> None:
     assert not verbose.is_error and not quiet.is_error
 
 
+def test_the_process_own_handlers_get_records_at_the_root_level_only() -> None:
+    """The client asks for debug and gets it; a handler on the root with no level of its own (as the
+    SDK installs for a server built in-process) gets only what the root's level lets through."""
+    seen: list[logging.LogRecord] = []
+    sink = logging.Handler()
+    sink.emit = seen.append  # type: ignore[method-assign]
+    root = logging.getLogger()
+    previous = root.level
+    root.addHandler(sink)
+    root.setLevel(logging.WARNING)
+    logs: list[LoggingMessageNotificationParams] = []
+
+    async def on_log(params: LoggingMessageNotificationParams) -> None:
+        logs.append(params)
+
+    async def go():
+        async with Client(_server(), mode="legacy", logging_callback=on_log) as client:
+            await client.set_logging_level("debug")
+            await client.call_tool("count", {"upto": 2})
+            root.setLevel(logging.DEBUG)
+            await client.call_tool("count", {"upto": 2})
+
+    try:
+        asyncio.run(go())
+    finally:
+        root.removeHandler(sink)
+        root.setLevel(previous)
+    mine = [record for record in seen if record.name == "docab_test_server"]
+    levels = [record.levelname for record in mine]
+    # At WARNING: the thread's warning only; at DEBUG: all three of the second call.
+    assert levels == ["WARNING", "DEBUG", "WARNING", "INFO"], levels
+    assert [entry.level for entry in logs if entry.logger == "docab_test_server"] == [
+        "debug",
+        "warning",
+        "info",
+    ] * 2
+
+
 def test_progress_goes_only_to_a_client_that_asked() -> None:
     async def go():
         async with Client(_server(), mode="legacy") as client:

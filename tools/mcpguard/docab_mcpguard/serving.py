@@ -274,6 +274,20 @@ class ClientLogHandler(logging.Handler):
         notes.log(_level_of(record.levelno), message, record.name)
 
 
+class AtRootLevel(logging.Handler):
+    """Hands a forwarded logger's records to the process's own handlers at the root logger's level.
+
+    A forwarded logger makes DEBUG records so that a client asking for them gets them. Propagated
+    as usual, they would also reach every root handler whatever the root's level: a server built
+    in-process (the SDK's own stderr handler has no level of its own) would print a line per call.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        root = logging.getLogger()
+        if record.levelno >= root.level:
+            root.handle(record)
+
+
 # -- roots ------------------------------------------------------------------------------------------
 
 
@@ -430,12 +444,14 @@ class ConventionalServer(MCPServer[Any]):
         lowlevel.add_notification_handler(
             "notifications/roots/list_changed", NotificationParams, self._roots_changed
         )
-        handler = ClientLogHandler()
+        handler, process = ClientLogHandler(), AtRootLevel()
         for logger_name in loggers:
             logger = logging.getLogger(logger_name)
             if not any(isinstance(existing, ClientLogHandler) for existing in logger.handlers):
                 logger.addHandler(handler)
-            logger.setLevel(logging.DEBUG)  # the handlers choose: stderr's level, the client's level
+                logger.addHandler(process)
+            logger.setLevel(logging.DEBUG)  # the handlers choose: the client's level, the root's level
+            logger.propagate = False  # AtRootLevel hands records on instead
 
     # -- logging -------------------------------------------------------------------------------
 
