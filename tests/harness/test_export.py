@@ -60,8 +60,10 @@ def test_questions_frame_reproduces_the_headline_accuracy(tmp_path: Path) -> Non
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
 def test_export_writes_each_format(tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     folder = random_run(tmp_path / "run", documents=3, per_document=3)
+    log = (folder / "records.jsonl").read_bytes()
     assert main(["export", str(folder), "--format", fmt]) == 0
-    target = folder / f"records.{fmt}"
+    assert (folder / "records.jsonl").read_bytes() == log  # the run's own log is never replaced
+    target = folder / ("records.flat.jsonl" if fmt == "jsonl" else f"records.{fmt}")
     assert f"wrote {target} (18 rows" in capsys.readouterr().err
     if fmt == "parquet":
         back = pd.read_parquet(target)
@@ -74,6 +76,19 @@ def test_export_writes_each_format(tmp_path: Path, fmt: str, capsys: pytest.Capt
     else:
         back = pd.read_json(target, lines=True)
     assert len(back) == 18 and {"arm", "qid", "score", "tokens", "evidence_recall"} <= set(back.columns)
+
+
+@pytest.mark.parametrize("name", ["records.jsonl", "manifest.json"])
+def test_export_never_writes_over_the_runs_own_files(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = random_run(tmp_path / "run", documents=2, per_document=2)
+    before = (folder / name).read_bytes()
+    assert main(["export", str(folder), "--format", "jsonl", "-o", str(folder / name)]) == 2
+    err = capsys.readouterr().err
+    assert "is a file of the run itself" in err and len(err.strip().splitlines()) == 1
+    assert (folder / name).read_bytes() == before
+    assert build_report(load_run(folder)).summary.arms  # the run still reads
 
 
 def test_export_questions_to_a_chosen_file(tmp_path: Path) -> None:

@@ -18,19 +18,22 @@ with tokens per role, tool calls per tool and evidence recall as columns; --leve
 one row per arm and question, epochs averaged (the unit the report pairs). Several folders (shards)
 are merged as by docab report, with the same --reruns-as-epochs.
 
-The default output is RUN_DIR/<level>.<format>; parquet keeps list columns (pages read, evidence
+The default output is RUN_DIR/<level>.<format>, except JSON lines: RUN_DIR/<level>.flat.jsonl
+(records.jsonl is the run's own log; export never writes over the run's records.jsonl or
+manifest.json, even when -o names them). Parquet keeps list columns (pages read, evidence
 pages) as lists, CSV writes them as JSON text. Every column has a fixed type (docab.report.frames:
 RECORDS_SCHEMA, QUESTIONS_SCHEMA), so the parquet files of different runs concatenate; tokens per
 role are tokens_agent, tokens_tool_side and tokens_extractor.
 
---format inspect writes one Inspect AI eval log per arm (RUN_DIR/inspect/<arm>.eval, or into the
-folder -o names): messages and tool calls from the transcripts, scores, tokens per role, timing and
+--format inspect writes one Inspect AI eval log per arm (RUN_DIR/inspect/<arm>-<id>.eval, the
+arm's name made safe for a file name, or into the folder -o names): messages and tool calls from the transcripts, scores, tokens per role, timing and
 the record of each sample, so `inspect view --log-dir RUN_DIR/inspect` shows the run and docab report
 or docab compare read the logs back. It needs the inspect-ai package.
 
 examples:
   docab export results/demo                              # results/demo/records.parquet
-  docab export results/demo --format inspect             # results/demo/inspect/fs.eval, ...
+  docab export results/demo --format jsonl               # results/demo/records.flat.jsonl
+  docab export results/demo --format inspect             # results/demo/inspect/fs-<id>.eval, ...
   docab export results/demo --level questions --format csv -o questions.csv
   python -c "import pandas as pd; print(pd.read_parquet('results/demo/records.parquet').groupby('arm').score.mean())"
 """
@@ -88,7 +91,8 @@ def run_export(args: argparse.Namespace) -> int:
         frame = records_frame(run.records)
     else:
         frame = questions_frame(question_outcomes(run.records))
-    target = args.output or args.run_dirs[0] / f"{args.level}.{args.format}"
+    target = args.output or args.run_dirs[0] / _default_name(args.level, args.format)
+    _refuse_run_files(target, args.run_dirs)
     try:
         if args.format == "parquet":
             import pyarrow.parquet as pq
@@ -106,6 +110,23 @@ def run_export(args: argparse.Namespace) -> int:
         raise CommandError(f"could not write {target}: {exc.strerror or exc}") from None
     print(f"wrote {target} ({len(frame)} rows, {len(frame.columns)} columns)", file=sys.stderr)
     return 0
+
+
+def _default_name(level: str, fmt: str) -> str:
+    # records.jsonl is the run's own append-only log: a flat export by that name would replace it.
+    return f"{level}.flat.jsonl" if fmt == "jsonl" else f"{level}.{fmt}"
+
+
+def _refuse_run_files(target: Path, run_dirs: list[Path]) -> None:
+    """No export may replace a file a run is made of (its records or manifest)."""
+    from docab.log.store import MANIFEST, RECORDS
+
+    own = {(folder / name).resolve() for folder in run_dirs for name in (RECORDS, MANIFEST)}
+    if target.resolve() in own:
+        raise CommandError(
+            f"{target} is a file of the run itself; export to another file "
+            f"(the default is {_default_name('records', 'jsonl')} for JSON lines)"
+        )
 
 
 def _export_inspect(args: argparse.Namespace, run: RunData) -> int:
