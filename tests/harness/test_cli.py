@@ -52,3 +52,21 @@ def test_commands_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in ("run", "demo", "merge"))
+
+
+@pytest.mark.parametrize("command", ["demo", "report", "run", "convert", "calibrate", "export"])
+def test_an_unknown_flag_shows_the_commands_own_usage(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    given = {"report": ["x"], "run": ["x"], "export": ["x"], "convert": ["x", "--out", "y"]}.get(command, [])
+    assert main([command, *given, "--bogus"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"usage: docab {command} ")
+        and f"docab {command}: error: unrecognized arguments: --bogus" in err
+    )
+
+
+def test_an_unknown_flag_before_a_command_shows_the_top_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--bogus"]) == 2
+    assert "docab: error: unrecognized arguments: --bogus" in capsys.readouterr().err

@@ -73,9 +73,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
 
 
+def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            chosen: argparse.ArgumentParser = action.choices[command]
+            return chosen
+    return parser
+
+
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # worded by the command's own parser, so the usage shown is the command's
+        _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     handler = getattr(args, "func", None)
     if handler is None:
         parser.print_help()
