@@ -88,6 +88,30 @@ def test_score_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "holds no predictions" in capsys.readouterr().err
 
 
+def test_score_on_a_file_that_is_not_predictions_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("".join(f"line {n} of prose\n" for n in range(600)))
+    assert main(["score", str(readme)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "no usable prediction in 600 line(s)" in err and "expected JSON lines" in err
+
+
+def test_score_names_ten_bad_lines_and_counts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = {"question": "q", "answer": "1", "answer_format": "Int", "pred": "1"}
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(json.dumps(good) + "\n" + "not json\n" * 25)
+    assert main(["score", str(mixed)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 11 and err[-1].endswith("and 15 more lines left out (--json lists them all)")
+    assert main(["score", str(mixed), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["problems"]) == 25
+
+
 def test_convert_and_check(suite_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pdfs = tmp_path / "pdfs"
     shutil.copytree(suite_dir / "documents", pdfs)

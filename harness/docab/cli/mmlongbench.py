@@ -318,6 +318,9 @@ class ProgressLines:
             )
 
 
+_SHOWN_PROBLEMS = 10  # lines of a predictions file named one by one; the rest are counted
+
+
 def _run_score(args: argparse.Namespace) -> int:
     from docab_benchmark.mmlongbench.predictions import (
         PredictionError,
@@ -336,8 +339,20 @@ def _run_score(args: argparse.Namespace) -> int:
             scored.write(args.out)
         except OSError as exc:
             raise CommandError(f"cannot write {args.out}: {exc.strerror or exc}") from None
-    for problem in scored.problems:
+    if scored.problems and not scored.rows:
+        # Nothing scored: the file is not a predictions file at all; one line says so.
+        raise CommandError(
+            f"{args.predictions}: no usable prediction in {len(scored.problems):,} line(s) "
+            f"(first: {scored.problems[0]}); expected JSON lines, one object per question with "
+            "'question', 'answer', 'answer_format' and 'pred'"
+        )
+    for problem in scored.problems[:_SHOWN_PROBLEMS]:
         print(f"{args.predictions}: {problem}", file=sys.stderr)
+    if len(scored.problems) > _SHOWN_PROBLEMS:
+        hidden = len(scored.problems) - _SHOWN_PROBLEMS
+        print(
+            f"{args.predictions}: and {hidden:,} more lines left out (--json lists them all)", file=sys.stderr
+        )
     if args.json:
         print(json.dumps({"summary": scored.summary.as_dict(), "problems": list(scored.problems)}, indent=2))
     else:
