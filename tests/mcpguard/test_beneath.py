@@ -126,6 +126,25 @@ def test_read_stops_at_its_limit(tree) -> None:
         assert len(opened.read(1001)) == 1001 and opened.info.st_size == 5000
 
 
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_a_written_file_gets_the_mode_of_the_umask(tmp_path: Path, mask: int) -> None:
+    previous = os.umask(mask)
+    folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        write_file_in(folder, "saved.md", b"text", replace=False)
+    finally:
+        os.close(folder)
+        os.umask(previous)
+    assert (tmp_path / "saved.md").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
+
+
 def test_write_file_in_creates_and_refuses_to_replace_unless_asked(tmp_path: Path) -> None:
     folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -135,7 +154,9 @@ def test_write_file_in_creates_and_refuses_to_replace_unless_asked(tmp_path: Pat
         assert (tmp_path / "a.md").read_bytes() == b"first"
         write_file_in(folder, "a.md", b"third", replace=True)
         assert (tmp_path / "a.md").read_bytes() == b"third"
-        assert (tmp_path / "a.md").stat().st_mode & 0o777 == 0o600
+        # The mode a new file gets under the umask, as `open` would give it (the reference writes
+        # with Node's writeFile): private only while partial.
+        assert (tmp_path / "a.md").stat().st_mode & 0o777 == 0o666 & ~_current_umask()
         (tmp_path / "link.md").symlink_to(tmp_path / "a.md")
         with pytest.raises(FileExistsError):
             write_file_in(folder, "link.md", b"x", replace=False)

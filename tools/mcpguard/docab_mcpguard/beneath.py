@@ -269,8 +269,9 @@ def _open_by_real_path(  # pragma: no cover - Windows
 def write_file_in(folder_fd: int, name: str, data: bytes, *, replace: bool) -> int:
     """Create ``name`` in the folder held by ``folder_fd``; return the bytes written.
 
-    The data goes to a new temporary file in that folder (created exclusively, owner-only: 0600),
-    which is then renamed to ``name`` within the same folder, so a reader never sees half a
+    The data goes to a new temporary file in that folder (created exclusively, owner-only: 0600,
+    while partial; then given the mode any new file gets under the process's umask, as ``open``
+    would give it), which is then renamed to ``name`` within the same folder, so a reader never sees half a
     file and nothing is written anywhere else. Without ``replace`` an existing ``name`` (file,
     folder or link) is left alone and FileExistsError raised: the rename is a hard link, which
     fails rather than replaces (where the file system has no hard links, an existence check
@@ -287,6 +288,7 @@ def write_file_in(folder_fd: int, name: str, data: bytes, *, replace: bool) -> i
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            os.fchmod(handle.fileno(), 0o666 & ~_umask())
         if replace:
             os.replace(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
         else:
@@ -295,6 +297,18 @@ def write_file_in(folder_fd: int, name: str, data: bytes, *, replace: bool) -> i
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary, dir_fd=folder_fd)
     return len(data)
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (``os.umask`` sets it, racing other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
 
 
 def _rename_no_replace(folder_fd: int, temporary: str, name: str) -> None:
