@@ -10,6 +10,7 @@ Linux only (reads /proc). The tests assert the limits (2 s, 300 MB); this prints
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -50,7 +51,10 @@ async def _run(params: StdioServerParameters, pidfile: Path, tool: str, warm: li
         return baseline, peak_rss_mb(pid_of(pidfile)), rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)  # no options: --help explains, a stray argument is refused
     with tempfile.TemporaryDirectory() as scratch, LocalServer() as site, LLMStub() as stub:
         root = Path(scratch)
         (root / "local.md").write_text("# Local\n")

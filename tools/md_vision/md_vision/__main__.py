@@ -55,10 +55,13 @@ Sizes accept k/M/G suffixes (decimal): --max-response-bytes 4M.
 
 MCP client configuration (e.g. claude_desktop_config.json):
   {"mcpServers": {"md-vision": {"command": "uvx",
-      "args": ["--from", "docab", "md-vision", "--allow-path", "/abs/path/docs", "--allow-host", "none"]}}}
+      "args": ["md-vision", "--allow-path", "/abs/path/docs", "--allow-host", "none"]}}}
 
-Try it on the bundled samples:
-  md-vision --allow-path "$(python -c 'import md_vision, os; print(os.path.dirname(md_vision.__file__))')/samples" --allow-host none
+md-vision speaks MCP on stdin and stdout and prints nothing of its own: try it through a client,
+e.g. the MCP Inspector on the bundled samples (run from the environment md-vision is installed in):
+  npx @modelcontextprotocol/inspector --cli md-vision --allow-path \
+    "$(python -c 'import md_vision, os; print(os.path.dirname(md_vision.__file__))')/samples" \
+    --allow-host none --method tools/list
 """
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)[bB]?\s*$")

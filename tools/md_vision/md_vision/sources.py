@@ -164,7 +164,9 @@ def open_local(settings: Settings, raw: str) -> Opened:
     except PathDenied as exc:
         raise SourceError(settings.hide_roots(str(exc))) from exc
     except FileNotFoundError as exc:
-        raise SourceError(f"{raw} does not exist") from exc
+        raise SourceError(
+            f"{raw} does not exist; check the path (index_md on a folder lists its markdown files)"
+        ) from exc
     except PermissionError as exc:
         raise SourceError(f"{raw} cannot be read (permission denied)") from exc
     except OSError as exc:
