@@ -24,7 +24,7 @@ from typing import Any
 from docab.agent.messages import Block, Image, Message, Reasoning, Text, ToolCall, ToolSpec
 from docab.log.usage import Usage
 from docab.models.config import ModelConfig
-from docab.models.provider import ParsedReply, ProviderModel, as_plain_json
+from docab.models.provider import ParsedReply, ProviderModel
 from docab.models.retry import MalformedReply
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}
@@ -176,16 +176,7 @@ class AnthropicMessagesModel(ProviderModel):
         return request
 
     async def send(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        # The SDK's generic ``post`` rather than ``messages.create``, for the reason given in
-        # ``OpenAIChatModel.send``: the body is already wire JSON, so skip the SDK's transform and
-        # model building; auth headers, the HTTP client, error mapping and timeouts stay the SDK's.
-        response = await self._client.post(
-            "/v1/messages",
-            body={**request, **self.config.extra_body},
-            cast_to=object,
-            options={"timeout": self.config.timeout},
-        )
-        return as_plain_json(response)
+        return await self.post_wire("/v1/messages", request)
 
     def parse(self, raw: Mapping[str, Any]) -> ParsedReply:
         return parse_anthropic_reply(raw)

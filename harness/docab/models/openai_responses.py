@@ -33,7 +33,7 @@ from typing import Any
 from docab.agent.messages import Block, Image, Message, Reasoning, Text, ToolCall, ToolSpec
 from docab.log.usage import Usage
 from docab.models.openai_chat import parse_arguments
-from docab.models.provider import ParsedReply, ProviderModel, as_plain_json
+from docab.models.provider import ParsedReply, ProviderModel
 from docab.models.retry import MalformedReply
 
 REASONING_FIELD = "reasoning_item"  # Reasoning.field of a Responses reasoning item
@@ -205,15 +205,7 @@ class OpenAIResponsesModel(ProviderModel):
         return request
 
     async def send(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        # The SDK's generic ``post``, as in OpenAIChatModel.send: auth, transport, errors and
-        # timeouts are the SDK's; the body is already wire JSON.
-        response = await self._client.post(
-            "/responses",
-            body={**request, **self.config.extra_body},
-            cast_to=object,
-            options={"timeout": self.config.timeout},
-        )
-        return as_plain_json(response)
+        return await self.post_wire("/responses", request)
 
     def parse(self, raw: Mapping[str, Any]) -> ParsedReply:
         return parse_responses_reply(raw)
