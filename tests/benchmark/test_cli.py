@@ -185,3 +185,7 @@ def test_convert_ocr_flags_and_a_missing_language_is_one_warning(
     assert "--ocr-dpi must be between 72 and 600" in capsys.readouterr().err
     assert main(["convert", str(pdf), "--out", str(out), "--ocr-languages", "eng;rm -rf"]) == 2
     assert "give Tesseract codes joined by '+'" in capsys.readouterr().err
+    for bad in ("otsu+otsu", "binary", ""):
+        assert main(["convert", str(pdf), "--out", str(out), "--ocr-passes", bad]) == 2
+        error = capsys.readouterr().err
+        assert "--ocr-passes" in error and "otsu+sauvola" in error and "Traceback" not in error

@@ -17,11 +17,15 @@ from PIL import Image, ImageDraw, ImageFont
 from docab_benchmark.mmlongbench.corpus import RenderSettings, convert_corpus, get_converter
 from docab_benchmark.mmlongbench.corpus.ocr import (
     EngineInfo,
+    OcrParagraph,
     OcrSettings,
     OcrUnavailable,
+    OcrWord,
     RecognisedText,
     TesseractEngine,
     find_tessdata,
+    merge_passes,
+    parse_passes,
 )
 from docab_benchmark.mmlongbench.corpus.pdfium import engine_status
 from docab_benchmark.mmlongbench.corpus.textcheck import (
@@ -314,3 +318,83 @@ def test_tessdata_is_found_or_the_message_says_what_to_install(tmp_path: Path) -
     with pytest.raises(OcrUnavailable, match=r"apt-get install tesseract-ocr-qqq"):
         find_tessdata("qqq", {"TESSDATA_PREFIX": str(tmp_path)})
     assert isinstance(engine_status(TesseractEngine(tessdata=str(tmp_path)), "qqq"), str)
+
+
+# ---------------------------------------------------------------- two thresholding passes
+
+
+def _word(text: str, left: int, top: int, right: int, bottom: int) -> OcrWord:
+    return OcrWord(text, 90.0, (left, top, right, bottom))
+
+
+def _texts(paragraphs: tuple[OcrParagraph, ...]) -> list[list[str]]:
+    return [[" ".join(word.text for word in line) for line in paragraph] for paragraph in paragraphs]
+
+
+def test_merge_keeps_the_first_pass_and_drops_words_read_again() -> None:
+    first = (((_word("Revenue", 10, 10, 100, 30), _word("grew", 110, 10, 160, 30)),),)
+    again = (((_word("Revenue", 12, 11, 99, 31), _word("grew", 111, 10, 161, 29)),),)
+    assert _texts(merge_passes(first, again)) == [["Revenue grew"]]
+    assert merge_passes(first, ()) == first
+    assert _texts(merge_passes((), again)) == [["Revenue grew"]]
+
+
+def test_merge_puts_a_new_word_on_its_row_in_reading_order() -> None:
+    first = (((_word("Revenue", 10, 10, 100, 30), _word("million", 220, 10, 300, 30)),),)
+    second = (((_word("Revenue", 10, 10, 100, 30), _word("4,210", 120, 12, 200, 31)),),)
+    assert _texts(merge_passes(first, second)) == [["Revenue 4,210 million"]]
+
+
+def test_merge_appends_lines_the_first_pass_did_not_see() -> None:
+    first = (((_word("Title", 10, 10, 80, 30),),),)
+    second = (
+        ((_word("Title", 10, 10, 80, 30),),),
+        (
+            (_word("Shaded", 10, 200, 90, 220), _word("band", 100, 200, 150, 220)),
+            (_word("7,315", 10, 240, 70, 260),),
+        ),
+    )
+    assert _texts(merge_passes(first, second)) == [["Title"], ["Shaded band", "7,315"]]
+    far = (((_word("Footnote", 900, 12, 990, 30),),),)  # same height, but far beyond the line's end
+    assert _texts(merge_passes(first, far)) == [["Title"], ["Footnote"]]
+
+
+def test_parse_passes_accepts_the_thresholdings_and_names_them_on_error() -> None:
+    assert parse_passes("otsu+sauvola") == ("otsu", "sauvola")
+    assert parse_passes("Otsu") == ("otsu",)
+    for bad in ("", "otsu+otsu", "binary", "otsu+"):
+        with pytest.raises(ValueError, match="otsu\\+sauvola"):
+            parse_passes(bad)
+
+
+def shaded_pdf(path: Path) -> Path:
+    """An image-only page: a black line on white, and a line on a dark grey band (a coloured slide box).
+
+    One global (Otsu) threshold turns the whole band black and loses its text; a local (Sauvola)
+    threshold keeps it.
+    """
+    image = Image.new("L", (1400, 500), 255)
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(str(FONT), 40)
+    draw.text((40, 40), "Quarterly revenue reached 4,210 million", font=font, fill=0)
+    draw.rectangle((0, 200, 1400, 500), fill=90)
+    draw.text((40, 260), "Shaded band keeps 7,315 units", font=font, fill=20)
+    pdf = FPDF(unit="pt", format=(504, 180))  # 1400 px over 7 inches: 200 dpi
+    pdf.add_page()
+    pdf.image(image, x=0, y=0, w=504)
+    path.write_bytes(bytes(pdf.output()))
+    return path
+
+
+def test_second_pass_reads_text_on_a_shaded_band_that_one_threshold_loses(tmp_path: Path) -> None:
+    _tesseract()
+    pdf = shaded_pdf(tmp_path / "slide.pdf")
+    one_pass = TesseractEngine(passes=("otsu",))
+    markdown, meta = _convert(pdf, tmp_path / "one", _converter("auto", one_pass))
+    assert "revenue reached 4,210 million" in markdown and "7,315" not in markdown
+    assert meta["pages"][0]["ocr"]["method"] == "otsu"
+    markdown, meta = _convert(pdf, tmp_path / "two", _converter("auto", TesseractEngine()))
+    assert "revenue reached 4,210 million" in markdown and "Shaded band keeps 7,315 units" in markdown
+    assert markdown.count("4,210") == 1  # the line both passes read is kept once
+    assert meta["pages"][0]["ocr"]["method"] == "otsu+sauvola"
+    assert meta["settings"]["ocr"]["method"] == "otsu+sauvola"

@@ -71,6 +71,12 @@ def register(subparsers: Any) -> None:
         "--ocr-languages", default="eng", metavar="LANGS", help="docab's OCR languages (default eng)"
     )
     parser.add_argument(
+        "--ocr-passes",
+        default="otsu+sauvola",
+        metavar="PASSES",
+        help="docab's OCR thresholding passes, as for docab convert (default otsu+sauvola; otsu for one pass)",
+    )
+    parser.add_argument(
         "--word-spaces",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -150,6 +156,8 @@ def _command_line(args: argparse.Namespace) -> str:
     for flag, value in (("--jobs", args.jobs), ("--ocr-dpi", args.ocr_dpi)):
         if value is not None:
             words += [flag, str(value)]
+    if args.ocr_passes != "otsu+sauvola":
+        words += ["--ocr-passes", args.ocr_passes]
     if args.ocr_languages != "eng":
         words += ["--ocr-languages", args.ocr_languages]
     if not args.word_spaces:
@@ -199,8 +207,17 @@ def _run(args: argparse.Namespace) -> int:
                 peer(name, command)
             except PeerMissing as exc:
                 raise CommandError(str(exc)) from None
-    from docab_benchmark.mmlongbench.corpus.ocr import DEFAULT_OCR_DPI, OcrSettings
+    from docab_benchmark.mmlongbench.corpus.ocr import (
+        DEFAULT_OCR_DPI,
+        OcrSettings,
+        TesseractEngine,
+        parse_passes,
+    )
 
+    try:
+        passes = parse_passes(args.ocr_passes)
+    except ValueError as exc:
+        raise CommandError(f"--ocr-passes {exc}") from None
     ocr_dpi = DEFAULT_OCR_DPI if args.ocr_dpi is None else args.ocr_dpi
     if not 72 <= ocr_dpi <= 600:
         raise CommandError("--ocr-dpi must be between 72 and 600")
@@ -210,7 +227,10 @@ def _run(args: argparse.Namespace) -> int:
             start = time.perf_counter()
             if name in ("docab", "docab-no-ocr"):
                 ocr = OcrSettings(
-                    mode="auto" if name == "docab" else "never", languages=args.ocr_languages, dpi=ocr_dpi
+                    mode="auto" if name == "docab" else "never",
+                    languages=args.ocr_languages,
+                    dpi=ocr_dpi,
+                    engine=TesseractEngine(passes=passes),
                 )
                 base = args.corpus if args.corpus is not None else Path(scratch) / "corpus"
                 corpus = base if name == "docab" else base.with_name(base.name + "-no-ocr")

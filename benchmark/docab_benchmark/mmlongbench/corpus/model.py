@@ -73,6 +73,7 @@ class OcrRecord:
     confidence: float
     words: int
     paragraphs: tuple[tuple[str, ...], ...]
+    method: str = ""  # how the engine read the page, e.g. Tesseract's thresholding passes "otsu+sauvola"
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,7 @@ class PdfiumConverter:
                 "min_word_confidence": r.ocr.min_word_confidence,
                 # a run without the engine is redone once it is installed
                 "engine": f"{engine.name} {engine.version}" if engine else "unavailable",
+                "method": engine.method if engine else "",
             }
             if r.ocr.mode != "never"
             else {"mode": "never"},
@@ -267,6 +268,7 @@ class PdfiumConverter:
             found.confidence,
             found.words,
             found.paragraphs,
+            engine.method,
         )
 
     def _render_page(

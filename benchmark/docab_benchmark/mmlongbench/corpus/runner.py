@@ -480,7 +480,7 @@ def _text_check_entry(page: PageContent) -> dict[str, object] | None:
 
 
 def _ocr_entry(page: PageContent) -> dict[str, object] | None:
-    """meta.json's record of a page's OCR: engine, version, languages, dpi, why, confidence, words kept."""
+    """meta.json's record of a page's OCR: engine, version, languages, dpi, method, why, confidence, words kept."""
     ocr = page.ocr
     if ocr is None:
         return None
@@ -489,6 +489,7 @@ def _ocr_entry(page: PageContent) -> dict[str, object] | None:
         "version": ocr.version,
         "languages": ocr.languages,
         "dpi": ocr.dpi,
+        "method": ocr.method,
         "reason": ocr.reason,
         "confidence": ocr.confidence,
         "words": ocr.words,
