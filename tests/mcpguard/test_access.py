@@ -174,7 +174,7 @@ def test_a_host_refusal_ends_with_the_setting_that_lifts_it() -> None:
     with pytest.raises(HostDenied) as refused:
         scoped.check_url("https://other.example.org/x.md")
     assert str(refused.value).endswith(
-        "to allow it, start the server with --allow-host other.example.org (or MD_VISION_ALLOW_HOSTS)"
+        "to allow it, run with --allow-host other.example.org (or MD_VISION_ALLOW_HOSTS)"
     )
     open_policy = host_policy(None, FETCH, open_by_default=True)
     with pytest.raises(HostDenied) as internal:

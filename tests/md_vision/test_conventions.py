@@ -461,7 +461,7 @@ def test_hosts_and_paths_from_the_environment_with_the_same_words(folders: tuple
     assert not remote.is_error and remote.content[0].text == "# Remote\n"
     assert refused.is_error
     assert (
-        "start the server with --allow-host localhost (or MD_VISION_ALLOW_HOSTS)" in refused.content[0].text
+        "run with --allow-host localhost (or MD_VISION_ALLOW_HOSTS)" in refused.content[0].text
     )
 
 

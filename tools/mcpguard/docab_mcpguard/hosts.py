@@ -116,7 +116,7 @@ class HostPolicy:
             lift = self.lift(parsed.host)
             raise HostDenied(
                 f"host {parsed.host!r} is not allowed (allowed: {self.describe()})"
-                + (f"; to allow it, start the server with {lift}" if lift else "")
+                + (f"; to allow it, run with {lift}" if lift else "")
             )
         return parsed
 
@@ -132,7 +132,7 @@ class HostPolicy:
         raise HostDenied(
             f"refusing to connect to {shown}: it is a {kind.value} address; "
             + (
-                f"to permit local access, start the server with {lift}"
+                f"to permit local access, run with {lift}"
                 if lift
                 else "allow that exact host explicitly to permit local access"
             )
