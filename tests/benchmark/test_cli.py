@@ -131,6 +131,11 @@ def test_convert_and_check(suite_dir: Path, tmp_path: Path, capsys: pytest.Captu
     assert "data version: docab-suite/v1" in out and "result: usable" in out
     assert main(["data", "check", "--data", str(tmp_path / "nowhere")]) == 2
     assert "question data not found" in capsys.readouterr().err
+    assert main(["data", "check", "--data", str(suite_dir), "--split", "test"]) == 2  # not silently ignored
+    error = capsys.readouterr().err
+    assert "one split (train), not 'test'" in error and "Hugging Face" in error and error.count("\n") == 1
+    assert main(["data", "check", "--data", str(suite_dir), "--split", "train"]) == 0
+    capsys.readouterr()
     empty_docs = tmp_path / "no-pdfs"
     empty_docs.mkdir()
     assert main(["data", "check", "--data", str(suite_dir), "--documents", str(empty_docs), "--json"]) == 1

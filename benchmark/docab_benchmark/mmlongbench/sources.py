@@ -64,13 +64,13 @@ def read_source(
         )
     if path.is_file():
         if path.suffix.lower() == ".json":
-            return _read_samples_json(path, documents_dir)
+            return _read_samples_json(path, documents_dir, split)
         if path.suffix.lower() in (".parquet", ".arrow"):
             return _read_table_file(path, split=split, documents_dir=documents_dir)
         raise DataError(f"{path} is neither a samples .json nor a .parquet/.arrow file")
     for candidate in (path / "data" / SAMPLES_FILE, path / SAMPLES_FILE):
         if candidate.is_file():
-            return _read_samples_json(candidate, documents_dir)
+            return _read_samples_json(candidate, documents_dir, split)
     if (path / "state.json").is_file() or (path / "dataset_dict.json").is_file():
         return _read_saved_dataset(path, split=split, documents_dir=documents_dir)
     tables = sorted([*path.glob("*.parquet"), *path.glob("data/*.parquet")])
@@ -85,7 +85,12 @@ def read_source(
 # ------------------------------------------------------------------------------------ GitHub layout
 
 
-def _read_samples_json(path: Path, documents_dir: str | Path | None) -> RawSource:
+def _read_samples_json(path: Path, documents_dir: str | Path | None, split: str) -> RawSource:
+    if split != "train":  # a split the user asked for must not be silently ignored
+        raise DataError(
+            f"{path} is the GitHub release's samples.json, which has one split (train), not {split!r}; "
+            "splits are for the Hugging Face release (parquet, arrow, a datasets folder or hf:)"
+        )
     try:
         raw = path.read_bytes()
     except OSError as exc:
