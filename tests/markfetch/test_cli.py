@@ -82,7 +82,9 @@ def test_errors_are_one_line_on_stderr_with_exit_1(
 def test_loopback_refusal_tells_a_cli_user_the_flag_to_pass(tmp_path: Path) -> None:
     done = markfetch("http://127.0.0.1:1/", cwd=tmp_path, MARKFETCH_ALLOW_HOSTS="")
     assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
-    assert done.stderr.startswith("[network_error] refusing to connect to 127.0.0.1: it is a loopback address")
+    assert done.stderr.startswith(
+        "[network_error] refusing to connect to 127.0.0.1: it is a loopback address"
+    )
     assert "run with --allow-host 127.0.0.1 (or MARKFETCH_ALLOW_HOSTS)" in done.stderr
     assert "server" not in done.stderr  # the CLI is not a server: no advice to restart one
 

@@ -259,9 +259,7 @@ def test_hosts_and_paths_as_flags_or_variables_and_refusals_naming_them(
 
     refused = _session(_params(tmp_path), loopback)
     assert refused.is_error and refused.content[0].text.startswith("[network_error] ")
-    assert (
-        "run with --allow-host 127.0.0.1 (or MARKFETCH_ALLOW_HOSTS)" in refused.content[0].text
-    )
+    assert "run with --allow-host 127.0.0.1 (or MARKFETCH_ALLOW_HOSTS)" in refused.content[0].text
 
 
 def test_server_flags_alone_start_the_server_anything_else_is_the_cli() -> None:

@@ -460,9 +460,7 @@ def test_hosts_and_paths_from_the_environment_with_the_same_words(folders: tuple
     assert not local.is_error and local.content[0].text.startswith("# Inside")
     assert not remote.is_error and remote.content[0].text == "# Remote\n"
     assert refused.is_error
-    assert (
-        "run with --allow-host localhost (or MD_VISION_ALLOW_HOSTS)" in refused.content[0].text
-    )
+    assert "run with --allow-host localhost (or MD_VISION_ALLOW_HOSTS)" in refused.content[0].text
 
 
 def test_url_refusal_under_none_names_the_setting(tmp_path: Path) -> None:
