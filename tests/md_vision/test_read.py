@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -230,3 +231,31 @@ def test_text_over_the_response_budget_comes_in_pages_and_an_overlong_line_is_cu
     assert cut.next_line_range is None and "max_tokens" in cut.notes[-1]
     assert cut.source_text == ("word " * 5000)[: len(cut.source_text)]
     assert sum(len(b.text) for b in cut.blocks if isinstance(b, TextBlock)) <= 10_000
+
+
+def test_an_index_made_before_the_folders_changed_is_not_cached_after(tmp_path: Path) -> None:
+    """The race of an index in flight on a worker thread while the client's roots change: its
+    entries, shown relative to the old first folder, must not refill the cache the change cleared."""
+    import dataclasses
+
+    from docab_mcpguard import PathPolicy
+    from md_vision.service import MdVision
+
+    outer = tmp_path.resolve()
+    (outer / "sub").mkdir()
+    (outer / "sub" / "f.md").write_text("# F\n")
+    settings = dataclasses.replace(settings_for(outer), relative_paths=True)
+
+    async def go() -> str:
+        async with MdVision(settings) as vision:
+            before, generation = vision._paths_snapshot()
+            stale = await vision.index("sub/f.md")  # shown relative to the old first folder
+            key = next(iter(vision._indexes._items))  # the file's cache key
+            vision.use_paths(PathPolicy.from_dirs([outer / "sub"]))  # clears the cache
+            vision._cache_index(key, (stale.entries[0], ""), generation)  # the in-flight index finishing late
+            assert vision._indexes.get(key) is None
+            assert before.show(outer / "sub" / "f.md") == "sub/f.md"
+            fresh = await vision.index("f.md")
+            return fresh.entries[0].path
+
+    assert asyncio.run(go()) == "f.md"

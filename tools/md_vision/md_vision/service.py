@@ -16,7 +16,7 @@ import gc
 import hashlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -351,6 +351,12 @@ class MdVision:
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._documents: SizedLRU[Document] = SizedLRU(96_000_000, _size_of_document)
         self._indexes: SizedLRU[_Indexed] = SizedLRU(50_000)
+        # Index entries carry display paths made under one set of allowed folders. use_paths bumps
+        # the generation under this lock, and an entry made under an older one is not cached: an
+        # index in flight on a worker thread when the client's roots change cannot refill the cache
+        # with paths shown relative to the old folder.
+        self._index_lock = threading.Lock()
+        self._paths_generation = 0
         self._images: SizedLRU[PreparedImage] = SizedLRU(160_000_000, _size_of_prepared)
         self._threads = ThreadPoolExecutor(
             max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="md-vision"
@@ -417,13 +423,27 @@ class MdVision:
 
     def use_paths(self, paths: PathPolicy) -> None:
         """Allow these folders from now on (the client's MCP roots, which may change)."""
-        if paths != self.settings.paths:
+        with self._index_lock:
+            if paths == self.settings.paths:
+                return
             self.settings = self.settings.with_paths(paths)
+            self._paths_generation += 1
             if self.settings.relative_paths:
                 # Cached index entries show their paths relative to the first folder then allowed:
                 # kept, they would name files from the old folder (or in full, where the new first
                 # folder should hide where they live).
                 self._indexes.clear()
+
+    def _paths_snapshot(self) -> tuple[Settings, int]:
+        """The settings and their generation, read together (see ``_index_lock``)."""
+        with self._index_lock:
+            return self.settings, self._paths_generation
+
+    def _cache_index(self, key: Hashable, indexed: _Indexed, generation: int) -> None:
+        """Cache an index entry made under ``generation``, unless the allowed folders changed since."""
+        with self._index_lock:
+            if generation == self._paths_generation:
+                self._indexes.put(key, indexed)
 
     async def _load(self, uri: str) -> tuple[LoadedMarkdown, Document]:
         uri = check_uri(uri)
@@ -756,9 +776,10 @@ class MdVision:
             location = LocalFile(opened.path, opened.info.st_size, opened.info.st_mtime_ns)
             cached = self._indexes.get(location.key)
             if cached is None:
+                settings, generation = self._paths_snapshot()
                 _, document = await self._load_opened(opened, uri)
-                cached = _indexed(index_document(document, self.settings.show(location.path)))
-                self._indexes.put(location.key, cached)
+                cached = _indexed(index_document(document, settings.show(location.path)))
+                self._cache_index(location.key, cached, generation)
             else:
                 opened.close()
             return self._file_page(cached, str(location.path), position, tokens)
@@ -885,12 +906,13 @@ class MdVision:
     def _entries(self, files: list[FoundFile], cancelled: threading.Event | None = None) -> list[_Indexed]:
         """The index entries of ``files``, in order: cached ones as they are, the others parsed (by
         the worker processes when there are many)."""
-        limits = self.settings.limits
+        settings, generation = self._paths_snapshot()
+        limits = settings.limits
         entries: list[_Indexed | None] = [None] * len(files)
         missing: list[tuple[int, FoundFile]] = []
         for position, file in enumerate(files):
             if file.problem is not None:
-                problem = FileProblem(self.settings.show(file.path), file.problem)
+                problem = FileProblem(settings.show(file.path), file.problem)
                 entries[position] = (problem, format_problem(problem))
                 continue
             cached = self._indexes.get(file.key)
@@ -904,16 +926,16 @@ class MdVision:
                 [file.path for _, file in missing],
                 limits.max_markdown_bytes,
                 pool,
-                policy=self.settings.paths,
+                policy=settings.paths,
                 on_broken=lambda: self._discard_parsers(pool),
                 cancelled=cancelled,
             )
             for (position, file), entry in zip(missing, fresh, strict=True):
                 if entry.path is not None:
-                    entry = replace(entry, path=self.settings.show(entry.path))
+                    entry = replace(entry, path=settings.show(entry.path))
                 entries[position] = indexed = _indexed(entry)
                 if isinstance(entry, FileIndex):
-                    self._indexes.put(file.key, indexed)
+                    self._cache_index(file.key, indexed, generation)
         return [entry for entry in entries if entry is not None]
 
     def _entries_within(
