@@ -398,3 +398,83 @@ def test_second_pass_reads_text_on_a_shaded_band_that_one_threshold_loses(tmp_pa
     assert markdown.count("4,210") == 1  # the line both passes read is kept once
     assert meta["pages"][0]["ocr"]["method"] == "otsu+sauvola"
     assert meta["settings"]["ocr"]["method"] == "otsu+sauvola"
+
+
+def test_merge_puts_a_new_word_on_the_row_it_sits_on_not_a_taller_neighbour() -> None:
+    # a big title and, beside it, a small caption whose number the first pass lost: the number's box
+    # lies inside the title's height too, but it sits on the caption's row
+    first = (
+        ((_word("Results", 10, 0, 300, 100),),),
+        ((_word("units", 400, 40, 460, 60), _word("sold", 470, 40, 520, 60)),),
+    )
+    second = (((_word("7,315", 330, 40, 390, 60),),),)
+    assert _texts(merge_passes(first, second)) == [["Results"], ["7,315 units sold"]]
+    # two columns on one row: a word goes to the nearer one
+    first = (
+        ((_word("Revenue", 10, 10, 100, 30), _word("grew", 110, 10, 160, 30)),),
+        ((_word("Costs", 300, 10, 360, 30),),),
+    )
+    second = (((_word("fell", 370, 10, 400, 30),),),)
+    assert _texts(merge_passes(first, second)) == [["Revenue grew"], ["Costs fell"]]
+
+
+def test_merge_keeps_a_new_line_whole_when_its_end_reaches_a_row() -> None:
+    # the second pass read a whole line the first lost, ending beside a word the first read: the line
+    # is not torn apart (its tail on the row, its head appended at the end of the page)
+    first = (((_word("units", 600, 10, 660, 30),),), ((_word("Footer", 10, 400, 90, 420),),))
+    second = (
+        (
+            (
+                _word("Shaded", 10, 10, 90, 30),
+                _word("band", 100, 10, 150, 30),
+                _word("keeps", 160, 10, 220, 30),
+                _word("7,315", 540, 10, 590, 30),
+            ),
+        ),
+    )
+    merged = _texts(merge_passes(first, second))
+    assert merged == [["Shaded band keeps 7,315 units"], ["Footer"]] or merged == [
+        ["units"],
+        ["Footer"],
+        ["Shaded band keeps 7,315"],
+    ]
+    assert sum(text.count("7,315") for paragraph in merged for text in paragraph) == 1
+
+
+def test_merge_drops_a_zero_size_box_inside_a_first_pass_word() -> None:
+    first = (((_word("Revenue", 10, 10, 100, 30),),),)
+    for box in ((50, 15, 50, 25), (40, 20, 60, 20), (50, 20, 50, 20)):
+        second = (((OcrWord("Revenue", 90.0, box),),),)
+        assert _texts(merge_passes(first, second)) == [["Revenue"]], box
+
+
+def test_merge_tolerates_empty_lines() -> None:
+    first = (((), (_word("Title", 10, 10, 80, 30),)),)
+    second = (((_word("Sub", 90, 10, 130, 30),),),)
+    assert _texts(merge_passes(first, second)) == [["", "Title Sub"]]
+
+
+def test_merge_of_a_dense_page_keeps_each_word_once() -> None:
+    # 5,000 words: the boxes are looked up in a grid (this took seconds when every word was compared
+    # with every word); the second pass reads the same words a pixel off, and 500 the first lost
+    def page(shift: int, lost: int) -> tuple[OcrParagraph, ...]:
+        lines = tuple(
+            tuple(
+                _word(
+                    f"w{row}.{col}",
+                    20 + 60 * col + shift,
+                    20 + 14 * row + shift,
+                    70 + 60 * col,
+                    30 + 14 * row,
+                )
+                for col in range(10)
+                if (row * 10 + col) % 10 != lost
+            )
+            for row in range(500)
+        )
+        return tuple(lines[start : start + 5] for start in range(0, 500, 5))
+
+    merged = merge_passes(page(0, 3), page(1, -1))
+    words = [word.text for paragraph in merged for line in paragraph for word in line]
+    assert len(words) == 5000 and len(set(words)) == 5000
+    assert _texts(merged)[0][0] == " ".join(f"w0.{col}" for col in range(10))
