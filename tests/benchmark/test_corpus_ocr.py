@@ -478,3 +478,17 @@ def test_merge_of_a_dense_page_keeps_each_word_once() -> None:
     words = [word.text for paragraph in merged for line in paragraph for word in line]
     assert len(words) == 5000 and len(set(words)) == 5000
     assert _texts(merged)[0][0] == " ".join(f"w0.{col}" for col in range(10))
+
+
+def test_confidence_counts_the_words_the_second_pass_added(tmp_path: Path) -> None:
+    # white above a dark band: one threshold reads nothing, the second pass reads the text;
+    # the note's "mean word confidence" describes that text, not 0 % from the empty first pass
+    engine = _tesseract()
+    image = Image.new("L", (1400, 500), 255)
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 200, 1400, 500), fill=90)
+    draw.text((40, 260), "Shaded band keeps 7,315 units", font=ImageFont.truetype(str(FONT), 40), fill=20)
+    pixels = np.asarray(image)
+    assert TesseractEngine(passes=("otsu",)).recognise(pixels, 200.0, "eng", 30.0).words == 0
+    found = engine.recognise(pixels, 200.0, "eng", 30.0)
+    assert found.words >= 4 and found.confidence > 50, found

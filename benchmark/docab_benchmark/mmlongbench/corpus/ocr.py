@@ -342,8 +342,16 @@ class TesseractEngine:
             if number == 0:
                 confidences = seen
                 merged = paragraphs
-            else:
+            else:  # the mean covers every word the first pass saw and the words later passes added
+                before = {id(word) for paragraph in merged for line in paragraph for word in line}
                 merged = merge_passes(merged, paragraphs)
+                confidences += [
+                    word.confidence
+                    for paragraph in merged
+                    for line in paragraph
+                    for word in line
+                    if id(word) not in before
+                ]
         text = tuple(
             tuple(" ".join(word.text for word in line) for line in paragraph) for paragraph in merged
         )
