@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import matplotlib
 import numpy as np
@@ -492,3 +494,58 @@ def test_confidence_counts_the_words_the_second_pass_added(tmp_path: Path) -> No
     assert TesseractEngine(passes=("otsu",)).recognise(pixels, 200.0, "eng", 30.0).words == 0
     found = engine.recognise(pixels, 200.0, "eng", 30.0)
     assert found.words >= 4 and found.confidence > 50, found
+
+
+class _OldTesseract:
+    """A tesserocr binding to a Tesseract without ``thresholding_method`` (4.x): it reads with Otsu only."""
+
+    __version__ = "2.6.0"
+    ended: ClassVar[list[str]] = []
+
+    @staticmethod
+    def tesseract_version() -> str:
+        return "tesseract 4.1.1\n leptonica-1.79.0"
+
+    class PyTessBaseAPI:
+        def __init__(self, path: str = "", lang: str = "eng", init: bool = True) -> None:
+            self.lang = lang
+
+        def SetVariable(self, name: str, value: str) -> bool:
+            return name != "thresholding_method"
+
+        def End(self) -> None:
+            _OldTesseract.ended.append(self.lang)
+
+
+def test_a_tesseract_without_local_thresholding_is_found_before_conversion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "eng.traineddata").write_bytes(b"")
+    monkeypatch.setitem(sys.modules, "tesserocr", _OldTesseract)  # the binding is imported by name
+    with pytest.raises(OcrUnavailable, match=r"sauvola thresholding.*5\.0 or newer.*--ocr-passes otsu"):
+        TesseractEngine(tessdata=str(tmp_path)).identify("eng")
+    # one Otsu pass is what such a Tesseract always did: it still runs
+    assert TesseractEngine(tessdata=str(tmp_path), passes=("otsu",)).identify("eng").method == "otsu"
+    with pytest.raises(OcrUnavailable, match="sauvola"):
+        TesseractEngine(tessdata=str(tmp_path), passes=("sauvola",))._api("eng", "sauvola")
+    assert "eng" in _OldTesseract.ended  # the handle that could not be set up is released, not leaked
+
+
+@dataclass(frozen=True)
+class BrokenEngine(FakeEngine):
+    """An engine that identifies itself but cannot read in the worker."""
+
+    def recognise(
+        self, pixels: np.ndarray, dpi: float, languages: str, min_confidence: float
+    ) -> RecognisedText:
+        raise OcrUnavailable("this Tesseract cannot use sauvola thresholding")
+
+
+def test_an_engine_failing_in_the_worker_fails_the_page_ocr_not_the_document(tmp_path: Path) -> None:
+    pdf = list_pdf(tmp_path / "listed.pdf")
+    report = convert_corpus(pdf, tmp_path / "out", jobs=1, converter=_converter("always", BrokenEngine()))
+    assert not report.failed and report.pages_ocr == 0
+    meta = json.loads((tmp_path / "out" / "listed" / "meta.json").read_text())
+    assert meta["pages"][0]["text_source"] == "pdf"
+    assert "ocr: this Tesseract cannot use sauvola" in meta["pages"][0]["error"]
+    assert "Physician Order Entry" in (tmp_path / "out" / "listed" / "document.md").read_text()

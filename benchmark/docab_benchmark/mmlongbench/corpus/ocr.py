@@ -292,6 +292,19 @@ def merge_passes(first: Sequence[OcrParagraph], second: Sequence[OcrParagraph]) 
     return tuple(tuple(tuple(line) for line in paragraph) for paragraph in merged) + tuple(extra)
 
 
+def _set_thresholding(api: Any, thresholding: Thresholding) -> None:
+    """Set a Tesseract handle's thresholding; ``OcrUnavailable`` when this Tesseract lacks it. Before
+    5.0 there is no ``thresholding_method`` and Otsu is the only method, so ``otsu`` needs nothing."""
+    if (
+        not api.SetVariable("thresholding_method", THRESHOLDING_METHOD[thresholding])
+        and thresholding != "otsu"
+    ):
+        raise OcrUnavailable(
+            f"this Tesseract cannot use {thresholding} thresholding (it needs Tesseract 5.0 or newer); "
+            "upgrade tesserocr, or read with one pass: --ocr-passes otsu"
+        )
+
+
 @dataclass(frozen=True)
 class TesseractEngine:
     """Tesseract 5 through tesserocr, one engine per process, language set and thresholding (see the
@@ -313,6 +326,14 @@ class TesseractEngine:
             raise OcrUnavailable(
                 f"unknown OCR thresholding {'+'.join(self.passes)!r}; use otsu, sauvola or both"
             )
+        # an unloaded handle costs about 2 ms: checked here, a Tesseract that cannot threshold as asked
+        # is one warning before conversion, not an error on every page in the workers
+        probe = tesserocr.PyTessBaseAPI(path=str(folder) + os.sep, lang=languages, init=False)
+        try:
+            for thresholding in self.passes:
+                _set_thresholding(probe, thresholding)
+        finally:
+            probe.End()
         version = str(tesserocr.tesseract_version()).split()[1]
         return EngineInfo(
             "tesseract", f"{version} (tesserocr {tesserocr.__version__})", "+".join(self.passes)
@@ -324,10 +345,11 @@ class TesseractEngine:
         if api is None:
             tesserocr = _tesserocr()
             api = tesserocr.PyTessBaseAPI(path=folder + os.sep, lang=languages)
-            if not api.SetVariable("thresholding_method", THRESHOLDING_METHOD[thresholding]):
-                raise OcrUnavailable(
-                    f"this Tesseract cannot use {thresholding} thresholding; it needs 5.3 or newer"
-                )
+            try:
+                _set_thresholding(api, thresholding)
+            except OcrUnavailable:
+                api.End()
+                raise
             _APIS[(folder, languages, thresholding)] = api
         return api
 
