@@ -549,3 +549,30 @@ def test_an_engine_failing_in_the_worker_fails_the_page_ocr_not_the_document(tmp
     assert meta["pages"][0]["text_source"] == "pdf"
     assert "ocr: this Tesseract cannot use sauvola" in meta["pages"][0]["error"]
     assert "Physician Order Entry" in (tmp_path / "out" / "listed" / "document.md").read_text()
+
+
+@dataclass(frozen=True)
+class PassesEngine(FakeEngine):
+    """A fake engine that reads with the given thresholding passes (``method`` in meta.json)."""
+
+    method: str = "otsu+sauvola"
+
+    def identify(self, languages: str) -> EngineInfo:
+        return EngineInfo("fake", "1.0", self.method)
+
+
+def test_a_corpus_is_converted_again_when_the_passes_change_and_only_then(tmp_path: Path) -> None:
+    scan, out = image_only_pdf(tmp_path / "scan.pdf", ["Only an image"]), tmp_path / "out"
+    one = _converter("auto", PassesEngine(method="otsu"))
+    assert len(convert_corpus(scan, out, jobs=1, converter=one).converted) == 1
+    assert len(convert_corpus(scan, out, jobs=1, converter=one).skipped) == 1
+    two = _converter("auto", PassesEngine())
+    assert len(convert_corpus(scan, out, jobs=1, converter=two).converted) == 1
+    assert len(convert_corpus(scan, out, jobs=1, converter=two).skipped) == 1
+    # a corpus from before the passes were recorded (no "method" in its settings) is converted again
+    for name in ("manifest.json", "scan/meta.json"):
+        data = json.loads((out / name).read_text())
+        settings = data["documents"]["scan"]["settings"] if name == "manifest.json" else data["settings"]
+        del settings["ocr"]["method"]
+        (out / name).write_text(json.dumps(data))
+    assert len(convert_corpus(scan, out, jobs=1, converter=two).converted) == 1
