@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import matplotlib
 import numpy as np
@@ -398,3 +400,179 @@ def test_second_pass_reads_text_on_a_shaded_band_that_one_threshold_loses(tmp_pa
     assert markdown.count("4,210") == 1  # the line both passes read is kept once
     assert meta["pages"][0]["ocr"]["method"] == "otsu+sauvola"
     assert meta["settings"]["ocr"]["method"] == "otsu+sauvola"
+
+
+def test_merge_puts_a_new_word_on_the_row_it_sits_on_not_a_taller_neighbour() -> None:
+    # a big title and, beside it, a small caption whose number the first pass lost: the number's box
+    # lies inside the title's height too, but it sits on the caption's row
+    first = (
+        ((_word("Results", 10, 0, 300, 100),),),
+        ((_word("units", 400, 40, 460, 60), _word("sold", 470, 40, 520, 60)),),
+    )
+    second = (((_word("7,315", 330, 40, 390, 60),),),)
+    assert _texts(merge_passes(first, second)) == [["Results"], ["7,315 units sold"]]
+    # two columns on one row: a word goes to the nearer one
+    first = (
+        ((_word("Revenue", 10, 10, 100, 30), _word("grew", 110, 10, 160, 30)),),
+        ((_word("Costs", 300, 10, 360, 30),),),
+    )
+    second = (((_word("fell", 370, 10, 400, 30),),),)
+    assert _texts(merge_passes(first, second)) == [["Revenue grew"], ["Costs fell"]]
+
+
+def test_merge_keeps_a_new_line_whole_when_its_end_reaches_a_row() -> None:
+    # the second pass read a whole line the first lost, ending beside a word the first read: the line
+    # is not torn apart (its tail on the row, its head appended at the end of the page)
+    first = (((_word("units", 600, 10, 660, 30),),), ((_word("Footer", 10, 400, 90, 420),),))
+    second = (
+        (
+            (
+                _word("Shaded", 10, 10, 90, 30),
+                _word("band", 100, 10, 150, 30),
+                _word("keeps", 160, 10, 220, 30),
+                _word("7,315", 540, 10, 590, 30),
+            ),
+        ),
+    )
+    merged = _texts(merge_passes(first, second))
+    assert merged == [["Shaded band keeps 7,315 units"], ["Footer"]] or merged == [
+        ["units"],
+        ["Footer"],
+        ["Shaded band keeps 7,315"],
+    ]
+    assert sum(text.count("7,315") for paragraph in merged for text in paragraph) == 1
+
+
+def test_merge_drops_a_zero_size_box_inside_a_first_pass_word() -> None:
+    first = (((_word("Revenue", 10, 10, 100, 30),),),)
+    for box in ((50, 15, 50, 25), (40, 20, 60, 20), (50, 20, 50, 20)):
+        second = (((OcrWord("Revenue", 90.0, box),),),)
+        assert _texts(merge_passes(first, second)) == [["Revenue"]], box
+
+
+def test_merge_tolerates_empty_lines() -> None:
+    first = (((), (_word("Title", 10, 10, 80, 30),)),)
+    second = (((_word("Sub", 90, 10, 130, 30),),),)
+    assert _texts(merge_passes(first, second)) == [["", "Title Sub"]]
+
+
+def test_merge_of_a_dense_page_keeps_each_word_once() -> None:
+    # 5,000 words: the boxes are looked up in a grid (this took seconds when every word was compared
+    # with every word); the second pass reads the same words a pixel off, and 500 the first lost
+    def page(shift: int, lost: int) -> tuple[OcrParagraph, ...]:
+        lines = tuple(
+            tuple(
+                _word(
+                    f"w{row}.{col}",
+                    20 + 60 * col + shift,
+                    20 + 14 * row + shift,
+                    70 + 60 * col,
+                    30 + 14 * row,
+                )
+                for col in range(10)
+                if (row * 10 + col) % 10 != lost
+            )
+            for row in range(500)
+        )
+        return tuple(lines[start : start + 5] for start in range(0, 500, 5))
+
+    merged = merge_passes(page(0, 3), page(1, -1))
+    words = [word.text for paragraph in merged for line in paragraph for word in line]
+    assert len(words) == 5000 and len(set(words)) == 5000
+    assert _texts(merged)[0][0] == " ".join(f"w0.{col}" for col in range(10))
+
+
+def test_confidence_counts_the_words_the_second_pass_added(tmp_path: Path) -> None:
+    # white above a dark band: one threshold reads nothing, the second pass reads the text;
+    # the note's "mean word confidence" describes that text, not 0 % from the empty first pass
+    engine = _tesseract()
+    image = Image.new("L", (1400, 500), 255)
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 200, 1400, 500), fill=90)
+    draw.text((40, 260), "Shaded band keeps 7,315 units", font=ImageFont.truetype(str(FONT), 40), fill=20)
+    pixels = np.asarray(image)
+    assert TesseractEngine(passes=("otsu",)).recognise(pixels, 200.0, "eng", 30.0).words == 0
+    found = engine.recognise(pixels, 200.0, "eng", 30.0)
+    assert found.words >= 4 and found.confidence > 50, found
+
+
+class _OldTesseract:
+    """A tesserocr binding to a Tesseract without ``thresholding_method`` (4.x): it reads with Otsu only."""
+
+    __version__ = "2.6.0"
+    ended: ClassVar[list[str]] = []
+
+    @staticmethod
+    def tesseract_version() -> str:
+        return "tesseract 4.1.1\n leptonica-1.79.0"
+
+    class PyTessBaseAPI:
+        def __init__(self, path: str = "", lang: str = "eng", init: bool = True) -> None:
+            self.lang = lang
+
+        def SetVariable(self, name: str, value: str) -> bool:
+            return name != "thresholding_method"
+
+        def End(self) -> None:
+            _OldTesseract.ended.append(self.lang)
+
+
+def test_a_tesseract_without_local_thresholding_is_found_before_conversion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "eng.traineddata").write_bytes(b"")
+    monkeypatch.setitem(sys.modules, "tesserocr", _OldTesseract)  # the binding is imported by name
+    with pytest.raises(OcrUnavailable, match=r"sauvola thresholding.*5\.0 or newer.*--ocr-passes otsu"):
+        TesseractEngine(tessdata=str(tmp_path)).identify("eng")
+    # one Otsu pass is what such a Tesseract always did: it still runs
+    assert TesseractEngine(tessdata=str(tmp_path), passes=("otsu",)).identify("eng").method == "otsu"
+    with pytest.raises(OcrUnavailable, match="sauvola"):
+        TesseractEngine(tessdata=str(tmp_path), passes=("sauvola",))._api("eng", "sauvola")
+    assert "eng" in _OldTesseract.ended  # the handle that could not be set up is released, not leaked
+
+
+@dataclass(frozen=True)
+class BrokenEngine(FakeEngine):
+    """An engine that identifies itself but cannot read in the worker."""
+
+    def recognise(
+        self, pixels: np.ndarray, dpi: float, languages: str, min_confidence: float
+    ) -> RecognisedText:
+        raise OcrUnavailable("this Tesseract cannot use sauvola thresholding")
+
+
+def test_an_engine_failing_in_the_worker_fails_the_page_ocr_not_the_document(tmp_path: Path) -> None:
+    pdf = list_pdf(tmp_path / "listed.pdf")
+    report = convert_corpus(pdf, tmp_path / "out", jobs=1, converter=_converter("always", BrokenEngine()))
+    assert not report.failed and report.pages_ocr == 0
+    meta = json.loads((tmp_path / "out" / "listed" / "meta.json").read_text())
+    assert meta["pages"][0]["text_source"] == "pdf"
+    assert "ocr: this Tesseract cannot use sauvola" in meta["pages"][0]["error"]
+    assert "Physician Order Entry" in (tmp_path / "out" / "listed" / "document.md").read_text()
+
+
+@dataclass(frozen=True)
+class PassesEngine(FakeEngine):
+    """A fake engine that reads with the given thresholding passes (``method`` in meta.json)."""
+
+    method: str = "otsu+sauvola"
+
+    def identify(self, languages: str) -> EngineInfo:
+        return EngineInfo("fake", "1.0", self.method)
+
+
+def test_a_corpus_is_converted_again_when_the_passes_change_and_only_then(tmp_path: Path) -> None:
+    scan, out = image_only_pdf(tmp_path / "scan.pdf", ["Only an image"]), tmp_path / "out"
+    one = _converter("auto", PassesEngine(method="otsu"))
+    assert len(convert_corpus(scan, out, jobs=1, converter=one).converted) == 1
+    assert len(convert_corpus(scan, out, jobs=1, converter=one).skipped) == 1
+    two = _converter("auto", PassesEngine())
+    assert len(convert_corpus(scan, out, jobs=1, converter=two).converted) == 1
+    assert len(convert_corpus(scan, out, jobs=1, converter=two).skipped) == 1
+    # a corpus from before the passes were recorded (no "method" in its settings) is converted again
+    for name in ("manifest.json", "scan/meta.json"):
+        data = json.loads((out / name).read_text())
+        settings = data["documents"]["scan"]["settings"] if name == "manifest.json" else data["settings"]
+        del settings["ocr"]["method"]
+        (out / name).write_text(json.dumps(data))
+    assert len(convert_corpus(scan, out, jobs=1, converter=two).converted) == 1

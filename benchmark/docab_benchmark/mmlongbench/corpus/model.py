@@ -61,8 +61,9 @@ class OcrRecord:
     """Text recognised on a page: the engine, why the page was OCR'd, and what it found.
 
     ``reason`` is ``always``, ``garbled``, ``sparse`` or ``empty`` (see ``textcheck``);
-    ``confidence`` is the mean word confidence (0-100) over every word Tesseract saw, ``words`` the
-    number kept (words under the minimum confidence are dropped).
+    ``confidence`` is the mean word confidence (0-100) over every word Tesseract saw (with two passes:
+    the first pass's and the words the second added), ``words`` the number kept (words under the
+    minimum confidence are dropped).
     """
 
     engine: str

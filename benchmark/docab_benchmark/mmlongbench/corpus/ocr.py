@@ -23,7 +23,7 @@ warns once and keeps the PDF text.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol, runtime_checkable
@@ -171,60 +171,138 @@ OcrLine = tuple[OcrWord, ...]
 OcrParagraph = tuple[OcrLine, ...]
 
 
-def _overlaps(a: tuple[int, int, int, int], b: tuple[int, int, int, int], share: float = 0.3) -> bool:
-    """Whether boxes ``a`` and ``b`` share at least ``share`` of the smaller one's area."""
+Box = tuple[int, int, int, int]
+"""A box in pixels: left, top, right, bottom (right and bottom exclusive, as Tesseract gives them)."""
+
+
+def _overlaps(a: Box, b: Box, share: float = 0.3) -> bool:
+    """Whether boxes ``a`` and ``b`` share at least ``share`` of the smaller one's area; a box of no area
+    (a point or a stroke) overlaps a box it lies in."""
     width = min(a[2], b[2]) - max(a[0], b[0])
     height = min(a[3], b[3]) - max(a[1], b[1])
-    if width <= 0 or height <= 0:
+    if width < 0 or height < 0:
         return False
     smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
-    return smaller > 0 and width * height >= share * smaller
+    if smaller <= 0:  # the box of no area is the same text when it lies inside the other box
+        return (width, height) in ((a[2] - a[0], a[3] - a[1]), (b[2] - b[0], b[3] - b[1]))
+    return width > 0 and height > 0 and width * height >= share * smaller
 
 
-def _same_row(line: OcrLine, word: OcrWord) -> bool:
-    """Whether ``word`` sits on ``line``'s row: it shares most of its height and is near the line's ends."""
-    top = min(w.box[1] for w in line)
-    bottom = max(w.box[3] for w in line)
-    left = min(w.box[0] for w in line)
-    right = max(w.box[2] for w in line)
-    height = word.box[3] - word.box[1]
-    shared = min(bottom, word.box[3]) - max(top, word.box[1])
-    reach = 2 * (bottom - top)  # a word gap of up to two line heights still continues the line
-    return (
-        height > 0 and shared >= 0.6 * height and left - reach <= word.box[2] and word.box[0] <= right + reach
-    )
+def _union(boxes: Iterable[Box]) -> Box:
+    lefts, tops, rights, bottoms = zip(*boxes, strict=True)
+    return min(lefts), min(tops), max(rights), max(bottoms)
+
+
+def _row_cost(row: Box, run: Box) -> float | None:
+    """How badly ``run`` (a box of new words) fits on ``row`` (a line's box), or None when it is not on
+    that row: it must share most of its height with the row and lie within two line heights of its ends
+    (a word gap that wide still continues a line). Lower is better: the share of the two boxes' joint
+    height they do not share, plus the horizontal gap in units of that reach."""
+    height = run[3] - run[1]
+    shared = min(row[3], run[3]) - max(row[1], run[1])
+    reach = 2 * (row[3] - row[1])
+    gap = max(0, row[0] - run[2], run[0] - row[2])
+    if height <= 0 or shared < 0.6 * height or gap > reach:
+        return None
+    joint = max(row[3], run[3]) - min(row[1], run[1])
+    return (1 - shared / joint) + (gap / reach if reach else 0.0)
+
+
+_CELL: Final = 64  # pixels per side of a _Grid cell: about two lines of text at 200 dpi
+
+
+class _Grid:
+    """Boxes by the square cells they cover, so a look-up reads the boxes near a box, not all of them."""
+
+    def __init__(self) -> None:
+        self._cells: dict[tuple[int, int], list[int]] = {}
+
+    @staticmethod
+    def _keys(box: Box, columns: bool = True) -> Iterator[tuple[int, int]]:
+        xs = range(box[0] // _CELL, box[2] // _CELL + 1) if columns else range(1)
+        for y in range(box[1] // _CELL, box[3] // _CELL + 1):
+            for x in xs:
+                yield x, y
+
+    def add(self, box: Box, item: int, *, columns: bool = True) -> None:
+        for key in self._keys(box, columns):
+            items = self._cells.setdefault(key, [])
+            if not items or items[-1] != item:
+                items.append(item)
+
+    def near(self, box: Box, *, columns: bool = True) -> set[int]:
+        return {item for key in self._keys(box, columns) for item in self._cells.get(key, ())}
 
 
 def merge_passes(first: Sequence[OcrParagraph], second: Sequence[OcrParagraph]) -> tuple[OcrParagraph, ...]:
     """The first pass's paragraphs with the second pass's words where the first read nothing (pure).
 
-    A second-pass word that overlaps a first-pass word is the same text read again and is dropped. A
-    new word on the row of a first-pass line joins that line in left-to-right order (a number the
-    first pass lost beside its label); the rest keep their own lines and paragraphs, after the
-    first pass's, in the second pass's reading order.
+    A second-pass word that overlaps a first-pass word is the same text read again and is dropped.
+    The other words of a second-pass line go in runs (words next to each other in that line): a run
+    on the row of a first-pass line joins that line in left-to-right order (a number the first pass
+    lost beside its label), on the row it fits best when rows overlap; the rest keep their own lines
+    and paragraphs, after the first pass's, in the second pass's reading order. Words are found
+    through a grid of their boxes, so a page of thousands of words merges in about linear time.
     """
-    seen = [word.box for paragraph in first for line in paragraph for word in line]
     merged = [[list(line) for line in paragraph] for paragraph in first]
-    rows = [line for paragraph in merged for line in paragraph]
+    rows = [line for paragraph in merged for line in paragraph if line]
+    bounds = [_union(word.box for word in row) for row in rows]
+    read = [word.box for row in rows for word in row]
+    words_grid, rows_grid = _Grid(), _Grid()
+    for index, box in enumerate(read):
+        words_grid.add(box, index)
+    for index, box in enumerate(bounds):
+        rows_grid.add(box, index, columns=False)  # rows by height only: a run may lie beyond a row's end
+
+    def place(run: list[OcrWord], kept: list[OcrWord]) -> None:
+        if not run:
+            return
+        box = _union(word.box for word in run)
+        costs = [
+            (cost, index)
+            for index in rows_grid.near(box, columns=False)
+            if (cost := _row_cost(bounds[index], box)) is not None
+        ]
+        if not costs:
+            kept.extend(run)
+            return
+        _, index = min(costs)
+        rows[index].extend(run)
+        rows[index].sort(key=lambda word: word.box[0])
+        bounds[index] = _union((bounds[index], box))
+        rows_grid.add(bounds[index], index, columns=False)
+
     extra: list[OcrParagraph] = []
     for paragraph in second:
         lines: list[OcrLine] = []
         for line in paragraph:
             kept: list[OcrWord] = []
+            run: list[OcrWord] = []
             for word in line:
-                if any(_overlaps(word.box, box) for box in seen):
-                    continue
-                row = next((row for row in rows if _same_row(tuple(row), word)), None)
-                if row is None:
-                    kept.append(word)
+                if any(_overlaps(word.box, read[index]) for index in words_grid.near(word.box)):
+                    place(run, kept)
+                    run = []
                 else:
-                    row.append(word)
-                    row.sort(key=lambda w: w.box[0])
+                    run.append(word)
+            place(run, kept)
             if kept:
                 lines.append(tuple(kept))
         if lines:
             extra.append(tuple(lines))
     return tuple(tuple(tuple(line) for line in paragraph) for paragraph in merged) + tuple(extra)
+
+
+def _set_thresholding(api: Any, thresholding: Thresholding) -> None:
+    """Set a Tesseract handle's thresholding; ``OcrUnavailable`` when this Tesseract lacks it. Before
+    5.0 there is no ``thresholding_method`` and Otsu is the only method, so ``otsu`` needs nothing."""
+    if (
+        not api.SetVariable("thresholding_method", THRESHOLDING_METHOD[thresholding])
+        and thresholding != "otsu"
+    ):
+        raise OcrUnavailable(
+            f"this Tesseract cannot use {thresholding} thresholding (it needs Tesseract 5.0 or newer); "
+            "upgrade tesserocr, or read with one pass: --ocr-passes otsu"
+        )
 
 
 @dataclass(frozen=True)
@@ -248,6 +326,14 @@ class TesseractEngine:
             raise OcrUnavailable(
                 f"unknown OCR thresholding {'+'.join(self.passes)!r}; use otsu, sauvola or both"
             )
+        # an unloaded handle costs about 2 ms: checked here, a Tesseract that cannot threshold as asked
+        # is one warning before conversion, not an error on every page in the workers
+        probe = tesserocr.PyTessBaseAPI(path=str(folder) + os.sep, lang=languages, init=False)
+        try:
+            for thresholding in self.passes:
+                _set_thresholding(probe, thresholding)
+        finally:
+            probe.End()
         version = str(tesserocr.tesseract_version()).split()[1]
         return EngineInfo(
             "tesseract", f"{version} (tesserocr {tesserocr.__version__})", "+".join(self.passes)
@@ -259,10 +345,11 @@ class TesseractEngine:
         if api is None:
             tesserocr = _tesserocr()
             api = tesserocr.PyTessBaseAPI(path=folder + os.sep, lang=languages)
-            if not api.SetVariable("thresholding_method", THRESHOLDING_METHOD[thresholding]):
-                raise OcrUnavailable(
-                    f"this Tesseract cannot use {thresholding} thresholding; it needs 5.3 or newer"
-                )
+            try:
+                _set_thresholding(api, thresholding)
+            except OcrUnavailable:
+                api.End()
+                raise
             _APIS[(folder, languages, thresholding)] = api
         return api
 
@@ -277,8 +364,16 @@ class TesseractEngine:
             if number == 0:
                 confidences = seen
                 merged = paragraphs
-            else:
+            else:  # the mean covers every word the first pass saw and the words later passes added
+                before = {id(word) for paragraph in merged for line in paragraph for word in line}
                 merged = merge_passes(merged, paragraphs)
+                confidences += [
+                    word.confidence
+                    for paragraph in merged
+                    for line in paragraph
+                    for word in line
+                    if id(word) not in before
+                ]
         text = tuple(
             tuple(" ".join(word.text for word in line) for line in paragraph) for paragraph in merged
         )

@@ -234,8 +234,8 @@ class PdfiumConverter:
             if reason is not None:
                 try:
                     record = self._ocr(page, engine, reason, pixels, dpi)
-                except (pdfium.PdfiumError, ValueError, MemoryError, RuntimeError) as exc:
-                    errors.append(f"ocr: {exc}")
+                except (pdfium.PdfiumError, ValueError, MemoryError, RuntimeError, OcrUnavailable) as exc:
+                    errors.append(f"ocr: {exc}")  # the page keeps its PDF text
             if record is not None and record.words:
                 if reason in ("always", "garbled") or not lines:
                     lines, source = (), "ocr"
