@@ -110,3 +110,7 @@ def test_command_on_the_suite_and_a_missing_peer_names_the_uv_line(
     )
     assert main(["findability", "--data", str(suite_dir), "--converters", "docx2txt"]) != 0
     assert "unknown converter(s) docx2txt" in capsys.readouterr().err
+    # a bad OCR flag is reported before any data is read (the data here does not even exist)
+    assert main(["findability", "--data", str(suite_dir / "nowhere"), "--ocr-passes", "binary"]) == 2
+    err = capsys.readouterr().err
+    assert "--ocr-passes 'binary'" in err and "question data not found" not in err

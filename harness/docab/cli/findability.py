@@ -181,6 +181,20 @@ def _run(args: argparse.Namespace) -> int:
         )
     if args.jobs is not None and args.jobs < 1:
         raise CommandError("--jobs must be at least 1")
+    from docab_benchmark.mmlongbench.corpus.ocr import (
+        DEFAULT_OCR_DPI,
+        OcrSettings,
+        TesseractEngine,
+        parse_passes,
+    )
+
+    try:
+        passes = parse_passes(args.ocr_passes)
+    except ValueError as exc:
+        raise CommandError(f"--ocr-passes {exc}") from None
+    ocr_dpi = DEFAULT_OCR_DPI if args.ocr_dpi is None else args.ocr_dpi
+    if not 72 <= ocr_dpi <= 600:
+        raise CommandError("--ocr-dpi must be between 72 and 600")
     try:
         qset = load_questions(resolve_data(args.data), documents_dir=args.documents)
         pdfs = [qset.pdf_path(doc_id) for doc_id in qset.doc_ids]
@@ -207,20 +221,6 @@ def _run(args: argparse.Namespace) -> int:
                 peer(name, command)
             except PeerMissing as exc:
                 raise CommandError(str(exc)) from None
-    from docab_benchmark.mmlongbench.corpus.ocr import (
-        DEFAULT_OCR_DPI,
-        OcrSettings,
-        TesseractEngine,
-        parse_passes,
-    )
-
-    try:
-        passes = parse_passes(args.ocr_passes)
-    except ValueError as exc:
-        raise CommandError(f"--ocr-passes {exc}") from None
-    ocr_dpi = DEFAULT_OCR_DPI if args.ocr_dpi is None else args.ocr_dpi
-    if not 72 <= ocr_dpi <= 600:
-        raise CommandError("--ocr-dpi must be between 72 and 600")
     results, seconds, notes = [], {}, []
     with tempfile.TemporaryDirectory(prefix="docab-findability-") as scratch:
         for name in names:

@@ -134,13 +134,17 @@ def sample_pages(root: Path, pdfs: Sequence[Path], per_document: int, seed: int)
         for index in order:
             if taken == per_document:
                 break
-            page = document[index]
-            text = page.get_textpage().get_text_range()
-            if sum(char.isalnum() for char in text) < MIN_TEXT_CHARS:
+            try:
+                page = document[index]
+                text = page.get_textpage().get_text_range()
+                if sum(char.isalnum() for char in text) < MIN_TEXT_CHARS:
+                    continue
+                width, height = page.get_size()
+                scale = rng.choice(EXPORT_WIDTHS) / width
+                picture = page.render(scale=scale).to_pil().convert("RGB")
+            except (pdfium.PdfiumError, OSError, ValueError) as exc:  # one bad page, not the whole run
+                print(f"ocrbench: skipped {pdf.name} page {index + 1}: {exc}", file=sys.stderr)
                 continue
-            width, height = page.get_size()
-            scale = rng.choice(EXPORT_WIDTHS) / width
-            picture = page.render(scale=scale).to_pil().convert("RGB")
             buffer = io.BytesIO()
             picture.save(buffer, format="JPEG", quality=rng.choice(JPEG_QUALITIES))
             samples.append(
