@@ -58,3 +58,6 @@ def test_command_measures_a_generated_deck(tmp_path: Path, capsys: pytest.Captur
     with pytest.raises(SystemExit):
         main([str(tmp_path), "--passes", "otsu,binary"])
     assert "--passes" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "missing")])
+    assert "is not a folder" in capsys.readouterr().err
