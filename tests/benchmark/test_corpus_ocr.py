@@ -576,3 +576,36 @@ def test_a_corpus_is_converted_again_when_the_passes_change_and_only_then(tmp_pa
         del settings["ocr"]["method"]
         (out / name).write_text(json.dumps(data))
     assert len(convert_corpus(scan, out, jobs=1, converter=two).converted) == 1
+
+
+_LEPTONICA_PROBE = """
+import ctypes, sys
+from pathlib import Path
+import tesserocr
+package = Path(tesserocr.__file__).parent
+libs = sorted((package.parent / "tesserocr.libs").glob("libleptonica*"))
+if not libs:
+    print("no bundled leptonica"); sys.exit(3)
+if sys.argv[1] == "quiet":
+    from docab_benchmark.mmlongbench.corpus.ocr import _tesserocr
+    _tesserocr()
+ctypes.CDLL(str(libs[0])).boxClipToRectangle(None, 10, 10)  # an error Leptonica reports on stderr
+"""
+
+
+@pytest.mark.parametrize("mode", ["loud", "quiet"])
+def test_leptonica_diagnostics_stay_out_of_the_terminal(mode: str) -> None:
+    """Tesseract's image library prints 'Error in ...' lines for cases Tesseract handles itself."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _LEPTONICA_PROBE, mode], capture_output=True, text=True, timeout=60
+    )
+    if done.returncode == 3:
+        pytest.skip("tesserocr here is not the Linux wheel with its bundled Leptonica")
+    assert done.returncode == 0, done.stderr
+    if mode == "loud":  # the probe does make Leptonica speak: the quiet case below is a real test
+        assert "Error in boxClipToRectangle" in done.stderr
+    else:
+        assert done.stderr == ""

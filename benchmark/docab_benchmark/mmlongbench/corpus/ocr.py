@@ -131,7 +131,44 @@ def _tesserocr() -> Any:
         raise OcrUnavailable(
             f"the tesserocr package cannot be imported ({exc}); pip install tesserocr"
         ) from None
+    global _LEPTONICA_QUIET
+    if not _LEPTONICA_QUIET:
+        _LEPTONICA_QUIET = True
+        quiet_leptonica(Path(tesserocr.__file__).parent)
     return tesserocr
+
+
+_LEPTONICA_QUIET = False
+L_SEVERITY_NONE: Final = 6  # Leptonica's message severities: 1 (all) ... 5 (errors only), 6 (none)
+
+
+def quiet_leptonica(package: Path) -> bool:
+    """Silence Leptonica's diagnostics in this process; True when it was found.
+
+    Leptonica, the image library under Tesseract, writes lines such as ``Error in
+    boxClipToRectangle: box outside rectangle`` straight to the process's stderr for conditions
+    Tesseract handles itself (a few per thousand slide pages). Through ``docab convert`` they land
+    in the user's terminal between progress lines and read like failures. ``setMsgSeverity`` on the
+    copy of Leptonica tesserocr loaded (bundled beside its wheel, else the system's) turns them off;
+    where the library is not found, the messages stay, harmlessly.
+    """
+    import ctypes
+    import ctypes.util
+
+    bundled = [
+        *sorted((package.parent / "tesserocr.libs").glob("libleptonica*")),  # Linux wheels (auditwheel)
+        *sorted((package.parent / "tesserocr.libs").glob("liblept*")),
+        *sorted((package / ".dylibs").glob("libleptonica*")),  # macOS wheels (delocate)
+        *sorted((package / ".dylibs").glob("liblept*")),
+    ]
+    system = [found for name in ("leptonica", "lept") if (found := ctypes.util.find_library(name))]
+    for library in [*map(str, bundled), *system]:
+        try:
+            ctypes.CDLL(library).setMsgSeverity(L_SEVERITY_NONE)
+        except (OSError, AttributeError):
+            continue
+        return True
+    return False
 
 
 Thresholding = Literal["otsu", "sauvola"]
