@@ -114,3 +114,8 @@ def test_command_on_the_suite_and_a_missing_peer_names_the_uv_line(
     assert main(["findability", "--data", str(suite_dir / "nowhere"), "--ocr-passes", "binary"]) == 2
     err = capsys.readouterr().err
     assert "--ocr-passes 'binary'" in err and "question data not found" not in err
+    # the same checks as docab convert (one shared parser of the OCR flags)
+    assert main(["findability", "--data", str(suite_dir / "nowhere"), "--ocr-languages", "eng;rm -rf"]) == 2
+    assert "give Tesseract codes joined by '+'" in capsys.readouterr().err
+    assert main(["findability", "--data", str(suite_dir / "nowhere"), "--ocr-dpi", "10"]) == 2
+    assert "--ocr-dpi must be between 72 and 600" in capsys.readouterr().err

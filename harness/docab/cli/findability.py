@@ -13,7 +13,7 @@ import shlex
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,7 @@ def _command_line(args: argparse.Namespace) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from docab.cli.mmlongbench import resolve_data
+    from docab.cli.mmlongbench import ocr_settings, resolve_data
     from docab_benchmark.mmlongbench.errors import DataError
     from docab_benchmark.mmlongbench.findability import find_answers, format_findings
     from docab_benchmark.mmlongbench.pagetext import PEERS, pdf_page_count
@@ -181,20 +181,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     if args.jobs is not None and args.jobs < 1:
         raise CommandError("--jobs must be at least 1")
-    from docab_benchmark.mmlongbench.corpus.ocr import (
-        DEFAULT_OCR_DPI,
-        OcrSettings,
-        TesseractEngine,
-        parse_passes,
-    )
-
-    try:
-        passes = parse_passes(args.ocr_passes)
-    except ValueError as exc:
-        raise CommandError(f"--ocr-passes {exc}") from None
-    ocr_dpi = DEFAULT_OCR_DPI if args.ocr_dpi is None else args.ocr_dpi
-    if not 72 <= ocr_dpi <= 600:
-        raise CommandError("--ocr-dpi must be between 72 and 600")
+    ocr = ocr_settings(args, "auto")  # checked before any data is read
     try:
         qset = load_questions(resolve_data(args.data), documents_dir=args.documents)
         pdfs = [qset.pdf_path(doc_id) for doc_id in qset.doc_ids]
@@ -226,15 +213,10 @@ def _run(args: argparse.Namespace) -> int:
         for name in names:
             start = time.perf_counter()
             if name in ("docab", "docab-no-ocr"):
-                ocr = OcrSettings(
-                    mode="auto" if name == "docab" else "never",
-                    languages=args.ocr_languages,
-                    dpi=ocr_dpi,
-                    engine=TesseractEngine(passes=passes),
-                )
                 base = args.corpus if args.corpus is not None else Path(scratch) / "corpus"
                 corpus = base if name == "docab" else base.with_name(base.name + "-no-ocr")
-                texts, note = _docab_texts(present, corpus, ocr, args.jobs, args.word_spaces)
+                settings = ocr if name == "docab" else replace(ocr, mode="never")
+                texts, note = _docab_texts(present, corpus, settings, args.jobs, args.word_spaces)
                 notes.append(f"{name}: {note}")
             else:
                 texts = _peer_texts(name, present, counts, command)

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from docab_benchmark.mmlongbench.corpus import Progress as ConversionProgress
+    from docab_benchmark.mmlongbench.corpus.ocr import OcrSettings
+    from docab_benchmark.mmlongbench.corpus.textcheck import OcrMode
     from docab_benchmark.mmlongbench.questions import QuestionSet
 
 DATA_ENV = "DOCAB_DATA"
@@ -202,13 +204,9 @@ def _run_suite(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_convert(args: argparse.Namespace) -> int:
-    from docab_benchmark.mmlongbench.corpus import (
-        ConversionError,
-        RenderSettings,
-        convert_corpus,
-        get_converter,
-    )
+def ocr_settings(args: argparse.Namespace, mode: OcrMode) -> OcrSettings:
+    """The OCR settings of ``--ocr-passes``, ``--ocr-dpi`` and ``--ocr-languages`` (docab convert and
+    docab findability share them), checked: a bad value is a one-line ``CommandError``."""
     from docab_benchmark.mmlongbench.corpus.ocr import (
         DEFAULT_OCR_DPI,
         OcrSettings,
@@ -220,14 +218,26 @@ def _run_convert(args: argparse.Namespace) -> int:
         passes = parse_passes(args.ocr_passes)
     except ValueError as exc:
         raise CommandError(f"--ocr-passes {exc}") from None
-    ocr_dpi = DEFAULT_OCR_DPI if args.ocr_dpi is None else args.ocr_dpi
-    if not 72 <= ocr_dpi <= 600:
+    dpi = DEFAULT_OCR_DPI if args.ocr_dpi is None else args.ocr_dpi
+    if not 72 <= dpi <= 600:
         raise CommandError("--ocr-dpi must be between 72 and 600")
     languages = args.ocr_languages.strip()
     if not languages or not all(part.replace("_", "").isalnum() for part in languages.split("+")):
         raise CommandError(
             f"--ocr-languages {args.ocr_languages!r}: give Tesseract codes joined by '+', e.g. eng+deu"
         )
+    return OcrSettings(mode=mode, languages=languages, dpi=dpi, engine=TesseractEngine(passes=passes))
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from docab_benchmark.mmlongbench.corpus import (
+        ConversionError,
+        RenderSettings,
+        convert_corpus,
+        get_converter,
+    )
+
+    ocr = ocr_settings(args, args.ocr)
     if args.jobs is not None and args.jobs < 1:
         raise CommandError("--jobs must be at least 1")
     if args.max_pages is not None and args.max_pages < 1:
@@ -241,9 +251,6 @@ def _run_convert(args: argparse.Namespace) -> int:
         print(f"docab convert: {shard.describe()}", file=sys.stderr)
     start = time.perf_counter()
     try:
-        ocr = OcrSettings(
-            mode=args.ocr, languages=languages, dpi=ocr_dpi, engine=TesseractEngine(passes=passes)
-        )
         converter = get_converter(
             args.converter,
             RenderSettings(dpi=args.dpi, figures=not args.no_figures, ocr=ocr, word_spaces=args.word_spaces),
