@@ -154,6 +154,8 @@ def test_the_cli_takes_auto_from_the_scheduler_and_words_its_errors(
     config = load_config("demo")
     request = request_from(run_args("--shard", "auto"), config, env=slurm(7, 5, last=False))
     assert request.shard == (3, 4) and request.run_id == "demo.shard-3-of-4"  # as --shard 3/4 names it
+    # --quiet drops the progress display, never the line a scheduler's log needs to say which shard ran
+    assert capsys.readouterr().err == "docab run: shard 3 of 4 (Slurm array task 7 of 5-8)\n"
     assert request.run_id == request_from(run_args("--shard", "3/4"), config).run_id
     loud = request_from(
         build_parser().parse_args(["run", "demo", "--shard", "auto"]), config, env=kubernetes(0)

@@ -187,7 +187,7 @@ def request_from(
     from docab.runner.launch import RunRequest
 
     shard = shard_option(args.shard, env) if args.shard else None
-    if shard is not None and shard.origin and not args.quiet:
+    if shard is not None and shard.origin:  # even with --quiet: a scheduler's log must say which shard ran
         print(f"docab run: {shard.describe()}", file=sys.stderr)
     check_counts(args, "limit", "first", "concurrency", "epochs")
     if args.limit is not None and args.first is not None:
