@@ -33,7 +33,7 @@ class ArmRun:
     tracker: ReadTracker
 
 
-async def run_arm(root: Path, question: str, arm: str) -> ArmRun:
+async def run_arm(root: Path, question: str, arm: str, budget: OutputBudget | None = None) -> ArmRun:
     text = (root / "document" / "document.md").read_text(encoding="utf-8")
     tracker = ReadTracker(PageMap.from_markdown(text), workspace_root=str(root))
     async with md_vision_tools(root) as mcp:
@@ -44,14 +44,14 @@ async def run_arm(root: Path, question: str, arm: str) -> ArmRun:
             tools=[*filesystem_tools(root), *(mcp if arm == "fs+md-vision" else [])],
             protocol="submit_tool",
             limits=LIMITS,
-            budget=OutputBudget(),
+            budget=budget or OutputBudget(),
             tracker=tracker,
         )
     return ArmRun(trace, tracker)
 
 
-def both_arms(root: Path, question: str) -> dict[str, ArmRun]:
-    return {arm: asyncio.run(run_arm(root, question, arm)) for arm in ARMS}
+def both_arms(root: Path, question: str, budget: OutputBudget | None = None) -> dict[str, ArmRun]:
+    return {arm: asyncio.run(run_arm(root, question, arm, budget)) for arm in ARMS}
 
 
 def check_fair(runs: dict[str, ArmRun]) -> None:
@@ -178,3 +178,56 @@ def test_a_whole_page_is_read_as_its_section_and_a_window_as_a_line_range(tmp_pa
     first, last = window["line_range"]
     assert last - first + 1 == REGION_LINES and last == page3 - 1  # kept inside page 2
     assert {"path": "document/document.md", "offset": first, "limit": REGION_LINES} in fs_reads
+
+
+def long_lines_document(seed: int) -> str:
+    """Pages of long lines (up to 1,900 characters, under read_file's 2,000-character line cut),
+    blank lines and short ones, the question's words scattered: where a budget that counted the
+    tools' framing would cut the two arms at different lines."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "submarine", "periscope", "colour", "grey", "hull"]
+    pages = []
+    for number in range(1, 9):
+        lines = []
+        for _ in range(rng.randint(5, 40)):
+            kind = rng.random()
+            if kind < 0.2:
+                lines.append("")
+            elif kind < 0.5:
+                lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(1, 6))))
+            else:
+                length = rng.randint(40, 400) if rng.random() < 0.6 else rng.randint(400, 1_900)
+                line = " ".join(rng.choice(words) for _ in range(length // 5))
+                lines.append(line[:length])
+        pages.append(page(number, *lines))
+    return "# Long lines\n\n" + "".join(pages)
+
+
+BINDING_BUDGETS = (300, 2_000, 6_000)
+
+
+@pytest.mark.parametrize("limit", BINDING_BUDGETS)
+@pytest.mark.parametrize("seed", range(5))
+def test_a_binding_budget_cuts_both_arms_at_the_same_document_lines(
+    seed: int, limit: int, tmp_path: Path
+) -> None:
+    """Issue 24, item 1: at 2,000 characters md-vision used to show more lines than read_file
+    (its results carry no line numbers), so pages and shares differed between arms."""
+    document = tmp_path / "document"
+    document.mkdir()
+    (document / "document.md").write_text(long_lines_document(seed), encoding="utf-8")
+    budget = OutputBudget(limit=limit)
+    truncated = 0
+    for question in (QUESTION, "How many grey hulls does the submarine have?", "Which delta gamma colour?"):
+        runs = both_arms(tmp_path, question, budget)
+        check_fair(runs)
+        truncated += sum(c.truncated for c in runs["fs"].trace.tool_calls)
+        fs_cut = [c.truncated for c in runs["fs"].trace.tool_calls if c.name == "read_file"]
+        md_cut = [
+            c.truncated for c in runs["fs+md-vision"].trace.tool_calls if c.name == "read_md_with_images"
+        ]
+        assert fs_cut == md_cut
+        assert runs["fs"].tracker.pages_read == runs["fs+md-vision"].tracker.pages_read
+    assert truncated > 0  # the budget did bind

@@ -208,3 +208,85 @@ def test_the_run_chooses_one_image_rule_from_its_models_provider() -> None:
     assert output_budget(BudgetConfig(), "anthropic").image_rule == "anthropic"
     assert output_budget(BudgetConfig(), "baseline").image_rule == "anthropic"
     assert output_budget(BudgetConfig(image_cost=5), "openai").image_cost == 5
+
+
+# -- document lines (issue 24, item 1) ---------------------------------------------------------
+
+from docab.agent.budget import FRAMING_CHARS  # noqa: E402
+from docab.agent.document_lines import MD_VISION_META, document_lines  # noqa: E402
+from docab.agent.messages import ToolCall  # noqa: E402
+
+DOC_LINES = ["alpha " * 30, "", "beta gamma", "delta " * 100, "epsilon", "zeta " * 10]
+
+
+def file_read(lines: list[str], first: int = 1, trailer: bool = True) -> tuple[ToolCall, ToolResult]:
+    body = "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, first))
+    if trailer:
+        body += f"\n[lines {first}-{first + len(lines) - 1} of 900; read on with offset={first + len(lines)}]"
+    call = ToolCall("c1", "read_file", {"path": "document/document.md", "offset": first})
+    return call, ToolResult(blocks=(Text(body),))
+
+
+def md_read(lines: list[str], first: int = 1, note: str | None = None) -> tuple[ToolCall, ToolResult]:
+    blocks: list[Text] = [Text(note)] if note else []
+    blocks.append(Text("\n".join(lines) + "\n"))
+    roles = (["note"] if note else []) + ["source"]
+    meta = {MD_VISION_META: {"source": "document/document.md", "first_line": first, "roles": roles}}
+    call = ToolCall("c2", "read_md_with_images", {"uri": "document/document.md"})
+    return call, ToolResult(blocks=tuple(blocks), meta=meta)
+
+
+def shown_document_lines(call: ToolCall, result: ToolResult, budget: OutputBudget) -> list[str]:
+    cut = budget.apply(result, document_lines(call, result))
+    blocks = cut.blocks[:-1] if cut.truncated else cut.blocks
+    if call.name == "read_file":
+        text = "".join(b.text for b in blocks if isinstance(b, Text))
+        return [line.split("\t", 1)[1] for line in text.split("\n") if "\t" in line]
+    source = [
+        b for b, role in zip(blocks, result.meta[MD_VISION_META]["roles"], strict=False) if role == "source"
+    ]
+    joined = "".join(b.text for b in source if isinstance(b, Text))
+    return joined.removesuffix("\n").split("\n") if joined else []
+
+
+@pytest.mark.parametrize("limit", [1, 50, 181, 182, 183, 200, 300, 800, 1_000, 5_000])
+def test_read_file_and_md_vision_are_cut_at_the_same_document_line(limit: int) -> None:
+    budget = OutputBudget(limit=limit)
+    fs = shown_document_lines(*file_read(DOC_LINES), budget)
+    md = shown_document_lines(*md_read(DOC_LINES, note="Note: 3 more image(s) were not inlined."), budget)
+    assert fs == md
+    assert fs == DOC_LINES[: len(fs)] or (len(fs) == 1 and DOC_LINES[0].startswith(fs[0]))
+
+
+def test_the_first_line_is_cut_at_the_same_character_when_nothing_else_fits() -> None:
+    budget = OutputBudget(limit=40)
+    fs = shown_document_lines(*file_read(DOC_LINES), budget)
+    md = shown_document_lines(*md_read(DOC_LINES), budget)
+    assert fs == [DOC_LINES[0][:40]]
+    assert md == [DOC_LINES[0][:40]]
+
+
+def test_line_numbers_are_not_charged_and_a_fitting_read_is_unchanged() -> None:
+    call, result = file_read(DOC_LINES)
+    own = sum(len(line) + 1 for line in DOC_LINES)
+    assert len(result.blocks[0].text) > own  # the numbers would have pushed it over
+    assert OutputBudget(limit=own).apply(result, document_lines(call, result)) is result
+    assert OutputBudget(limit=own - 1).apply(result, document_lines(call, result)).truncated
+
+
+def test_framing_beyond_its_allowance_is_cut_but_the_lines_stay() -> None:
+    call, result = md_read(DOC_LINES, note="N" * (FRAMING_CHARS + 500))
+    cut = OutputBudget(limit=10_000).apply(result, document_lines(call, result))
+    assert cut.truncated
+    assert cut.blocks[0].text == "N" * FRAMING_CHARS  # type: ignore[union-attr]
+    assert cut.blocks[1] == result.blocks[1]
+
+
+def test_a_line_split_across_two_source_blocks_is_charged_once() -> None:
+    meta = {MD_VISION_META: {"source": "d.md", "first_line": 5, "roles": ["source", "data-uri", "source"]}}
+    result = ToolResult(blocks=(Text("one\ntwo "), Text("[data URI]"), Text("halves\nthree\n")), meta=meta)
+    lines = document_lines(ToolCall("c", "read_md_with_images", {}), result)
+    assert [(s.number, s.chars) for s in lines[0]] == [(5, 3), (6, 4)]
+    assert [(s.number, s.chars) for s in lines[2]] == [(6, 6), (7, 5)]
+    own = 4 + 11 + 6  # "one"+1, "two halves"+1, "three"+1
+    assert OutputBudget(limit=own).apply(result, lines) is result

@@ -49,15 +49,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from docab.agent.document_lines import LINE_CUT_MARK, MD_VISION_META, NUMBERED_LINE
 from docab.agent.messages import Block, Image, Text, ToolCall, ToolResult
 from docab.log.records import READ_SHARE, PageShare
 
 PAGE_HEADING = re.compile(r"^##\s+Page\s+(\d+)\s*$")
 PAGE_IMAGE = re.compile(r"(?:^|[/\\])page-0*(\d+)\.(?:png|jpe?g|gif|webp)\b", re.IGNORECASE)
-NUMBERED_LINE = re.compile(r"^\s*(\d+)\t(.*)$")
-LINE_CUT_MARK = " …[line cut]"  # what read_file and grep append to a line they shortened
 DOCUMENT_FILE = "document/document.md"
-MD_VISION_META = "io.github.docab/md-vision"
 MIN_FINGERPRINT_CHARS = 8  # shorter lines ("---", "1", "Total") are too common to locate a read
 _IMAGE_REFERENCE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<img\b[^>]*>", re.IGNORECASE)
 # The converter's own notes on a page (docab_benchmark.mmlongbench.corpus.markdown): what it did,

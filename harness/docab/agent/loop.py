@@ -25,6 +25,7 @@ from typing import Any
 
 from docab.agent.answer import REMINDER, SUBMIT_TOOL, SUBMIT_TOOL_NAME, Submission, parse_submission
 from docab.agent.budget import OutputBudget
+from docab.agent.document_lines import document_lines
 from docab.agent.evidence import ReadTracker
 from docab.agent.messages import Message, Text, ToolCall, ToolResult
 from docab.agent.toolbox.base import Tool
@@ -234,7 +235,7 @@ async def _tool_call(
         trace.cached_tool_usage.append(original)
     if not model.supports_images:
         result = _without_images(result)
-    shown = budget.apply(result)
+    shown = budget.apply(result, document_lines(call, result))
     if tracker is not None:
         tracker.observe(call, shown)
     trace.tool_calls.append(
