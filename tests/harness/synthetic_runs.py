@@ -31,6 +31,7 @@ def make_record(
     wall_time_s: float = 10.0,
     tools: Sequence[str] = ("read",),
     pages_read: Sequence[int] = (),
+    pages_seen: Sequence[int] | None = None,  # default: the pages read (a seen page includes reads)
     evidence_pages: Sequence[int] = (3,),
     evidence_sources: Sequence[str] = ("Table",),
     doc_type: str = "Academic paper",
@@ -78,6 +79,7 @@ def make_record(
         limit_hit=limit_hit,
         errors=("boom",) if status == "error" else (),
         pages_read=tuple(pages_read),
+        pages_seen=tuple(pages_read if pages_seen is None else pages_seen),
         evidence_pages=tuple(evidence_pages),
         evidence_sources=tuple(evidence_sources),
         doc_type=doc_type,

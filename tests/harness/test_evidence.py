@@ -100,20 +100,28 @@ def test_a_page_without_text_is_read_only_through_its_image(tmp_path: Path) -> N
     image = ToolResult(blocks=(Text("document/pages/page-0001.png"), Image(png_bytes(), "image/png")))
     tracker.observe(ToolCall("2", "read_file", {"path": "document/pages/page-0001.png"}), image)
     assert tracker.pages_read == (1, 2)
-    assert tracker.page_shares[0] == PageShare(1, 0.0, True, 0)
+    assert tracker.page_shares[0] == PageShare(1, 0.0, True, 0, 0.0)
 
 
-def test_search_results_show_the_lines_they_print(tmp_path: Path) -> None:
+def test_search_results_show_the_lines_they_print_but_never_read_a_page(tmp_path: Path) -> None:
+    """Issue 24, item 2: search results count for pages *seen*, never for pages *read* (before,
+    a page grep printed most of counted as read)."""
     write_document(tmp_path / "document")
     tracker = tracker_for(tmp_path)
     grep = next(t for t in filesystem_tools(tmp_path) if t.spec.name == "grep")
     args = {"pattern": "Revenue|Net margin|Employees", "path": "document", "context": 1}
     tracker.observe(ToolCall("1", "grep", args), asyncio.run(grep.call(args)))
-    assert tracker.pages_read == (2,)  # every line of page 2's text was printed
+    assert tracker.pages_seen == (2,)  # every line of page 2's text was printed
+    assert tracker.pages_read == ()  # but no read call opened it
+    assert tracker.page_shares[0].text_share == 0.0 and tracker.page_shares[0].seen_share == 1.0
     one_hit = tracker_for(tmp_path)
     args = {"pattern": "Hermes carries", "path": "document"}
     one_hit.observe(ToolCall("1", "grep", args), asyncio.run(grep.call(args)))
-    assert one_hit.pages_read == () and 0 < one_hit.page_shares[0].text_share < 0.5
+    assert one_hit.pages_seen == () and 0 < (one_hit.page_shares[0].seen_share or 0) < 0.5
+    read = next(t for t in filesystem_tools(tmp_path) if t.spec.name == "read_file")
+    opened = {"path": "document/document.md"}
+    tracker.observe(ToolCall("2", "read_file", opened), asyncio.run(read.call(opened)))
+    assert 2 in tracker.pages_read and set(tracker.pages_read) <= set(tracker.pages_seen)
 
 
 def test_only_what_survives_the_budget_counts(tmp_path: Path) -> None:

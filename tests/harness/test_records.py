@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from docab.log.records import RECORD_VERSION, PageShare, RunRecord, ToolCallRecord
@@ -132,7 +133,8 @@ def test_a_version_1_record_still_reads() -> None:
     assert record.version == 1 and not record.reads_by_share
     assert record.page_shares == () and record.cached_tool_usage == ()
     assert record.pages_read == (1, 2, 3) and record.evidence_pages_read == (1,)
-    assert RECORD_VERSION == 2 and make_record().reads_by_share
+    assert record.pages_seen_or_read == (1, 2, 3)  # before version 3, pages_read counted search hits
+    assert RECORD_VERSION == 3 and make_record().reads_by_share and make_record().reads_by_opening
     unversioned = json.loads(line)
     del unversioned["version"]
     assert RunRecord.from_dict(unversioned).version == 1
@@ -149,3 +151,21 @@ def test_a_score_outside_0_to_1_or_nan_is_not_a_record(tmp_path) -> None:
     records, warnings = read_records_reporting(path)
     assert len(records) == 1 and len(warnings) == 3
     assert all("score must be a number from 0 to 1" in w for w in warnings)
+
+
+def test_version_3_keeps_pages_opened_apart_from_pages_seen_in_search_results() -> None:
+    """Issue 24, item 2: pages_read counts only what read calls opened; pages_seen adds search."""
+    from docab.log.records import PageShare
+
+    shares = (PageShare(1, 0.9, False, 100, 0.9), PageShare(2, 0.1, False, 100, 0.8))
+    record = replace(
+        make_record(), pages_read=(1,), pages_seen=(1, 2), page_shares=shares, evidence_pages=(2,)
+    )
+    again = RunRecord.from_dict(json.loads(json.dumps(record.to_dict())))
+    assert again == record
+    assert again.evidence_recall == 0.0 and again.pages_seen_or_read == (1, 2)
+    assert [s.read for s in again.page_shares] == [True, False]
+    assert [s.seen for s in again.page_shares] == [True, True]
+    old = dict(record.to_dict(), version=2)
+    del old["pages_seen"]
+    assert RunRecord.from_dict(old).pages_seen_or_read == (1,)

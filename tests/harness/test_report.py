@@ -208,7 +208,7 @@ def test_summary_is_strict_json(tmp_path: Path) -> None:
     folder = random_run(tmp_path / "r", documents=1, per_document=2)  # one document: NaN intervals
     summary = build_report(load_run(folder)).summary
     text = json.dumps(summary.model_dump(mode="json"), allow_nan=False)  # raises if a NaN slipped through
-    assert json.loads(text)["version"] == SUMMARY_VERSION == 3
+    assert json.loads(text)["version"] == SUMMARY_VERSION == 4
     itt = summary.comparisons[0].itt
     assert itt is not None and itt.accuracy.difference.low is None  # undefined, not NaN
     assert "NaN" not in summary.model_dump_json() and "Infinity" not in summary.model_dump_json()
@@ -417,9 +417,10 @@ def test_a_summary_with_undefined_figures_round_trips(tmp_path: Path) -> None:
         ("{not json", "is not JSON"),
         ("[1, 2]", "has another layout (not a JSON object)"),
         ('{"arms": []}', "has another layout (no schema version)"),
-        ('{"version": 1, "arms": []}', "is of schema version 1 (this docab reads version 3)"),
-        ('{"version": 2, "arms": []}', "is of schema version 2 (this docab reads version 3)"),
-        ('{"version": 3, "arms": [{"arm": "fs"}]}', "has another layout ("),
+        ('{"version": 1, "arms": []}', "is of schema version 1 (this docab reads version 4)"),
+        ('{"version": 2, "arms": []}', "is of schema version 2 (this docab reads version 4)"),
+        ('{"version": 3, "arms": []}', "is of schema version 3 (this docab reads version 4)"),
+        ('{"version": 4, "arms": [{"arm": "fs"}]}', "has another layout ("),
     ],
 )
 def test_text_that_is_not_a_summary_of_this_version_is_named(text: str, message: str) -> None:
@@ -502,3 +503,20 @@ def test_breakdowns_say_how_many_cells_and_that_they_are_unadjusted(tmp_path: Pa
     assert small and all(d.low is None and d.note.startswith("too small for an interval") for d in small)
     assert wide and all(d.low is not None and d.method == "cluster-t-cr3" for d in wide)
     assert "no interval:" in to_markdown(summary)
+
+
+def test_evidence_recall_counts_pages_opened_and_recall_seen_adds_search_results() -> None:
+    """Issue 24, item 2: both are reported per arm with intervals; the headline recall (which the
+    gate and the CI baseline read) counts only pages a read call opened."""
+    from docab.report.summary import evidence_summary, question_outcomes
+
+    records = [
+        make_record("fs", f"q{i}", f"d{i % 3}", pages_read=(3,) if i < 2 else (), pages_seen=(3,))
+        for i in range(6)
+    ]
+    outcomes = list(question_outcomes(records)["fs"].values())
+    evidence = evidence_summary(outcomes)
+    assert evidence is not None and evidence.recall_seen is not None
+    assert evidence.recall.value == pytest.approx(2 / 6)
+    assert evidence.recall_seen.value == pytest.approx(1.0)
+    assert evidence.recall.method == evidence.recall_seen.method

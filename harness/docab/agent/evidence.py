@@ -7,7 +7,8 @@ page are level 3 or deeper, so ``## Page N`` spans its whole page.
 **What counts as reading a page.** A page's *text* is the characters of its lines other than
 whitespace, the ``## Page N`` heading, markdown and HTML image references, a heading's ``#``
 marker, and the converter's own notes (``_No text layer on this page..._``, ``_OCR text (...)_``,
-``_Conversion note: ..._``) (:func:`text_chars`). A page counts as read (``pages_read``) when
+``_Conversion note: ..._``) (:func:`text_chars`). A page counts as read (``pages_read``) when read
+calls (not search results) showed
 
 - at least :data:`READ_SHARE` (half) of its text characters were shown, and it has at least
   :data:`~docab.log.records.LITTLE_TEXT_CHARS` of them, or
@@ -22,8 +23,10 @@ shown anything of, the share of its text shown and whether its image was.
 **What was shown**, tracked per line of ``document.md`` (the most of that line any result showed):
 
 - ``read_file`` of ``document.md``: the numbered lines it returned;
-- ``grep`` over ``document.md``: the matching and context lines it printed (a search result the
-  agent saw is text it saw; on most pages a few hits are far from half the page);
+- ``grep`` over ``document.md``: the matching and context lines it printed. These count only
+  for *seen* (``pages_seen``, ``PageShare.seen_share``), never for *read*: a page counts as read
+  only when a read call opened it (issue 24: 41 % of the pages counted as read in an audit had
+  only ever been shown by ``grep``);
 - an md-vision read: the lines its ``_meta["io.github.docab/md-vision"]`` says it returned
   (``first_line`` and the ``source`` blocks that survived the budget);
 - any other tool's text: each shown line that occurs exactly once in ``document.md`` (and is long
@@ -155,6 +158,7 @@ class ReadTracker:
     workspace_root: str = ""
     document_file: str = DOCUMENT_FILE
     shown: dict[int, int] = field(default_factory=dict)  # line -> most text characters shown of it
+    opened: dict[int, int] = field(default_factory=dict)  # the same, by read calls only (no search)
     page_images: set[int] = field(default_factory=set)  # pages whose page image was shown
     sections: list[str] = field(default_factory=list)
 
@@ -172,8 +176,9 @@ class ReadTracker:
 
     # -- what was shown -----------------------------------------------------------------------
 
-    def _show(self, line: int, text: str) -> None:
-        """Line ``line`` of the document was shown as ``text`` (all of it, or a leading part)."""
+    def _show(self, line: int, text: str, *, search: bool = False) -> None:
+        """Line ``line`` of the document was shown as ``text`` (all of it, or a leading part), by a
+        search result (``search``) or a read call."""
         full = self.page_map.text_of_line(line)
         if full == 0:
             return
@@ -182,6 +187,8 @@ class ReadTracker:
         chars = min(full, text_chars(text))
         if chars > self.shown.get(line, 0):
             self.shown[line] = chars
+        if not search and chars > self.opened.get(line, 0):
+            self.opened[line] = chars
 
     def _relative(self, raw: Any) -> str:
         path = str(raw or "").replace("\\", "/")
@@ -226,7 +233,7 @@ class ReadTracker:
                         continue
                     number, sep, text = line[len(prefix) :].partition(mark)
                     if sep and number.isdigit():
-                        self._show(int(number), text)
+                        self._show(int(number), text, search=True)
                     break
 
     def _observe_md_vision(self, meta: dict[str, Any], blocks: Sequence[Block]) -> bool:
@@ -288,20 +295,33 @@ class ReadTracker:
 
     @property
     def page_shares(self) -> tuple[PageShare, ...]:
-        """Every page the agent was shown any text or the image of, with the share of its text shown."""
+        """Every page the agent was shown any text or the image of: the share of its text read calls
+        opened (``text_share``) and the share shown by any tool, search results included
+        (``seen_share``)."""
+        opened = self._chars_by_page(self.opened)
+        seen = self._chars_by_page(self.shown)
+        shares = []
+        for page in sorted(set(seen) | self.page_images):
+            total = self.page_map.page_text.get(page, 0)
+            text_share = min(1.0, opened.get(page, 0) / total) if total else 0.0
+            seen_share = min(1.0, seen.get(page, 0) / total) if total else 0.0
+            shares.append(PageShare(page, text_share, page in self.page_images, total, seen_share))
+        return tuple(shares)
+
+    def _chars_by_page(self, lines: dict[int, int]) -> dict[int, int]:
         chars: dict[int, int] = {}
-        for line, count in self.shown.items():
+        for line, count in lines.items():
             page = self.page_map.page_of_line(line)
             if page is not None:
                 chars[page] = chars.get(page, 0) + count
-        shares = []
-        for page in sorted(set(chars) | self.page_images):
-            total = self.page_map.page_text.get(page, 0)
-            share = min(1.0, chars.get(page, 0) / total) if total else 0.0
-            shares.append(PageShare(page, share, page in self.page_images, total))
-        return tuple(shares)
+        return chars
 
     @property
     def pages_read(self) -> tuple[int, ...]:
-        """The pages that count as read: at least half their text, or their page image, shown."""
+        """The pages read calls opened: at least half their text, or their page image, shown."""
         return tuple(share.page for share in self.page_shares if share.read)
+
+    @property
+    def pages_seen(self) -> tuple[int, ...]:
+        """The pages shown at least half the text or the image of, search results included."""
+        return tuple(share.page for share in self.page_shares if share.seen)

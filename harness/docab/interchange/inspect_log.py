@@ -93,7 +93,7 @@ from docab.log.events import (
     Transcript,
 )
 from docab.log.manifest import Manifest
-from docab.log.records import AnswerProtocol, PageShare, RunRecord, Status, ToolCallRecord
+from docab.log.records import RECORD_VERSION, AnswerProtocol, PageShare, RunRecord, Status, ToolCallRecord
 from docab.log.usage import Usage, totals_by_role
 
 DOCAB_KEY = "docab"  # metadata key (eval, sample, score) and score name
@@ -153,6 +153,8 @@ class SampleTrail(BaseModel):
     tool_time_s: float = 0.0
     tool_calls: list[TrailToolCall] = Field(default_factory=list)
     pages_read: list[int] = Field(default_factory=list)
+    # None in trails written before version 3, whose pages_read counted search results too.
+    pages_seen: list[int] | None = None
     page_shares: list[PageShare] = Field(default_factory=list)
     sections_read: list[str] = Field(default_factory=list)
     limit_hit: str | None = None  # "turns" when the agent used every turn without answering
@@ -585,13 +587,15 @@ def record_from_sample(sample: EvalSample, *, arm: str, run_id: str, model: str)
         model_time, tool_time, turns = trail.model_time_s, trail.tool_time_s, trail.turns
         raw, extracted, protocol = trail.raw_answer, trail.extracted_answer, trail.answer_protocol
         pages, sections = tuple(trail.pages_read), tuple(trail.sections_read)
+        seen = tuple(trail.pages_seen) if trail.pages_seen is not None else pages
+        version = RECORD_VERSION if trail.pages_seen is not None else 2
         shares = tuple(trail.page_shares)
     else:
         usage, calls, model_time, tool_time, turns = _event_trail(sample, model)
         raw = sample.output.completion if sample.output.choices else ""
         extracted = score.answer if score is not None and score.answer is not None else raw
         protocol = "extraction"
-        pages, sections, shares = (), (), ()
+        pages, sections, shares, seen, version = (), (), (), (), RECORD_VERSION
     value = _score_value(score)
     return RunRecord(
         run_id=run_id,
@@ -617,12 +621,14 @@ def record_from_sample(sample: EvalSample, *, arm: str, run_id: str, model: str)
         limit_hit=limit_hit,
         errors=tuple(errors),
         pages_read=pages,
+        pages_seen=seen,
         page_shares=shares,
         sections_read=sections,
         evidence_pages=tuple(question.evidence_pages),
         evidence_sources=tuple(question.evidence_sources),
         doc_type=question.doc_type,
         started_at=str(sample.started_at or ""),
+        version=version,
     )
 
 

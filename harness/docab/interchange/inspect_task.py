@@ -172,6 +172,7 @@ class SampleRecorder:
             tool_time_s=round(sum(c.duration_s for c in self.tool_calls), 6),
             tool_calls=list(self.tool_calls),
             pages_read=list(self.tracker.pages_read),
+            pages_seen=list(self.tracker.pages_seen),
             page_shares=list(self.tracker.page_shares),
             sections_read=list(self.tracker.sections),
             limit_hit=self.limit_hit,

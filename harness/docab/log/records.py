@@ -13,6 +13,11 @@ Versions:
   anything of, the share of its text shown; ``cached_tool_usage`` keeps the original cost of tool
   answers served from a cache. A version-1 record reads with ``page_shares == ()`` and its
   ``pages_read`` as written (the older, looser measure: :attr:`RunRecord.reads_by_share` is False).
+- 3: ``pages_read`` and ``page_shares[].text_share`` count only what read calls opened (a page's
+  lines shown by ``read_file``, md-vision or another reader, or its page image); ``pages_seen`` and
+  ``page_shares[].seen_share`` also count the lines search results showed (``grep``'s matches and
+  context). Versions 1-2 counted search results in ``pages_read``: they read with ``pages_seen``
+  equal to their ``pages_read`` (:attr:`RunRecord.reads_by_opening` is False).
 
 Evidence metrics from one record: :attr:`RunRecord.evidence_pages_read` (evidence pages read),
 :attr:`~RunRecord.evidence_recall` (their share of the evidence pages) and
@@ -28,7 +33,7 @@ from typing import Any, Literal
 
 from docab.log.usage import Usage, totals_by_role
 
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 READ_SHARE = 0.5  # a page counts as read when at least this share of its text was shown
 # A page with less text than this (about one short line: a title slide, a lone caption) is read only
 # through its page image: a line of it is not reading the page.
@@ -55,6 +60,8 @@ class PageShare:
     text_share: float  # share of the page's text characters shown, 0 to 1 (0 for a page with no text)
     image: bool = False  # its page image was shown
     text_chars: int | None = None  # the page's text characters (None in records written before it)
+    # Share shown counting search results too (version 3 on; None before, when text_share did).
+    seen_share: float | None = None
 
     @property
     def read(self) -> bool:
@@ -63,8 +70,18 @@ class PageShare:
         through its image)."""
         if self.image:
             return True
+        return self._enough(self.text_share)
+
+    @property
+    def seen(self) -> bool:
+        """As :attr:`read`, counting what search results showed of the page too."""
+        return self._enough(self.text_share if self.seen_share is None else self.seen_share)
+
+    def _enough(self, share: float) -> bool:
+        if self.image:
+            return True
         enough_text = self.text_chars is None or self.text_chars >= LITTLE_TEXT_CHARS
-        return enough_text and self.text_share >= READ_SHARE
+        return enough_text and share >= READ_SHARE
 
 
 @dataclass(frozen=True)
@@ -98,7 +115,8 @@ class RunRecord:
     # trail
     limit_hit: str | None = None  # "turns" | "tokens" | "wall_time" when status == "limit"
     errors: tuple[str, ...] = ()
-    pages_read: tuple[int, ...] = ()  # pages the agent read (see PageShare.read), for evidence recall
+    pages_read: tuple[int, ...] = ()  # pages read calls opened (see PageShare.read): evidence recall
+    pages_seen: tuple[int, ...] = ()  # pages_read plus pages search results showed most of (version 3)
     page_shares: tuple[PageShare, ...] = ()  # every page shown anything of, by page number
     sections_read: tuple[str, ...] = ()
     evidence_pages: tuple[int, ...] = ()
@@ -126,6 +144,17 @@ class RunRecord:
         return self.version >= 2
 
     @property
+    def reads_by_opening(self) -> bool:
+        """``pages_read`` counts only pages read calls opened (version 3 on), not search results."""
+        return self.version >= 3
+
+    @property
+    def pages_seen_or_read(self) -> tuple[int, ...]:
+        """The pages shown most of by any tool, search results included (``pages_read`` before
+        version 3, which counted search results already)."""
+        return self.pages_seen if self.reads_by_opening else self.pages_read
+
+    @property
     def evidence_pages_read(self) -> tuple[int, ...]:
         """The evidence pages among the pages read."""
         return tuple(sorted(set(self.pages_read) & set(self.evidence_pages)))
@@ -146,13 +175,26 @@ class RunRecord:
         # Built by hand: ``dataclasses.asdict`` deep-copies every nested value (raw provider usage,
         # tool arguments) and cost milliseconds per record in the runner's hot path.
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        for name in ("errors", "pages_read", "sections_read", "evidence_pages", "evidence_sources"):
+        for name in (
+            "errors",
+            "pages_read",
+            "pages_seen",
+            "sections_read",
+            "evidence_pages",
+            "evidence_sources",
+        ):
             data[name] = list(data[name])
         data["tool_calls"] = [
             {name: getattr(c, name) for name in c.__dataclass_fields__} for c in self.tool_calls
         ]
         data["page_shares"] = [
-            {"page": p.page, "text_share": p.text_share, "image": p.image, "text_chars": p.text_chars}
+            {
+                "page": p.page,
+                "text_share": p.text_share,
+                "image": p.image,
+                "text_chars": p.text_chars,
+                "seen_share": p.seen_share,
+            }
             for p in self.page_shares
         ]
         data["usage"] = [u.to_dict() for u in self.usage]
@@ -172,12 +214,20 @@ class RunRecord:
                 float(p["text_share"]),
                 bool(p.get("image", False)),
                 None if p.get("text_chars") is None else int(p["text_chars"]),
+                None if p.get("seen_share") is None else float(p["seen_share"]),
             )
             for p in data.get("page_shares", ())
         )
         values.setdefault("version", 1)  # records before versioning was written were version 1
         values["tool_calls"] = tuple(ToolCallRecord(**c) for c in data.get("tool_calls", ()))
-        for name in ("errors", "pages_read", "sections_read", "evidence_pages", "evidence_sources"):
+        for name in (
+            "errors",
+            "pages_read",
+            "pages_seen",
+            "sections_read",
+            "evidence_pages",
+            "evidence_sources",
+        ):
             values[name] = tuple(data.get(name, ()))
         score = values.get("score")
         if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:

@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from docab.log.records import RunRecord
-from docab.report.summary import NOT_ANSWERABLE, QuestionOutcome, evidence_pages_groups, evidence_recall
+from docab.report.summary import (
+    NOT_ANSWERABLE,
+    QuestionOutcome,
+    evidence_pages_groups,
+    evidence_recall,
+    evidence_recall_seen,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,13 +56,14 @@ RECORD_COLUMNS_ADDED = {
     "model_calls": "model calls of every role",
     "tool_call_count": "tool calls of the record",
     "calls_<tool>": "calls of one tool (0 when the arm never called it)",
-    "evidence_recall": "share of the gold evidence pages the agent read (NaN without evidence pages)",
+    "evidence_recall": "share of the gold evidence pages read calls opened (NaN without evidence pages)",
+    "evidence_recall_seen": "the same, counting pages search results showed most of too",
     "evidence_pages_kind": "single-page, cross-page or unanswerable: the first group the question counts in",
     "evidence_pages_groups": "every evidence-pages group the question counts in, as the report's breakdown "
     "counts it (an unanswerable question can also be single-page): explode it to slice as the report does",
 }
 
-_LISTS = ("errors", "pages_read", "sections_read", "evidence_pages", "evidence_sources")
+_LISTS = ("errors", "pages_read", "pages_seen", "sections_read", "evidence_pages", "evidence_sources")
 
 _TEXT: pa.DataType = pa.string()
 _INT: pa.DataType = pa.int64()
@@ -71,6 +78,7 @@ _PAGE_SHARES: pa.DataType = pa.list_(
             ("text_share", pa.float64()),
             ("image", pa.bool_()),
             ("text_chars", pa.int64()),
+            ("seen_share", pa.float64()),
         ]
     )
 )
@@ -98,11 +106,12 @@ RECORDS_SCHEMA = pa.schema(
         ("retries", _INT),
         ("limit_hit", _TEXT),  # null unless the status is limit
         ("errors", _TEXTS),
-        ("pages_read", _INTS),
+        ("pages_read", _INTS),  # opened by read calls
+        ("pages_seen", _INTS),  # pages_read plus pages search results showed most of
         (
             "page_shares",
             _PAGE_SHARES,
-        ),  # [{page, text_share, image, text_chars}]: every page shown anything of
+        ),  # [{page, text_share, image, text_chars, seen_share}]: every page shown anything of
         ("sections_read", _TEXTS),
         ("evidence_pages", _INTS),
         ("evidence_sources", _TEXTS),
@@ -124,6 +133,7 @@ RECORDS_SCHEMA = pa.schema(
         ("model_calls", _INT),
         ("tool_call_count", _INT),
         ("evidence_recall", _FLOAT),  # NaN without evidence pages
+        ("evidence_recall_seen", _FLOAT),  # NaN without evidence pages
         ("evidence_pages_kind", _TEXT),
         ("evidence_pages_groups", _TEXTS),
     ]
@@ -163,6 +173,7 @@ QUESTIONS_SCHEMA = pa.schema(
         ("answer_protocols", _TEXTS),
         ("limits", _TEXTS),
         ("errors", _TEXTS),
+        ("evidence_recall_seen", _FLOAT),
         # derived: tokens per role (epochs averaged), the evidence-pages breakdown
         ("tokens_agent", _FLOAT),
         ("tokens_tool_side", _FLOAT),
@@ -229,6 +240,7 @@ def record_row(record: RunRecord) -> dict[str, Any]:
             "text_share": share.text_share,
             "image": share.image,
             "text_chars": share.text_chars,
+            "seen_share": share.seen_share,
         }
         for share in record.page_shares
     ]
@@ -243,6 +255,7 @@ def record_row(record: RunRecord) -> dict[str, Any]:
     for name, calls in Counter(c.name for c in record.tool_calls).items():
         row[CALLS_PREFIX + name] = calls
     row["evidence_recall"] = evidence_recall(record)
+    row["evidence_recall_seen"] = evidence_recall_seen(record)
     row.update(_evidence_pages_columns(len(record.evidence_pages), record.gold != NOT_ANSWERABLE))
     return row
 

@@ -228,6 +228,7 @@ def _answers_section(arms: Sequence[ArmSummary]) -> Section:
                 pct(refusals.answered),
                 pct(refusals.correct),
                 pct(refusals.found),
+                with_interval(evidence.recall_seen) if evidence and evidence.recall_seen else "–",
                 with_interval(evidence.precision) if evidence else "–",
                 count(evidence.tokens_per_evidence_page) if evidence else "–",
             ]
@@ -239,16 +240,24 @@ def _answers_section(arms: Sequence[ArmSummary]) -> Section:
             '"Not answerable" given',
             "of which right",
             "unanswerable found",
+            "evidence recall incl. search results",
             "evidence precision",
             "tokens per evidence page found",
         ],
         rows,
         [
-            "A page counts as read only when most of its text (or its page image) was shown. "
-            "Evidence precision: the share of pages read that are evidence pages."
+            EVIDENCE_NOTE,
+            "Evidence precision: the share of pages read that are evidence pages.",
         ],
     )
 
+
+EVIDENCE_NOTE = (
+    "A page counts as read only when a read call (read_file, an MCP reader) showed at least half "
+    "its text, or its page image; search results (grep's matches and context lines) never make a "
+    'page read. Evidence recall, the gate and the CI baseline use pages read; "evidence recall incl. '
+    'search results" also counts pages that search results showed at least half of.'
+)
 
 ROLE_ORDER = ("agent", "tool-side", "extractor")
 

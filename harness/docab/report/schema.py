@@ -16,7 +16,7 @@ Versions (``SUMMARY_VERSION``, the ``version`` field):
 1. the untyped layout written before the typed schema;
 2. the typed schema with paired cluster-bootstrap intervals (``undefined_resamples``,
    ``difference_clustered_t``, ``resamples``, ``seed``);
-3. this schema (issue 13): every interval is the cluster-robust t (``cluster-t-cr3``) or, for an
+3. issue 13: every interval is the cluster-robust t (``cluster-t-cr3``) or, for an
    arm's proportion on few questions, Korn-Graubard; a :class:`Difference` carries ``se``, ``df``
    and ``p_value``; the headline test is ``clustered_mcnemar``, plain McNemar is
    ``mcnemar_ignoring_documents``; arms gain ``answerable_accuracy``, ``not_answerable`` and
@@ -24,6 +24,8 @@ Versions (``SUMMARY_VERSION``, the ``version`` field):
    evidence ``precision``; the MDE is ``{planned, observed, resolvable, bounded, statement}``; the
    sensitivity view drops every non-ok status and counts them (``dropped_by_status``);
    ``reference_rows`` and ``breakdown_note`` are new; ``resamples`` and ``seed`` are gone.
+4. this schema (issue 24): evidence ``recall`` counts pages read calls opened (no longer pages
+   only search results showed) and ``recall_seen`` counts search results too.
 
 Reading a file: :func:`parse_summary` (raises :class:`SummaryFormatError` with a message fit to show).
 
@@ -41,7 +43,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-SUMMARY_VERSION: Literal[3] = 3
+SUMMARY_VERSION: Literal[4] = 4
 
 
 def _finite_or_none(value: object) -> object:
@@ -114,11 +116,13 @@ class StatusCounts(SchemaModel):
 
 class EvidenceSummary(SchemaModel):
     """How well an arm found the pages a question's answer is on, over the questions listing gold
-    evidence pages. A page counts as read only when the agent was shown most of it
-    (``docab.agent.evidence``), never for its heading or an image reference alone."""
+    evidence pages. A page counts as read only when a read call showed most of it or its page
+    image (``docab.agent.evidence``), never for its heading, an image reference or search results
+    alone; ``recall_seen`` counts what search results showed too."""
 
     questions: int  # questions listing gold evidence pages: the others have no recall
-    recall: Estimate  # mean share of a question's gold evidence pages the agent read
+    recall: Estimate  # mean share of a question's gold evidence pages read calls opened
+    recall_seen: Estimate | None = None  # the same, search results counted too
     precision: Estimate | None  # share of the pages read that are evidence pages; None when none read
     tokens_per_evidence_page: Number  # all tokens over evidence pages found; None when none found
 
@@ -384,7 +388,7 @@ class Breakdown(SchemaModel):
 class Summary(SchemaModel):
     """A run's report: ``summary.json``."""
 
-    version: Literal[3] = SUMMARY_VERSION
+    version: Literal[4] = SUMMARY_VERSION
     runs: list[str]  # the run folders it was computed from
     run_id: str
     floor: bool  # an arm is an offline baseline policy

@@ -194,8 +194,8 @@ class QuestionOutcome:
     tool_seconds_by_name: dict[str, float]
     truncations: float
     retries: float
-    evidence_recall: float  # NaN when the question lists no evidence page
-    pages_read: float  # pages the agent was shown most of (epochs averaged)
+    evidence_recall: float  # NaN when the question lists no evidence page; pages read calls opened
+    pages_read: float  # pages read calls showed most of (epochs averaged)
     evidence_found: float  # of those, pages listed as evidence (epochs averaged)
     evidence_pages: tuple[int, ...]
     evidence_sources: tuple[str, ...]
@@ -204,6 +204,8 @@ class QuestionOutcome:
     answer_protocols: tuple[str, ...]
     limits: tuple[str, ...]
     errors: tuple[str, ...] = field(default=(), compare=False)
+    # As evidence_recall, counting pages search results showed most of too (NaN without evidence)
+    evidence_recall_seen: float = math.nan
 
     @property
     def unfinished(self) -> str | None:
@@ -212,10 +214,19 @@ class QuestionOutcome:
 
 
 def evidence_recall(record: RunRecord) -> float:
+    """Share of the gold evidence pages that read calls opened (NaN without evidence pages)."""
     gold = set(record.evidence_pages)
     if not gold:
         return math.nan
     return len(gold & set(record.pages_read)) / len(gold)
+
+
+def evidence_recall_seen(record: RunRecord) -> float:
+    """Share of the gold evidence pages shown most of by any tool, search results included."""
+    gold = set(record.evidence_pages)
+    if not gold:
+        return math.nan
+    return len(gold & set(record.pages_seen_or_read)) / len(gold)
 
 
 def _mean(values: Iterable[float]) -> float:
@@ -280,6 +291,7 @@ def summarise_question(records: Sequence[RunRecord]) -> QuestionOutcome:
         answer_protocols=tuple(sorted({r.answer_protocol for r in records})),
         limits=tuple(r.limit_hit for r in records if r.limit_hit),
         errors=tuple(e for r in records for e in r.errors),
+        evidence_recall_seen=_mean(evidence_recall_seen(r) for r in records),
     )
 
 
@@ -444,6 +456,7 @@ def evidence_summary(items: Sequence[QuestionOutcome]) -> schema.EvidenceSummary
         return None
     docs = np.array([o.doc_id for o in items], dtype=object)
     recall = np.array([o.evidence_recall for o in items])
+    seen = np.array([o.evidence_recall_seen for o in items])
     read = np.array([o.pages_read for o in items])
     found = np.array([o.evidence_found for o in items])
     tokens = np.array([o.tokens for o in items])
@@ -451,6 +464,11 @@ def evidence_summary(items: Sequence[QuestionOutcome]) -> schema.EvidenceSummary
     return schema.EvidenceSummary(
         questions=len(items),
         recall=estimate(float(recall.mean()), stats.proportion_interval(recall, docs)),
+        recall_seen=(
+            estimate(float(seen.mean()), stats.proportion_interval(seen, docs))
+            if np.isfinite(seen).all()
+            else None
+        ),
         precision=ratio_estimate(precision) if read.sum() > 0 else None,
         tokens_per_evidence_page=float(tokens.sum() / found.sum()) if found.sum() > 0 else None,
     )

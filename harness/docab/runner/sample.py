@@ -259,6 +259,7 @@ def build_record(ctx: RunContext, state: SampleRun, *, now: float) -> RunRecord:
         limit_hit=trace.limit_hit if trace else None,
         errors=tuple(state.errors),
         pages_read=tracker.pages_read if tracker else (),
+        pages_seen=tracker.pages_seen if tracker else (),
         page_shares=tracker.page_shares if tracker else (),
         sections_read=tuple(tracker.sections) if tracker else (),
         evidence_pages=sample.evidence_pages,

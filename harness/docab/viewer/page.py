@@ -402,6 +402,7 @@ def _epoch(record: RunRecord, transcript: TranscriptEntry | None) -> dict[str, A
         "truncated": sum(c.truncated for c in record.tool_calls),
         "retries": record.retries,
         "pages_read": list(record.pages_read),
+        "pages_seen_only": sorted(set(record.pages_seen_or_read) - set(record.pages_read)),
         "evidence_recall": finite(recall),
         "started_at": record.started_at,
         "transcript": number,

@@ -470,7 +470,7 @@
         stat("model / tools", secs(e.model_s) + " / " + secs(e.tool_s)),
         stat("turns", count(e.turns)),
         stat("tool calls", count(e.tool_calls) + (e.tool_errors ? ", " + e.tool_errors + " failed" : "") + (e.truncated ? ", " + e.truncated + " truncated" : "")),
-        stat("evidence recall", isNum(e.evidence_recall) ? pct(e.evidence_recall) + (e.pages_read.length ? " (read p. " + e.pages_read.join(", ") + ")" : "") : "–"),
+        stat("evidence recall", isNum(e.evidence_recall) ? pct(e.evidence_recall) + (e.pages_read.length ? " (read p. " + e.pages_read.join(", ") + ")" : "") + ((e.pages_seen_only || []).length ? " (seen in search results only: p. " + e.pages_seen_only.join(", ") + ")" : "") : "–"),
         e.retries ? stat("retries", count(e.retries)) : null,
         stat("model", e.model)),
       el("div", { class: "result" },
