@@ -40,12 +40,14 @@ import numpy as np
 from docab.interchange import is_inspect_source
 from docab.log.manifest import ArmManifest, Manifest, ManifestError, ModelsInfo, load_manifest
 from docab.log.records import RunRecord
-from docab.report import schema, stats
+from docab.report import schema, signflip, stats
 
 NOT_ANSWERABLE = "Not answerable"
 FLOOR_LABEL = "offline baseline policy, not a model result"
 NOT_FINISHED = ("error", "timeout", "limit")  # statuses dropped from both arms in the sensitivity view
-MIN_DOCUMENTS_FOR_INTERVAL = 5  # a breakdown cell spanning fewer documents gets no interval
+# A breakdown cell spanning fewer documents gets no interval: below 6, no sign pattern of the
+# sign-flip test (docab.report.signflip) reaches p < 0.05.
+MIN_DOCUMENTS_FOR_INTERVAL = signflip.MIN_DOCUMENTS_FOR_INTERVAL
 CALIBRATED_FROM_DOCUMENTS = 30  # the smallest size docab calibrate's table covers
 
 
@@ -323,6 +325,13 @@ def estimate(value: float, interval: stats.Interval) -> schema.Estimate:
     return schema.Estimate(value=value, low=interval.low, high=interval.high, method=interval.method)
 
 
+def sign_flip_data(test: stats.ClusterT) -> schema.SignFlipData | None:
+    flip = test.flip
+    if flip is None:
+        return None
+    return schema.SignFlipData(influence=list(flip.influence), weights=list(flip.weights))
+
+
 def difference(test: stats.ClusterT) -> schema.Difference:
     return schema.Difference(
         value=test.estimate,
@@ -333,6 +342,7 @@ def difference(test: stats.ClusterT) -> schema.Difference:
         df=test.df,
         p_value=test.p_two_sided(0.0),
         documents=test.clusters,
+        sign_flip=sign_flip_data(test),
     )
 
 
@@ -610,6 +620,7 @@ def cost_comparison(cost: stats.CostComparison) -> schema.CostComparison:
             log_se=cost.ratio_test.se,
             df=cost.ratio_test.df,
             documents=cost.ratio_test.clusters,
+            sign_flip=sign_flip_data(cost.ratio_test),
             pairs=cost.pairs,
             excluded=cost.excluded,
         ),
