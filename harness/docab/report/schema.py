@@ -26,7 +26,8 @@ Versions (``SUMMARY_VERSION``, the ``version`` field):
    ``reference_rows`` and ``breakdown_note`` are new; ``resamples`` and ``seed`` are gone.
 4. this schema (issue 24): evidence ``recall`` counts pages read calls opened (no longer pages
    only search results showed) and ``recall_seen`` counts search results too; below 30 documents
-   paired differences and ratios use the sign-flip test (method ``sign-flip``, ``sign_flip``).
+   paired differences and ratios use the sign-flip test (method ``sign-flip``, ``sign_flip``);
+   ``prompt_cache`` compares tokens under each provider's prompt caching (estimates).
 
 Reading a file: :func:`parse_summary` (raises :class:`SummaryFormatError` with a message fit to show).
 
@@ -300,6 +301,16 @@ class AnswerableComparison(ScoreComparison):
     questions: int
 
 
+class PromptCacheEstimate(SchemaModel):
+    """The token comparison with one provider's prompt caching applied to every agent call: input-
+    equivalent tokens (cached input at the provider's read price, cache writes at its write price),
+    an estimate (``docab.report.prompt_cache``)."""
+
+    rule: str  # anthropic, openai
+    source: str  # where the rule is documented, and when it was read
+    tokens: CostComparison
+
+
 class PairedResults(SchemaModel):
     """Every paired statistic of one comparison over the questions both arms ran."""
 
@@ -314,6 +325,9 @@ class PairedResults(SchemaModel):
     latency: CostComparison  # wall seconds
     icc: Number  # intraclass correlation of the differences within documents
     mde: DetectableEffect
+    # tokens again under each provider's prompt caching (estimates; uncached: ``tokens``)
+    prompt_cache: list[PromptCacheEstimate] = []
+    tokens_estimated: bool = False  # token counts are the offline policy's estimates
 
 
 class DroppedStatus(SchemaModel):

@@ -40,7 +40,7 @@ import numpy as np
 from docab.interchange import is_inspect_source
 from docab.log.manifest import ArmManifest, Manifest, ManifestError, ModelsInfo, load_manifest
 from docab.log.records import RunRecord
-from docab.report import schema, signflip, stats
+from docab.report import prompt_cache, schema, signflip, stats
 
 NOT_ANSWERABLE = "Not answerable"
 FLOOR_LABEL = "offline baseline policy, not a model result"
@@ -208,6 +208,9 @@ class QuestionOutcome:
     errors: tuple[str, ...] = field(default=(), compare=False)
     # As evidence_recall, counting pages search results showed most of too (NaN without evidence)
     evidence_recall_seen: float = math.nan
+    # Input-equivalent tokens under each provider's prompt caching (docab.report.prompt_cache)
+    tokens_with_cache: dict[str, float] = field(default_factory=dict, compare=False)
+    tokens_estimated: bool = False  # the usage is the offline policy's estimate, not a provider's
 
     @property
     def unfinished(self) -> str | None:
@@ -294,6 +297,11 @@ def summarise_question(records: Sequence[RunRecord]) -> QuestionOutcome:
         limits=tuple(r.limit_hit for r in records if r.limit_hit),
         errors=tuple(e for r in records for e in r.errors),
         evidence_recall_seen=_mean(evidence_recall_seen(r) for r in records),
+        tokens_with_cache={
+            name: sum(prompt_cache.billed_with_cache(r.usage, rule) for r in records) / count
+            for name, rule in prompt_cache.PROMPT_CACHE_RULES.items()
+        },
+        tokens_estimated=any(prompt_cache.is_estimated(r.usage) for r in records),
     )
 
 
@@ -649,16 +657,44 @@ def compare_arms(
     analysis = stats.paired_analysis(paired_data(a, b, common))
     evidence = evidence_comparison(a, b, common)
     overhead = [b[q].first_call_input - a[q].first_call_input for q in common]
+    itt = paired_results(analysis, evidence).model_copy(
+        update={
+            "prompt_cache": prompt_cache_estimates(a, b, common),
+            "tokens_estimated": any(a[q].tokens_estimated or b[q].tokens_estimated for q in common),
+        }
+    )
     return schema.Comparison(
         a=name_a,
         b=name_b,
         questions_a=len(a),
         questions_b=len(b),
         paired=len(common),
-        itt=paired_results(analysis, evidence),
+        itt=itt,
         sensitivity=sensitivity(a, b, common),
         first_call_input_difference=spread(x for x in overhead if math.isfinite(x)),
     )
+
+
+def prompt_cache_estimates(
+    a: Mapping[str, QuestionOutcome], b: Mapping[str, QuestionOutcome], common: Sequence[str]
+) -> list[schema.PromptCacheEstimate]:
+    """The token comparison again, with each provider's prompt caching applied to every agent call
+    (estimates: ``docab.report.prompt_cache``)."""
+    docs = np.array([a[q].doc_id for q in common], dtype=object)
+    found = []
+    for name, rule in prompt_cache.PROMPT_CACHE_RULES.items():
+        tokens_a = np.array([a[q].tokens_with_cache.get(name, math.nan) for q in common])
+        tokens_b = np.array([b[q].tokens_with_cache.get(name, math.nan) for q in common])
+        if not (np.isfinite(tokens_a).any() and np.isfinite(tokens_b).any()):
+            continue
+        found.append(
+            schema.PromptCacheEstimate(
+                rule=name,
+                source=rule.source,
+                tokens=cost_comparison(stats.compare_costs(tokens_a, tokens_b, docs)),
+            )
+        )
+    return found
 
 
 def sensitivity(
