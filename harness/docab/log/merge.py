@@ -30,6 +30,7 @@ from docab.log.store import (
     StoreError,
     inside_run,
     read_records_reporting,
+    run_identity,
     utc_now,
 )
 
@@ -64,7 +65,7 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
     if any(part.resolve() == resolved_out for part in parts):
         raise MergeError(f"{out} is both a part and the output; choose another --out")
     manifests = [_manifest(part) for part in parts]
-    hashes = {m.config_hash for m in manifests}
+    hashes = {run_identity(m) for m in manifests}
     if len(hashes) != 1:
         listing = ", ".join(
             f"{p} ({m.config_hash[:12] or 'no hash'})" for p, m in zip(parts, manifests, strict=True)
@@ -73,7 +74,7 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
     sources: list[Path] = list(parts)
     existing = _manifest(out) if (out / MANIFEST).exists() else None
     if existing is not None:
-        if existing.config_hash not in hashes:
+        if run_identity(existing) not in hashes:
             raise MergeError(f"{out} already holds a run with another config; choose another --out")
         sources.insert(0, out)
     elif out.exists() and any(out.iterdir()):
