@@ -3,7 +3,8 @@
 ``await run_async(config)`` (or ``run(config)`` outside an event loop) does, in one event loop:
 
 1. load the questions and their converted documents; apply ``limit`` (or ``first``) then ``shard``;
-2. read ``results/<run-id>/`` if it exists (only read: checking its manifest matches this config's
+2. read ``results/<run-id>/`` if it exists (only read; refused at once when another process
+   holds its lock: checking its manifest matches this config's
    identity, which leaves out where the endpoints live, see :func:`docab.config.identity_of`);
 3. plan the work units still to do (records already written are skipped: resume; with
    ``retry_errors``, samples whose newest record is an error or timeout are run again, and
@@ -11,8 +12,10 @@
 4. preflight: one cheap request per distinct model endpoint (the offline baseline needs none) and
    a start of every MCP server, so an unreachable endpoint or a bad server command stops the run
    before any sample, with a message naming the role, the URL and the cause;
-5. only then create or resume the run folder: the manifest, with one session more (which records
-   the endpoints it used);
+5. only then take the folder's lock (``run.lock``, held for the whole run: a second process is
+   refused in one sentence naming the holder, or waits with ``wait``; a lock left by a killed
+   run is taken over and its temporary workspaces removed: :mod:`docab.log.lock`), and create or
+   resume the run folder: the manifest, with one session more (which records the endpoints it used);
 6. run the units and report progress; records are flushed as samples finish.
 
 Errors are :class:`docab.errors.DocabError`\\ s worded for the library's own terms
@@ -39,6 +42,7 @@ from docab.agent.toolbox.filesystem import FILESYSTEM_TOOLS
 from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession, MCPStartError
 from docab.config import RunConfig, load_config, with_overrides
 from docab.errors import DatasetError, RunError
+from docab.log.lock import RunLock, remove_scratch
 from docab.log.manifest import ArmManifest, DatasetInfo, EndpointInfo, Manifest, ModelsInfo, Session
 from docab.log.records import RunRecord
 from docab.log.store import RunStore, StoreError, manifest_for, session_info, utc_now
@@ -75,6 +79,7 @@ class RunRequest:
     retry_errors: bool = False  # run again the samples whose newest record is an error or timeout
     preflight: bool = True  # check every model endpoint with one cheap request before any sample
     overrides: tuple[str, ...] = ()  # KEY=VALUE changes already applied to ``config``, for the manifest
+    wait: bool = False  # when another process writes the run folder: wait for it (else refuse)
 
     def __post_init__(self) -> None:
         for name, value in (
@@ -132,6 +137,7 @@ async def run_async(
     shard: tuple[int, int] | None = None,
     quiet: bool = False,
     retry_errors: bool = False,
+    wait: bool = False,
     overrides: Sequence[str] = (),
     dataset: Dataset | None = None,
     model: Model | None = None,
@@ -144,7 +150,9 @@ async def run_async(
     ``config`` is a :class:`~docab.config.RunConfig`, a TOML file or the name of a shipped config;
     ``overrides`` (``"limits.max_turns=10"``) change it as ``docab run --set`` does. The run goes
     to ``run_dir`` (default ``results_dir/<run name>``); running again with the same config
-    resumes it, and ``retry_errors`` runs its errored and timed-out samples again. ``limit``
+    resumes it, and ``retry_errors`` runs its errored and timed-out samples again. One process
+    writes a run folder at a time: another one's run raises :class:`~docab.log.lock.RunBusy`, or
+    is waited for with ``wait``. ``limit``
     spreads that many questions over the documents; ``first`` takes the first ones.
     ``dataset``, ``model``, ``scorer`` and ``progress`` replace what the config would build
     (tests and notebooks inject them). Raises a :class:`~docab.errors.DocabError` (a
@@ -166,6 +174,7 @@ async def run_async(
         shard=shard,
         quiet=quiet,
         retry_errors=retry_errors,
+        wait=wait,
         overrides=tuple(str(o) for o in overrides),
     )
     return await launch_async(
@@ -185,6 +194,7 @@ def run(
     shard: tuple[int, int] | None = None,
     quiet: bool = False,
     retry_errors: bool = False,
+    wait: bool = False,
     overrides: Sequence[str] = (),
     dataset: Dataset | None = None,
     model: Model | None = None,
@@ -207,6 +217,7 @@ def run(
             shard=shard,
             quiet=quiet,
             retry_errors=retry_errors,
+            wait=wait,
             overrides=overrides,
             dataset=dataset,
             model=model,
@@ -339,21 +350,25 @@ async def _launch_with_models(
         endpoints=endpoints_for(config),
     )
     # Until every check has passed, the run folder is only read: a start that fails (an endpoint
-    # down, a bad server command, a config that is not this folder's) leaves it as it was.
+    # down, a bad server command, a config that is not this folder's, another process writing it)
+    # leaves it as it was.
+    lock = RunLock(request.folder)
+    lock.wait_while_busy(wait=request.wait, say=say)  # raises RunBusy naming the holder
     existing = _checked(store, manifest, request)
     wanted = {(arm, s.qid, e) for arm in arms for s in samples for e in range(epochs)}
-    work = _work_left(store, wanted, samples, arms, epochs, config.seed, retry_errors=request.retry_errors)
-    if not work.todo:
-        errored = sum(r.status in ERRORED for r in work.recorded)
-        retry = (
-            f"; {errored} of them ended in an error or timeout: --retry-errors runs them again"
-            if errored
-            else ""
+
+    def work_left() -> _Work:
+        return _work_left(
+            store, wanted, samples, arms, epochs, config.seed, retry_errors=request.retry_errors
         )
-        begun = _begin(store, manifest, session, request)
-        store.write_manifest(begun.finished(utc_now()))
-        say(f"{request.folder}: all {len(work.recorded)} samples are already recorded; nothing to run{retry}")
-        return RunOutcome(request.folder, work.recorded, 0, len(work.recorded))
+
+    work = work_left()
+    if not work.todo:
+        _take(lock, request, say)
+        try:
+            return _nothing_to_run(store, manifest, session, request, work_left(), say)
+        finally:
+            lock.release()
     if work.redo:
         say(f"{request.folder}: running again {len(work.redo)} sample(s) that ended in an error or timeout")
     if work.kept:
@@ -386,11 +401,55 @@ async def _launch_with_models(
     tools = {name: [t.name for t in found] for name, found in mcp_tools.items()}
     arms_info = arms_manifest(config, mcp_tools)  # raises RunError before anything is written
 
-    # Every check passed: create or resume the run folder.
-    manifest = _begin(store, manifest, session, request).with_tools(tools, arms_info)
-    store.write_manifest(manifest)
-    written, redo, kept, units, todo = work.written, work.redo, work.kept, work.units, work.todo
+    # Every check passed: hold the folder for the whole run, then create or resume it.
+    _take(lock, request, say)
+    try:
+        work = work_left()  # again, under the lock: another process may have written meanwhile
+        if not work.todo:
+            return _nothing_to_run(store, manifest, session, request, work, say)
+        manifest = _begin(store, manifest, session, request).with_tools(tools, arms_info)
+        store.write_manifest(manifest)
+        return await _run_work(
+            request,
+            config,
+            model,
+            scorer,
+            store,
+            progress,
+            extractor,
+            specs,
+            lock,
+            work,
+            wanted,
+            epochs,
+            concurrency,
+            arms,
+            len(samples),
+            manifest,
+        )
+    finally:
+        lock.release()
 
+
+async def _run_work(
+    request: RunRequest,
+    config: RunConfig,
+    model: Any,
+    scorer: Scorer,
+    store: RunStore,
+    progress: ProgressSink | None,
+    extractor: BenchmarkExtractor | None,
+    specs: dict[str, MCPServerSpec],
+    lock: RunLock,
+    work: _Work,
+    wanted: set[tuple[str, str, int]],
+    epochs: int,
+    concurrency: int,
+    arms: list[str],
+    questions: int,
+    manifest: Manifest,
+) -> RunOutcome:
+    written, redo, kept, units, todo = work.written, work.redo, work.kept, work.units, work.todo
     attempts = Counter(r.key for r in written if r.key in redo)
     ctx = RunContext(
         run_id=request.run_id,
@@ -402,8 +461,9 @@ async def _launch_with_models(
         extractor=extractor,
         server_specs=specs,
         attempts=dict(attempts),
+        on_scratch=lock.add_scratch,
     )
-    ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, len(samples), epochs), kept))
+    ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, questions, epochs), kept))
     try:
         await run_units(ctx, units, concurrency=concurrency)
     except StoreError as exc:
@@ -415,6 +475,37 @@ async def _launch_with_models(
         store.write_manifest((store.read_manifest() or manifest).finished(utc_now()))
     records = newest_per_key(r for r in store.records() if r.key in wanted)
     return RunOutcome(request.folder, records, todo, len(kept), retried=len(redo))
+
+
+def _take(lock: RunLock, request: RunRequest, say: Say) -> None:
+    """Hold the folder's lock; after a run that was killed, say so and remove its workspaces."""
+    try:
+        verdict = lock.acquire(wait=request.wait, say=say)
+    except OSError as exc:  # read-only disk, a file where a folder should be, no permission
+        raise StoreError(
+            f"cannot create the run folder {request.folder}: {exc.strerror or exc}; "
+            "choose a results folder that can be written"
+        ) from None
+    if verdict.action == "take_over" and verdict.holder is not None:
+        removed = remove_scratch(verdict.holder, host=lock.host)
+        cleaned = f"; removed its {len(removed)} temporary workspace folder(s)" if removed else ""
+        say(
+            f"note: {request.folder} was left by a run that stopped ({verdict.holder.describe()}: "
+            f"{verdict.why}); taking it over{cleaned}"
+        )
+
+
+def _nothing_to_run(
+    store: RunStore, manifest: Manifest, session: Session, request: RunRequest, work: _Work, say: Say
+) -> RunOutcome:
+    errored = sum(r.status in ERRORED for r in work.recorded)
+    retry = (
+        f"; {errored} of them ended in an error or timeout: --retry-errors runs them again" if errored else ""
+    )
+    begun = _begin(store, manifest, session, request)
+    store.write_manifest(begun.finished(utc_now()))
+    say(f"{request.folder}: all {len(work.recorded)} samples are already recorded; nothing to run{retry}")
+    return RunOutcome(request.folder, work.recorded, 0, len(work.recorded))
 
 
 @dataclass(frozen=True)
