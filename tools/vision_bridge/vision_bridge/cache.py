@@ -1,6 +1,6 @@
 """The on-disk result cache: one JSON file per answer, keyed by everything that shapes the answer.
 
-The key covers the images' content hashes (a URL passed through stands for its content), the
+The key covers the images' content hashes (an image URL's downloaded content), the
 tool, the prompt and tool options, and the backend identity: backend name (= API format),
 endpoint, model and answer-token limit. Switching the model or the format therefore misses,
 which the reference got wrong.

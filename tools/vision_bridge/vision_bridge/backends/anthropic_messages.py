@@ -76,7 +76,6 @@ def read_message(message: Any, *, max_tokens: int) -> VisionAnswer:
 
 
 class AnthropicMessagesBackend:
-    accepts_urls = True
     tasks: frozenset[Task] = frozenset({"analyze", "ocr", "compare"})
 
     def __init__(

@@ -50,7 +50,10 @@ ERROR_DETAIL_CHARS = 2000
 
 @dataclass(frozen=True)
 class ImagePart:
-    """One image of a request: ``inline`` bytes, or a ``url`` for the provider to fetch."""
+    """One image of a request: ``inline`` bytes, or a ``url`` for the provider to fetch.
+
+    The service sends ``inline`` only (it downloads image URLs itself, under the guard); ``url``
+    serves Python callers that build requests for a backend directly."""
 
     inline: PreparedImage | None = None
     url: str | None = None
@@ -99,7 +102,6 @@ class ProviderError(VisionError):
 class VisionBackend(Protocol):
     identity: BackendIdentity
     image_limits: ImageLimits
-    accepts_urls: bool  # False: URLs are downloaded and sent inline before the call
     tasks: frozenset[Task]
 
     async def answer(self, request: VisionRequest, *, timeout_s: float) -> VisionAnswer: ...
@@ -110,22 +112,7 @@ class VisionBackend(Protocol):
     async def aclose(self) -> None: ...
 
 
-# A provider that could not fetch an image URL says so in words like these; the service then
-# downloads the image itself and sends it inline, once.
-_FETCH_WORDS = re.compile(
-    r"download|fetch|retriev|could not (?:load|access|process|read)|unable to (?:load|access|process|read)"
-    r"|failed to (?:load|access|process|read)|image[ _]?url|\burl\b|media",
-    re.IGNORECASE,
-)
 _JSON_MESSAGE = re.compile(r'^\s*\{.*?"message"\s*:\s*"((?:[^"\\]|\\.)*)', re.DOTALL)
-_NOT_ABOUT_FETCHING = frozenset({401, 403, 404, 408, 429})
-
-
-def is_url_fetch_failure(error: ProviderError) -> bool:
-    """Did the provider fail because it could not fetch an image URL (so inlining could help)?"""
-    if error.status is None or not 400 <= error.status < 500 or error.status in _NOT_ABOUT_FETCHING:
-        return False
-    return bool(_FETCH_WORDS.search(error.detail or error.message))
 
 
 def provider_message(body: object) -> str:

@@ -93,7 +93,6 @@ def _asks_for_max_completion_tokens(error: ProviderError) -> bool:
 
 
 class OpenAIChatBackend:
-    accepts_urls = True
     tasks: frozenset[Task] = frozenset({"analyze", "ocr", "compare"})
 
     def __init__(
