@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ from mcp import Client
 
 from tests.support.bombs import bomb
 from tests.support.http_server import Reply, Request
-from tests.support.llm_stub import LLMStub, error_reply, openai_reply
+from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
 from tests.support.stdio_process import can_track, peak_rss_mb, pid_of, stops_quietly, tracked
 from tests.support.swapper import FolderSwapper
 from tests.vision_bridge.conftest import NameTable, loader_for, png_bytes, settings_for, with_service
@@ -269,3 +270,68 @@ def test_every_redirect_hop_is_checked_through_a_real_stdio_client(llm_stub: LLM
     assert sent == "data:image/png;base64," + base64.b64encode(PNG).decode()
     # No refused hop was connected to: the only image served went to the control.
     assert [r.path for r in llm_stub.requests if r.method == "GET" and r.path == "/img.png"] == ["/img.png"]
+
+
+PROVIDER_BOMBS = ["gzip", "br", "zstd", ("gzip", "deflate")]
+
+
+@pytest.mark.skipif(not can_track(), reason="reads the server's peak memory from /proc (Linux)")
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_a_provider_answering_a_decompression_bomb_is_refused_at_the_decoded_cap(
+    llm_stub: LLMStub, tmp_path: Path, fmt: str
+) -> None:
+    # Issue 26 item 7: a provider answering 1 GiB of gzip drove the server to 3.0 GB; the cap
+    # counted wire bytes. Now the decoded bytes are counted, in bounded steps.
+    bombs = {}
+    for codings in PROVIDER_BOMBS:
+        body, header = bomb(codings if isinstance(codings, str) else tuple(codings))
+        bombs[header] = Reply(
+            body=body, headers={"Content-Encoding": header}, content_type="application/json"
+        )
+    fine = openai_reply("a picture") if fmt == "openai" else anthropic_reply("a picture")
+
+    def responder(protocol: str, request: Request) -> Reply:
+        text = json.dumps(request.json())
+        for header, reply in bombs.items():
+            if f"bomb:{header}" in text:
+                return reply
+        return fine
+
+    llm_stub.responder = responder  # type: ignore[assignment]
+    (tmp_path / "local.png").write_bytes(PNG)
+    pidfile = tmp_path / "pid"
+    env = {
+        "VISION_API_FORMAT": fmt,
+        "VISION_API_BASE_URL": llm_stub.openai_base_url if fmt == "openai" else llm_stub.anthropic_base_url,
+        "VISION_API_KEY": "k",
+        "VISION_MODEL": "m",
+        "VISION_ALLOWED_PATHS": str(tmp_path),
+        "VISION_CACHE_TTL": "0",
+        "VISION_MAX_RETRIES": "2",  # a refused response is not retried all the same
+        "VISION_TIMEOUT": "60",  # only the 16 MB cap can end a bomb
+        "VISION_LOG_LEVEL": "WARNING",
+        "HOME": str(tmp_path),
+    }
+    image = str(tmp_path / "local.png")
+
+    async def go() -> tuple[list[tuple[str, int, str]], float]:
+        rows = []
+        async with Client(tracked(stdio_params(env), pidfile)) as client:
+            await client.call_tool("analyze_image", {"image": image})  # the SDK loads
+            for header in bombs:
+                bombed, other = await asyncio.gather(
+                    client.call_tool("analyze_image", {"image": image, "prompt": f"bomb:{header}"}),
+                    client.call_tool("analyze_image", {"image": image}),
+                )
+                calls = bombed.meta["io.github.docab/usage"]["calls"]
+                rows.append((bombed.content[0].text, calls, other.content[0].text))
+            return rows, peak_rss_mb(pid_of(pidfile))
+
+    rows, peak_mb = asyncio.run(go())
+    for (text, calls, other), header in zip(rows, bombs, strict=True):
+        assert text == (
+            "[vision_error] api: the provider's response decodes to more, over the limit of 16,777,216 bytes"
+        ), (header, text)
+        assert calls == 1, header  # refused, not retried
+        assert other == "a picture", header  # the concurrent call on the same server
+    assert peak_mb < 300, f"the server peaked at {peak_mb:.0f} MB resident"

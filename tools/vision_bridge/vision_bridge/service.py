@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 from vision_bridge.backends.base import (
     Detail,
     ImagePart,
-    ResponseTooLarge,
     Task,
+    UnreadableResponse,
     VisionAnswer,
     VisionBackend,
     VisionRequest,
@@ -237,7 +237,7 @@ class VisionService:
             return self._failure(call, error, self.clock() - started, meter)
         except VisionError as failure:
             return self._failure(call, failure, self.clock() - started, meter)
-        except ResponseTooLarge as exc:
+        except UnreadableResponse as exc:  # too large (declared, sent or decoded), or undecodable
             return self._failure(call, VisionError(ErrorCause.API, str(exc)), self.clock() - started, meter)
         except Exception as exc:  # a bug here must not kill the server or leak a traceback to the model
             log.exception("unexpected failure in %s", job.tool)

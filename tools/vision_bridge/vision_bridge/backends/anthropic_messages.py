@@ -110,7 +110,9 @@ class AnthropicMessagesBackend:
                     timeout=timeout_s,
                     max_retries=max_retries,
                     default_headers={"x-api-key": api_key},
-                    http_client=capped_http_client(base_url, timeout_s, limits),
+                    http_client=capped_http_client(
+                        base_url, timeout_s, limits, sdk_error=anthropic.AnthropicError
+                    ),
                 )
             return self._client
 

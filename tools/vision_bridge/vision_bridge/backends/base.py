@@ -37,9 +37,19 @@ class ResponseLimits:
 DEFAULT_RESPONSE_LIMITS = ResponseLimits()
 
 
-class ResponseTooLarge(Exception):
-    def __init__(self, limit: int, declared: int | None = None) -> None:
-        detail = f"declared {declared:,} bytes" if declared is not None else "sent more"
+class UnreadableResponse(Exception):
+    """A provider's response refused before the SDK parses it; ``str()`` is the sentence to show.
+    Raised inside the HTTP transport: the SDKs let it through unwrapped and do not retry it."""
+
+
+class ResponseTooLarge(UnreadableResponse):
+    def __init__(self, limit: int, declared: int | None = None, *, decoded: bool = False) -> None:
+        if declared is not None:
+            detail = f"declared {declared:,} bytes"
+        elif decoded:
+            detail = "decodes to more"  # Content-Encoding: the decoded bytes are counted
+        else:
+            detail = "sent more"
         super().__init__(f"the provider's response {detail}, over the limit of {limit:,} bytes")
         self.limit = limit
 

@@ -127,7 +127,7 @@ class OpenAIChatBackend:
                     api_key=api_key,
                     timeout=timeout_s,
                     max_retries=max_retries,
-                    http_client=capped_http_client(base_url, timeout_s, limits),
+                    http_client=capped_http_client(base_url, timeout_s, limits, sdk_error=openai.OpenAIError),
                 )
             return self._client
 
