@@ -19,6 +19,7 @@ from vision_bridge.backends.base import (
     Task,
     VisionAnswer,
     VisionRequest,
+    sdk_client,
     translate_sdk_error,
 )
 from vision_bridge.cache import BackendIdentity
@@ -104,14 +105,17 @@ class AnthropicMessagesBackend:
                 from vision_bridge.backends.transport import capped_http_client
 
                 base_url, api_key, timeout_s, max_retries, limits = self._settings
-                self._client = anthropic.AsyncAnthropic(
-                    base_url=base_url,
-                    api_key=api_key,
-                    timeout=timeout_s,
-                    max_retries=max_retries,
-                    default_headers={"x-api-key": api_key},
-                    http_client=capped_http_client(
-                        base_url, timeout_s, limits, sdk_error=anthropic.AnthropicError
+                self._client = sdk_client(
+                    "anthropic",
+                    lambda: anthropic.AsyncAnthropic(
+                        base_url=base_url,
+                        api_key=api_key,
+                        timeout=timeout_s,
+                        max_retries=max_retries,
+                        default_headers={"x-api-key": api_key},
+                        http_client=capped_http_client(
+                            base_url, timeout_s, limits, sdk_error=anthropic.AnthropicError
+                        ),
                     ),
                 )
             return self._client

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from vision_bridge.cache import BackendIdentity
 from vision_bridge.errors import ErrorCause, VisionError
 from vision_bridge.prepare import ImageLimits, PreparedImage
 from vision_bridge.prompts import OcrFormat
 from vision_bridge.usage import TokenUsage
+
+SDK_FLOORS = {"openai": "2.47", "anthropic": "1.0"}
+"""The oldest SDK releases that accept an ``httpx2`` client (``http_client``), as pyproject declares
+them; older ones raise TypeError. Checked in CI by ``.ci/check-sdk-floors``: one call of each format
+at these versions against the loopback stub, and the sentence below just under them."""
 
 Task = Literal["analyze", "ocr", "compare"]
 Detail = Literal["auto", "high", "low"]
@@ -190,3 +195,33 @@ def translate_sdk_error(provider: str, exc: BaseException, sdk: Any) -> Provider
     if isinstance(exc, sdk.APIResponseValidationError | sdk.APIError):
         return ProviderError(ErrorCause.API, f"{provider} sent a response that could not be read")
     return None
+
+
+_Client = TypeVar("_Client")
+
+
+def sdk_rejects_client(sdk: str, installed: str) -> VisionError:
+    """The one sentence for an SDK too old for the ``httpx2`` client it is given."""
+    floor = SDK_FLOORS[sdk]
+    return VisionError(
+        ErrorCause.API,
+        f"the installed {sdk} {installed} rejects vision-bridge's httpx2 HTTP client; vision-bridge needs "
+        f"{sdk}>={floor} (pip install --upgrade '{sdk}>={floor}')",
+    )
+
+
+def sdk_client(sdk: str, make: Callable[[], _Client]) -> _Client:
+    """``make()`` builds the SDK's client; an SDK that rejects the ``http_client`` it is handed
+    (a TypeError naming it) becomes :func:`sdk_rejects_client`, not an unexplained TypeError."""
+    try:
+        return make()
+    except TypeError as exc:
+        if "http_client" not in str(exc):
+            raise
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version(sdk)
+        except PackageNotFoundError:
+            installed = "(version unknown)"
+        raise sdk_rejects_client(sdk, installed) from None
