@@ -395,7 +395,12 @@ def create_service(
     loader = loader or ImageLoader(
         allowed_paths=settings.allowed_paths, allow_hosts=settings.allow_hosts, url_images=settings.url_images
     )
-    cache = ResultCache(settings.cache_dir, settings.cache_ttl_s, clock=cache_clock or time.time)
+    cache = ResultCache(
+        settings.cache_dir,
+        settings.cache_ttl_s,
+        clock=cache_clock or time.time,
+        max_bytes=settings.cache_max_bytes,
+    )
     return VisionService(
         backend, loader, cache, timeout_s=settings.timeout_s, max_image_side=settings.max_image_side
     )
