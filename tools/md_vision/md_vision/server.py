@@ -67,8 +67,7 @@ ICON = svg_icon(
 READ_TITLE = "Read markdown with its images"
 INDEX_TITLE = "Index markdown headings"
 NO_PATHS_REMEDY = (
-    f"start md-vision with {ACCESS.paths.spelled('DIR')}, or use an MCP client "
-    "that declares roots"
+    f"start md-vision with {ACCESS.paths.spelled('DIR')}, or use an MCP client that declares roots"
 )
 TOKENS_HELP = "Text budget in tokens (0: the server's, 25,000 by default)"
 
