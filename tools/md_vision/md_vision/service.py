@@ -27,7 +27,7 @@ from md_vision.cache import SizedLRU
 from md_vision.datauri import MIN_ELIDED_CHARS, elide, placeholder, shown_chars
 from md_vision.document import Document, ImageRef, parse_document
 from md_vision.folder import POOL_THRESHOLD, FoundFile, index_many, parser_pool, scan_folder, warm_up
-from md_vision.imaging import ImageRejected, PreparedImage, prepare_image
+from md_vision.imaging import ImageRejected, PreparedImage, SvgRenderer, prepare_image
 from md_vision.index import (
     OVERVIEW_HEADINGS,
     FileIndex,
@@ -53,6 +53,7 @@ from md_vision.paging import (
     listing_fingerprint,
     uri_key,
 )
+from md_vision.sandbox import RenderLimits, render_isolated
 from md_vision.selection import Selection, SelectionError, select
 from md_vision.settings import Settings
 from md_vision.sources import (
@@ -358,6 +359,8 @@ class MdVision:
         self._index_lock = threading.Lock()
         self._paths_generation = 0
         self._images: SizedLRU[PreparedImage] = SizedLRU(160_000_000, _size_of_prepared)
+        render_limits = RenderLimits(settings.limits.svg_render_s, settings.limits.svg_memory_mb * 1_000_000)
+        self._svg_renderer: SvgRenderer = functools.partial(render_isolated, limits=render_limits)
         self._threads = ThreadPoolExecutor(
             max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="md-vision"
         )
@@ -714,6 +717,7 @@ class MdVision:
                     max_side=limits.max_image_side,
                     max_pixels=limits.max_image_pixels,
                     byte_budget=budget,
+                    svg_renderer=self._svg_renderer,
                 )
 
             prepared = await self._run(load_and_prepare)
@@ -735,6 +739,7 @@ class MdVision:
                     max_side=limits.max_image_side,
                     max_pixels=limits.max_image_pixels,
                     byte_budget=budget,
+                    svg_renderer=self._svg_renderer,
                 )
             )
             self._images.put(key, cached)
