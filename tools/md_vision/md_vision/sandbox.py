@@ -122,7 +122,10 @@ def _limit_self(limits: RenderLimits) -> None:
 
 def _render_child(conn: Connection, svg: str, width: int, height: int, limits: RenderLimits) -> None:
     """The child: die with the forkserver, silence stderr (a failed allocation in native code
-    prints a line before it aborts), set its limits, render, send the PNG back."""
+    prints a line before it aborts), set its limits, render, send the PNG back. Ctrl-C is the
+    server's to handle (a forkserver started on the first render, from a worker thread, could
+    not be made deaf to it as the server's start makes it)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
     with contextlib.suppress(OSError):
         devnull = os.open(os.devnull, os.O_WRONLY)

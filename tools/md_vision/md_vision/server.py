@@ -503,10 +503,10 @@ def serve(settings: Settings) -> int:
 
     def start() -> None:  # runs once the signal handlers are in place
         # Folder parsers start while the client connects; starting the forkserver takes about
-        # half a second, which the handshake does not wait for. SVGs are rendered by children of
-        # the same forkserver (md_vision.sandbox), so it starts whatever the number of workers.
-        start_forkserver_deaf_to_ctrl_c()
+        # half a second, which the handshake does not wait for. With one worker no process starts
+        # here: the first SVG render starts the forkserver (md_vision.sandbox).
         if settings.limits.index_workers > 1:
+            start_forkserver_deaf_to_ctrl_c()
             vision.expect_warm_up()
             threading.Thread(target=vision.warm_up, name="md-vision-warm-up", daemon=True).start()
         build_server(settings, vision).run()
