@@ -16,6 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -23,7 +24,7 @@ from md_vision.imaging import ImageRejected, SvgLimits, check_svg_filters, parse
 from md_vision.sandbox import RenderLimits, render_isolated
 from tests.md_vision.test_hardening import _descendants
 from tests.md_vision.test_mcp import _command, _stdio
-from tests.support.stdio_process import can_track
+from tests.support.stdio_process import can_track, pid_of, tracked
 
 HEAD = '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="300">'
 FILL = '<rect width="400" height="300" filter="url(#f)"/></svg>'
@@ -277,3 +278,50 @@ def test_a_server_killed_mid_render_leaves_no_helper_process(
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
     assert left == [], f"helper processes outlived the server: {left}"
+
+
+def _parent_of(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+@pytest.mark.skipif(not can_track(), reason="walks /proc for the render process (Linux)")
+def test_cancelling_a_read_kills_its_render(tmp_path: Path) -> None:
+    """A read whose SVG would render for up to 60 s (--svg-seconds 60) is cancelled by its client
+    once the render runs: the render process goes at once, not at its deadline, and the server
+    answers the next request."""
+    (tmp_path / "slow.svg").write_text(SLOW)
+    (tmp_path / "slow.md").write_text("# Slow\n\n![slow](slow.svg)\n")
+    pidfile = tmp_path / "pid"
+    args = ("--allow-path", str(tmp_path), "--allow-domain", "none", "--workers", "1", "--svg-seconds", "60")
+    params = tracked(_stdio(*args), pidfile)
+
+    async def go() -> tuple[list[int], list[int], list[str]]:
+        async with Client(params) as client:
+            server = pid_of(pidfile)
+
+            def renders() -> list[int]:  # grandchildren: the forkserver's children
+                return [pid for pid in _descendants(server) if _parent_of(pid) not in (server, -1)]
+
+            running: list[int] = []
+            async with anyio.create_task_group() as group:
+                group.start_soon(client.call_tool, "read_md_with_images", {"uri": str(tmp_path / "slow.md")})
+                with anyio.move_on_after(30):
+                    while not running:
+                        await anyio.sleep(0.05)
+                        running = renders()
+                group.cancel_scope.cancel()  # the client sends notifications/cancelled
+            left = running
+            with anyio.move_on_after(10):  # far less than the render's 60 s
+                while left:
+                    await anyio.sleep(0.05)
+                    left = [pid for pid in running if _alive(pid)]
+            listed = await client.list_tools()
+            return running, left, [tool.name for tool in listed.tools]
+
+    running, left, tools = asyncio.run(go())
+    assert running, "the render never started"
+    assert left == [], f"the render outlived the cancelled call: {left}"
+    assert "read_md_with_images" in tools

@@ -156,9 +156,20 @@ def _context() -> Any:
     return context
 
 
-def render_isolated(svg: str, width: int, height: int, limits: RenderLimits | None = None) -> bytes:
+_CANCEL_POLL_S = 0.05
+
+
+def render_isolated(
+    svg: str,
+    width: int,
+    height: int,
+    limits: RenderLimits | None = None,
+    *,
+    cancelled: threading.Event | None = None,
+) -> bytes:
     """PNG bytes of ``svg`` rendered at ``width`` x ``height`` by resvg in a child process under
-    ``limits``; raises :class:`ImageRejected` (one line) when it fails, crashes or overruns."""
+    ``limits``; raises :class:`ImageRejected` (one line) when it fails, crashes or overruns. Once
+    ``cancelled`` is set (the call was cancelled), the child is killed within 50 ms."""
     limits = limits or RenderLimits()
     context = _context()
     receiving, sending = context.Pipe(duplex=False)
@@ -175,7 +186,13 @@ def render_isolated(svg: str, width: int, height: int, limits: RenderLimits | No
     started = time.monotonic()
     try:
         answer: bytes | None = None
-        if receiving.poll(limits.seconds):
+        ready = False
+        while not ready:
+            left = limits.seconds - (time.monotonic() - started)
+            if left <= 0 or (cancelled is not None and cancelled.is_set()):
+                break
+            ready = receiving.poll(min(left, _CANCEL_POLL_S) if cancelled is not None else left)
+        if ready:
             with contextlib.suppress(EOFError, OSError):
                 answer = receiving.recv_bytes()
         elapsed = time.monotonic() - started
@@ -187,6 +204,8 @@ def render_isolated(svg: str, width: int, height: int, limits: RenderLimits | No
         code = child.exitcode
         with contextlib.suppress(ValueError):
             child.close()
+    if answer is None and cancelled is not None and cancelled.is_set():
+        raise ImageRejected("the call was cancelled while the SVG was rendered")
     if answer is not None:
         if answer[:1] == _OK:
             return answer[1:]
