@@ -58,11 +58,13 @@ SvgRenderer: TypeAlias = Callable[[str, int, int], bytes]  # (clean SVG, width, 
 
 @dataclass(frozen=True, slots=True)
 class SvgLimits:
-    """What an SVG may hold before it is rendered. Measured with resvg on a 400x300 canvas: 300
-    nested groups overflow its stack (100 render in 17 ms); 50,000 rectangles take 0.8 s; 20,000
-    characters of text 2 s; feTurbulence costs 0.2 s per 3 octaves, feMorphology radius 10 0.6 s,
-    feConvolveMatrix order 20 1.9 s (and the cost grows with the canvas, up to 20 times larger).
-    What passes is still rendered under a time and memory limit (:mod:`md_vision.sandbox`)."""
+    """What an SVG may hold before it is rendered. resvg on a 400x300 canvas
+    (``uv run python -m tests.perf.svg_costs``): 250 nested groups overflow its stack (200 render);
+    50,000 rectangles take about a second, 20,000 characters of text 2-4 s, feTurbulence grows by
+    about 0.15 s an octave, feMorphology with the square of its radius (radius 20: 3 s),
+    feConvolveMatrix with the square of its order (order 20: 1.4 s); each grows with the canvas,
+    up to 20 times larger at 1568 px. What passes is still rendered under a time and memory limit
+    (:mod:`md_vision.sandbox`)."""
 
     max_depth: int = 128
     max_elements: int = 50_000
