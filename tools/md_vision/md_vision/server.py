@@ -502,7 +502,8 @@ def serve(settings: Settings) -> int:
 
     def start() -> None:  # runs once the signal handlers are in place
         # Folder parsers start while the client connects; starting the forkserver takes about
-        # half a second, which the handshake does not wait for.
+        # half a second, which the handshake does not wait for. With one worker no process starts
+        # here: the first SVG render starts the forkserver (md_vision.sandbox).
         if settings.limits.index_workers > 1:
             start_forkserver_deaf_to_ctrl_c()
             vision.expect_warm_up()
