@@ -3,9 +3,9 @@
 Everything that can change a result is in the config (and hashed into the run's manifest): the
 dataset and its filters, the model, the answer protocol, the limits, the output budget, the
 prompts, the MCP servers and the arms. Run controls that only change how fast or how much is run,
-or when a run counts as failed (``concurrency``, ``epochs``, ``max_error_share``, a run's
-``limit`` and ``shard``) are left out of the hash, so re-running with more epochs or another
-concurrency resumes the same run.
+or when a run counts as failed (``concurrency``, ``epochs``, ``max_error_share``, ``max_cost``, a
+run's ``limit`` and ``shard``), and the models' ``price``, are left out of the hash, so re-running
+with more epochs, another concurrency or a corrected price resumes the same run.
 
 Shipped configs live in ``harness/docab/configs/`` and are documented there.
 
@@ -185,6 +185,9 @@ class RunConfig(_Section):
     # The share of samples that may end in error or timeout (a model call, an MCP server or the
     # harness failed; wrong answers and limits hit do not count) before `docab run` exits 1.
     max_error_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    # USD the run may spend in all (every session of it): `docab run` starts no sample that its
+    # estimate says would exceed it (docab.runner.spend). A run control: not part of the hash.
+    max_cost: float | None = Field(default=None, gt=0)
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     model: ModelConfig  # a table or a bare name; see harness/docab/models/README.md for every option
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
@@ -256,9 +259,15 @@ class RunConfig(_Section):
     def identity(self) -> dict[str, Any]:
         """What a record's meaning depends on: the config without run controls. The model tables
         hold every option with its default, so equivalent spellings hash alike."""
-        return self.model_dump(
-            mode="json", exclude={"concurrency", "epochs", "description", "max_error_share"}
+        identity = self.model_dump(
+            mode="json", exclude={"concurrency", "epochs", "description", "max_error_share", "max_cost"}
         )
+        # Prices change what a run cost, never what it answered: correcting one resumes the run.
+        identity["model"].pop("price", None)
+        extractor = identity["answer"].get("extractor")
+        if isinstance(extractor, dict):
+            extractor.pop("price", None)
+        return identity
 
     def config_hash(self) -> str:
         canonical = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))

@@ -95,6 +95,7 @@ from docab.log.events import (
 from docab.log.manifest import Manifest
 from docab.log.records import RECORD_VERSION, AnswerProtocol, PageShare, RunRecord, Status, ToolCallRecord
 from docab.log.usage import Usage, totals_by_role
+from docab.pricing import PriceBook, manifest_prices
 
 DOCAB_KEY = "docab"  # metadata key (eval, sample, score) and score name
 SCORE_NAME = "docab"
@@ -179,9 +180,11 @@ class QuestionInfo(BaseModel):
 # -- export ---------------------------------------------------------------------------------------------
 
 
-def inspect_usage(usages: Iterable[Usage]) -> ModelUsage:
-    """docab usage records summed in Inspect's convention (``input_tokens`` without the cache)."""
+def inspect_usage(usages: Iterable[Usage], prices: PriceBook | None = None) -> ModelUsage:
+    """docab usage records summed in Inspect's convention (``input_tokens`` without the cache);
+    with ``prices``, ``total_cost`` in US dollars too (None when a model's price is unknown)."""
     total = ModelUsage()
+    cost: float | None = 0.0
     for usage in usages:
         total = total + ModelUsage(
             input_tokens=usage.input_uncached,
@@ -191,7 +194,10 @@ def inspect_usage(usages: Iterable[Usage]) -> ModelUsage:
             input_tokens_cache_write=usage.cache_write,
             reasoning_tokens=usage.reasoning,
         )
-    return total
+        if prices is not None:
+            usd = prices.usd(usage)
+            cost = None if cost is None or usd is None else cost + usd
+    return total.model_copy(update={"total_cost": cost if prices is not None else None})
 
 
 def _content(blocks: Sequence[TextBlock | ImageBlock], image_url: ImageURL) -> list[Content]:
@@ -290,8 +296,11 @@ def eval_sample(
     image_url: ImageURL,
     *,
     limits: dict[str, Any] | None = None,
+    prices: PriceBook | None = None,
 ) -> EvalSample:
-    """One record (and its transcript, when kept) as an Inspect sample."""
+    """One record (and its transcript, when kept) as an Inspect sample; ``prices`` (default: the
+    shipped table) give its usage's ``total_cost`` in US dollars."""
+    prices = prices or PriceBook()
     messages = transcript_messages(transcript, image_url) if transcript is not None else []
     if not messages:
         messages = [ChatMessageUser(content=_question_text(None, record))]
@@ -299,7 +308,7 @@ def eval_sample(
     output = ModelOutput(
         model=record.model,
         choices=[ChatCompletionChoice(message=last, stop_reason="stop")] if last is not None else [],
-        usage=inspect_usage(u for u in record.usage if u.role == "agent"),
+        usage=inspect_usage((u for u in record.usage if u.role == "agent"), prices),
     )
     question = QuestionInfo(
         doc_id=record.doc_id,
@@ -337,8 +346,10 @@ def eval_sample(
             **question.model_dump(),
             DOCAB_KEY: {"version": EXPORT_VERSION, "record": record.to_dict()},
         },
-        model_usage={record.model: inspect_usage(u for u in record.usage if u.role == "agent")},
-        role_usage={role: inspect_usage(u for u in record.usage if u.role == role) for role in sorted(roles)},
+        model_usage={record.model: inspect_usage((u for u in record.usage if u.role == "agent"), prices)},
+        role_usage={
+            role: inspect_usage((u for u in record.usage if u.role == role), prices) for role in sorted(roles)
+        },
         started_at=record.started_at or None,
         completed_at=_end_time(record.started_at, record.wall_time_s) if record.started_at else None,
         total_time=record.wall_time_s,
@@ -377,8 +388,11 @@ def eval_log(
     run_id = manifest.run_id or records[0].run_id
     model = records[0].model
     limits = manifest.config.get("limits")
+    prices = manifest_prices(manifest)
     samples = [
-        eval_sample(r, transcript_of(r), image_url, limits=limits if isinstance(limits, dict) else None)
+        eval_sample(
+            r, transcript_of(r), image_url, limits=limits if isinstance(limits, dict) else None, prices=prices
+        )
         for r in sorted(records, key=lambda r: (r.epoch, r.qid))
     ]
     qids = sorted({r.qid for r in records})
@@ -450,9 +464,11 @@ def eval_log(
         stats=EvalStats(
             started_at=started[0] if started else "",
             completed_at=manifest.updated_at or "",
-            model_usage={model: inspect_usage(u for r in records for u in r.usage if u.role == "agent")},
+            model_usage={
+                model: inspect_usage((u for r in records for u in r.usage if u.role == "agent"), prices)
+            },
             role_usage={
-                role: inspect_usage(u for r in records for u in r.usage if u.role == role)
+                role: inspect_usage((u for r in records for u in r.usage if u.role == role), prices)
                 for role in sorted(usage_by_role)
             },
         ),

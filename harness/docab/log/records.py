@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from docab.log.cost import SampleCost
 from docab.log.usage import Usage, totals_by_role
 
 RECORD_VERSION = 3
@@ -124,6 +125,9 @@ class RunRecord:
     doc_type: str = ""
     transcript: str | None = None  # path of the transcript, relative to the run folder
     started_at: str = ""  # ISO 8601 UTC
+    # USD per role at the prices in force when it was written (docab.pricing); None in records
+    # written before prices were (readers price their usage instead: docab.pricing.sample_cost).
+    cost: SampleCost | None = None
     version: int = RECORD_VERSION
 
     @property
@@ -200,6 +204,7 @@ class RunRecord:
         data["usage"] = [u.to_dict() for u in self.usage]
         data["cached_tool_usage"] = [u.to_dict() for u in self.cached_tool_usage]
         data["usage_totals"] = {role: t.to_dict() for role, t in totals_by_role(self.usage).items()}
+        data["cost"] = self.cost.to_dict() if self.cost is not None else None
         return data
 
     @classmethod
@@ -208,6 +213,8 @@ class RunRecord:
         values = {k: v for k, v in data.items() if k in known}
         values["usage"] = tuple(Usage.from_dict(u) for u in data.get("usage", ()))
         values["cached_tool_usage"] = tuple(Usage.from_dict(u) for u in data.get("cached_tool_usage", ()))
+        cost = data.get("cost")
+        values["cost"] = SampleCost.from_dict(cost) if isinstance(cost, Mapping) else None
         values["page_shares"] = tuple(
             PageShare(
                 int(p["page"]),

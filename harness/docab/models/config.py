@@ -10,6 +10,7 @@
     # headers = { "X-Gateway-Key" = "${GATEWAY_KEY}" }  # sent with every request; ${VAR} from the env
     # text_only = true                        # strip images, say where they were
     # concurrency = 16                        # requests in flight at this endpoint, all models together
+    # price = { input = 2.5, cached_input = 1.25, output = 10 }  # USD per million tokens (docab.pricing)
 
 A name may carry a platform between provider and model, as Inspect AI names them:
 ``openai/azure/<deployment>`` (Azure OpenAI: ``api_version``, endpoint in ``base_url`` or
@@ -45,6 +46,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from docab.errors import ConfigError
+from docab.pricing import Price
 
 PROVIDERS = ("openai", "anthropic", "baseline")
 # The platforms a provider's models can also be reached on, named as the name's second segment.
@@ -80,6 +82,7 @@ LATER_OPTIONS: dict[str, object] = {
     "region": None,
     "project": None,
     "headers": {},
+    "price": None,
 }
 _NUMBERS = (
     "temperature",
@@ -141,6 +144,9 @@ class ModelConfig(BaseModel):
     thinking_budget: int | None = None
     # Passed through as the request body's extra fields (vendor options such as vLLM's).
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    # USD per million tokens, for a model the price table lacks or prices otherwise (a gateway, a
+    # contract); ``price = 0``: free. Not part of the config hash: correcting a price resumes the run.
+    price: Price | None = None
 
     @property
     def provider(self) -> str:
@@ -225,6 +231,14 @@ class ModelConfig(BaseModel):
         for key, choices in _CHOICES.items():
             if key in values and values[key] not in choices:
                 raise ValueError(f"{key} must be one of {', '.join(choices)}")
+        price = values.get("price")
+        if isinstance(price, int | float) and not isinstance(price, bool):
+            if price != 0:
+                raise ValueError(
+                    "price must be a table, e.g. price = { input = 2.5, output = 10 } (USD per million "
+                    "tokens), or 0 for a free model"
+                )
+            values["price"] = {"input": 0.0, "output": 0.0}
         return values
 
     @model_validator(mode="after")
