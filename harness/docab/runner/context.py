@@ -26,6 +26,7 @@ from docab.log.store import RunStore
 from docab.models.base import Model
 from docab.pricing import PriceBook
 from docab.runner.progress import ProgressSink
+from docab.runner.spend import SpendGuard
 from docab.runner.workspace import DocumentPool, WorkspaceSlot
 
 Scorer = Callable[[str, str, str], float]  # (gold, prediction, answer_format) -> score in [0, 1]
@@ -90,6 +91,8 @@ class RunContext:
     attempts: dict[tuple[str, str, int], int] = field(default_factory=dict)
     # What the run's calls cost (docab.pricing); default: the config's models' prices and the table.
     prices: PriceBook | None = None
+    # The spend cap's book-keeping (docab.runner.spend), when the run has one.
+    spend: SpendGuard | None = None
     budget: OutputBudget = field(init=False)
     _logs: dict[str, TextIO] = field(default_factory=dict)
     _closing: set[asyncio.Task[None]] = field(default_factory=set)
