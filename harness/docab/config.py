@@ -262,11 +262,12 @@ class RunConfig(_Section):
         identity = self.model_dump(
             mode="json", exclude={"concurrency", "epochs", "description", "max_error_share", "max_cost"}
         )
-        # Prices change what a run cost, never what it answered: correcting one resumes the run.
-        identity["model"].pop("price", None)
-        extractor = identity["answer"].get("extractor")
-        if isinstance(extractor, dict):
-            extractor.pop("price", None)
+        # Prices change what a run cost, never what it answered, and the response cache replays
+        # what the same request answered: setting either resumes the run.
+        for table in (identity["model"], identity["answer"].get("extractor")):
+            if isinstance(table, dict):
+                table.pop("price", None)
+                table.pop("cache", None)
         return identity
 
     def config_hash(self) -> str:

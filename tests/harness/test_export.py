@@ -190,7 +190,7 @@ def test_export_schema_declares_every_field_and_only_identifiers() -> None:
     from docab.report.frames import QUESTIONS_SCHEMA, RECORDS_SCHEMA
     from docab.report.summary import QuestionOutcome
 
-    skipped = {"usage", "cached_tool_usage", "tool_calls"}
+    skipped = {"usage", "cached_tool_usage", "cached_model_usage", "tool_calls"}
     fields = [f for f in RunRecord.__dataclass_fields__ if f not in skipped]
     assert fields == RECORDS_SCHEMA.names[: len(fields)]
     per_role = {"tokens_by_role", "tool_calls_by_name", "tool_seconds_by_name"}

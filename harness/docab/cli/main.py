@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "docab.cli.export",
     "docab.cli.view",
     "docab.cli.calibrate",
+    "docab.cli.cache",
 )
 
 EPILOG = """\

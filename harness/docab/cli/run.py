@@ -44,6 +44,7 @@ examples:
   docab run my.toml --set limits.max_turns=10 --set 'dataset.doc_types=["Brochure"]'
   docab run my.toml --retry-errors        # after fixing what failed: only the errored samples run
   docab run my.toml --max-cost 25         # stop before the run would spend more than 25 USD in all
+  docab run my.toml --cache               # replay replies already made for the same requests, store new ones
   docab run my.toml --shard 1/4           # on machine 1 of 4; then: docab merge results/my.shard-*
   docab run my.toml --shard auto          # in a Slurm array task or a Kubernetes Indexed Job pod
   docab run demo                          # a shipped config, by name
@@ -91,6 +92,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SHARE",
         help="exit 1 when more than this share of samples ends in an error or timeout: 0.05 or 5%% "
         "(default: the config's max_error_share, 0: any)",
+    )
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="serve model replies from docab's response cache and store new ones (model.cache=true): "
+        "a reply is keyed by the route, model, messages, tools, parameters and, unless temperature is "
+        "0, the epoch; a hit costs nothing and its original cost is recorded apart. Folder: "
+        "$DOCAB_CACHE_DIR or the platform's cache folder; see docab cache info",
     )
     parser.add_argument(
         "--max-cost",
@@ -201,10 +210,12 @@ def resume_command(argv: Sequence[str], cap: float) -> str:
 
 
 def overrides_from(args: argparse.Namespace) -> list[str]:
-    """``--model``, ``--base-url`` and every ``--set``, as KEY=VALUE in the order they apply."""
+    """``--model``, ``--base-url``, ``--cache`` and every ``--set``, as KEY=VALUE in the order they apply."""
     changes = [f"model.name={args.model}"] if getattr(args, "model", None) else []
     if getattr(args, "base_url", None):
         changes.append(f"model.base_url={args.base_url}")
+    if getattr(args, "cache", False):
+        changes.append("model.cache=true")
     return changes + list(getattr(args, "overrides", []))
 
 

@@ -107,6 +107,9 @@ class RunRecord:
     # What tool answers served from a cache cost when they were first computed (role tool-side);
     # not spent by this sample, so never part of ``usage`` or ``tokens()``.
     cached_tool_usage: tuple[Usage, ...] = ()
+    # What model replies served from docab's response cache cost when first made (each also has a
+    # zero-token entry in ``usage``, marked as a hit); not spent by this sample.
+    cached_model_usage: tuple[Usage, ...] = ()
     model_time_s: float = 0.0
     tool_time_s: float = 0.0
     wall_time_s: float = 0.0
@@ -203,6 +206,7 @@ class RunRecord:
         ]
         data["usage"] = [u.to_dict() for u in self.usage]
         data["cached_tool_usage"] = [u.to_dict() for u in self.cached_tool_usage]
+        data["cached_model_usage"] = [u.to_dict() for u in self.cached_model_usage]
         data["usage_totals"] = {role: t.to_dict() for role, t in totals_by_role(self.usage).items()}
         data["cost"] = self.cost.to_dict() if self.cost is not None else None
         return data
@@ -213,6 +217,7 @@ class RunRecord:
         values = {k: v for k, v in data.items() if k in known}
         values["usage"] = tuple(Usage.from_dict(u) for u in data.get("usage", ()))
         values["cached_tool_usage"] = tuple(Usage.from_dict(u) for u in data.get("cached_tool_usage", ()))
+        values["cached_model_usage"] = tuple(Usage.from_dict(u) for u in data.get("cached_model_usage", ()))
         cost = data.get("cost")
         values["cost"] = SampleCost.from_dict(cost) if isinstance(cost, Mapping) else None
         values["page_shares"] = tuple(

@@ -11,6 +11,7 @@
     # text_only = true                        # strip images, say where they were
     # concurrency = 16                        # requests in flight at this endpoint, all models together
     # price = { input = 2.5, cached_input = 1.25, output = 10 }  # USD per million tokens (docab.pricing)
+    # cache = true                            # serve replies from docab's response cache (docab.models.cache)
 
 A name may carry a platform between provider and model, as Inspect AI names them:
 ``openai/azure/<deployment>`` (Azure OpenAI: ``api_version``, endpoint in ``base_url`` or
@@ -83,6 +84,7 @@ LATER_OPTIONS: dict[str, object] = {
     "project": None,
     "headers": {},
     "price": None,
+    "cache": False,
 }
 _NUMBERS = (
     "temperature",
@@ -147,6 +149,9 @@ class ModelConfig(BaseModel):
     # USD per million tokens, for a model the price table lacks or prices otherwise (a gateway, a
     # contract); ``price = 0``: free. Not part of the config hash: correcting a price resumes the run.
     price: Price | None = None
+    # Serve replies from docab's response cache (docab.models.cache; `docab run --cache`). Not part
+    # of the config hash: turning it on resumes the run.
+    cache: bool = False
 
     @property
     def provider(self) -> str:
@@ -189,6 +194,7 @@ class ModelConfig(BaseModel):
         if self.route != run_model.route or self.base_url is not None:
             return self
         return self.replace(
+            cache=self.cache or run_model.cache,
             base_url=run_model.base_url,
             api_key_env=self.api_key_env or run_model.api_key_env,
             api_version=self.api_version or run_model.api_version,

@@ -227,7 +227,7 @@ def record_cost(record: RunRecord, book: PriceBook | None = None) -> SampleCost:
     with ``book`` (default: the shipped table)."""
     if record.cost is not None:
         return record.cost
-    return sample_cost(record.usage, record.cached_tool_usage, book)
+    return sample_cost(record.usage, record.cached_tool_usage + record.cached_model_usage, book)
 
 
 def manifest_prices(manifest: Manifest) -> PriceBook:

@@ -53,6 +53,7 @@ RECORD_COLUMNS_ADDED = {
     "tokens_<role>": "tokens of one role: tokens_agent, tokens_tool_side, tokens_extractor",
     "input_uncached, cache_read, cache_write, output, reasoning": "summed over the record's model calls",
     "tokens_cached_tool": "what the tool answers served from a cache originally cost (not spent here)",
+    "tokens_cached_model": "what the model replies served from docab's response cache originally cost (not spent here)",
     "model_calls": "model calls of every role",
     "tool_call_count": "tool calls of the record",
     "calls_<tool>": "calls of one tool (0 when the arm never called it)",
@@ -131,6 +132,7 @@ RECORDS_SCHEMA = pa.schema(
         ("tokens_tool_side", _INT),
         ("tokens_extractor", _INT),
         ("tokens_cached_tool", _INT),
+        ("tokens_cached_model", _INT),
         ("input_uncached", _INT),
         ("cache_read", _INT),
         ("cache_write", _INT),
@@ -242,7 +244,8 @@ def record_row(record: RunRecord) -> dict[str, Any]:
     row: dict[str, Any] = {
         name: getattr(record, name)
         for name in record.__dataclass_fields__
-        if name not in ("usage", "cached_tool_usage", "tool_calls", "page_shares", *_LISTS)
+        if name
+        not in ("usage", "cached_tool_usage", "cached_model_usage", "tool_calls", "page_shares", *_LISTS)
     }
     for name in _LISTS:
         row[name] = list(getattr(record, name))
@@ -257,6 +260,7 @@ def record_row(record: RunRecord) -> dict[str, Any]:
         for share in record.page_shares
     ]
     row["tokens_cached_tool"] = record.cached_tokens()
+    row["tokens_cached_model"] = sum(u.total for u in record.cached_model_usage)
     row["tokens"] = record.tokens()
     for role in ROLES:
         row[role_column(role)] = record.tokens(role)

@@ -473,7 +473,9 @@ def price_rows(records: Iterable[RunRecord], manifest: Manifest) -> list[schema.
     """The price of every model the records' calls used (cached answers' too), as the run's
     config (manifest) and docab's price table give it."""
     book = manifest_prices(manifest)
-    models = sorted({u.model for r in records for u in (*r.usage, *r.cached_tool_usage) if u.model})
+    models = sorted(
+        {u.model for r in records for u in (*r.usage, *r.cached_tool_usage, *r.cached_model_usage) if u.model}
+    )
     rows = []
     for model in models:
         quote = book.quote(model)

@@ -41,6 +41,7 @@ from docab.log.manifest import ArmManifest, DatasetInfo, ModelsInfo
 from docab.log.records import RunRecord
 from docab.log.store import RunStore, StoreError, manifest_for, session_info, utc_now
 from docab.models.base import Model, ModelError
+from docab.models.cache import shared_cache
 from docab.models.completion_adapter import CompletionAdapter
 from docab.models.preflight import check_endpoints, describe
 from docab.models.registry import build_model
@@ -378,6 +379,10 @@ async def _launch_with_models(
         say(f"{request.folder}: running again {len(redo)} sample(s) that ended in an error or timeout")
     if kept:
         say(f"{request.folder}: resuming; {len(kept)} samples already recorded, {todo} to run")
+    cached = [m for m in (config.model, config.extractor_model) if m.cache and m.provider != "baseline"]
+    if cached:
+        # Opened now, so an unusable folder stops the run before any sample (CacheError is a RunError).
+        say(f"response cache: {shared_cache().directory}")
     endpoints = [line for line in map(describe, models) if line]
     if endpoints:
         say("models: " + "; ".join(endpoints))
