@@ -147,3 +147,22 @@ def test_summary_json_of_the_offline_demo_shows_cost_0(demo_run: Path) -> None:
     assert [(r.model, r.origin) for r in summary.prices] == [("baseline/keyword", "offline policy")]
     records = [json.loads(line) for line in (demo_run / "records.jsonl").read_text().splitlines()]
     assert all(r["cost"]["total"] == 0 for r in records)
+
+
+def test_inspect_logs_carry_total_cost(tmp_path: Path) -> None:
+    pytest.importorskip("inspect_ai")
+    from inspect_ai import log as inspect_log
+
+    records = [
+        make_record("fs", "q1", "d1", model="openai/gpt-4o", input_tokens=1000, output_tokens=100),
+        make_record("fs", "q2", "d2", model="openai/gpt-4o", input_tokens=2000, output_tokens=200),
+        make_record("x", "q1", "d1", model="openai/unpriced", input_tokens=1000, output_tokens=100),
+    ]
+    folder = write_run(tmp_path / "run", records)
+    assert main(["export", str(folder), "--format", "inspect"]) == 0
+    log = inspect_log.read_eval_log(str(folder / "inspect" / "fs.eval"))
+    assert log.stats.model_usage["openai/gpt-4o"].total_cost == pytest.approx((3000 * 2.5 + 300 * 10) / 1e6)
+    first = next(s for s in log.samples or [] if s.id == "q1")
+    assert first.model_usage["openai/gpt-4o"].total_cost == pytest.approx((1000 * 2.5 + 100 * 10) / 1e6)
+    unpriced = inspect_log.read_eval_log(str(folder / "inspect" / "x.eval"))
+    assert unpriced.stats.model_usage["openai/unpriced"].total_cost is None

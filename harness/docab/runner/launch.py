@@ -379,6 +379,8 @@ async def _launch_with_models(
         say(f"{request.folder}: running again {len(redo)} sample(s) that ended in an error or timeout")
     if kept:
         say(f"{request.folder}: resuming; {len(kept)} samples already recorded, {todo} to run")
+    if spend is not None:
+        say(f"spend cap: ${spend.cap:.2f} for the whole run; ${spend.spent:.4f} spent so far")
     cached = [m for m in (config.model, config.extractor_model) if m.cache and m.provider != "baseline"]
     if cached:
         # Opened now, so an unusable folder stops the run before any sample (CacheError is a RunError).
