@@ -210,3 +210,11 @@ def test_without_cache_nothing_is_stored(tmp_path: Path, monkeypatch: pytest.Mon
         )
     assert not (tmp_path / "cache").exists()
     assert all(not r.cached_model_usage for r in read_records(tmp_path / "r" / "records.jsonl"))
+
+
+def test_the_token_limit_counts_a_cached_reply_at_its_original_size() -> None:
+    from docab.agent.loop import AgentTrace
+
+    original = Usage(input_uncached=900, output=100, model="openai/m")
+    trace = AgentTrace(usage=[Usage.cache_hit(original), Usage(input_uncached=10, model="openai/m")])
+    assert trace.agent_tokens() == 1010  # a replay hits limits.max_tokens where the original run did
