@@ -474,7 +474,12 @@ def price_rows(records: Iterable[RunRecord], manifest: Manifest) -> list[schema.
     config (manifest) and docab's price table give it."""
     book = manifest_prices(manifest)
     models = sorted(
-        {u.model for r in records for u in (*r.usage, *r.cached_tool_usage, *r.cached_model_usage) if u.model}
+        {
+            u.model
+            for r in records
+            for u in (*r.usage, *r.cached_tool_usage, *r.cached_model_usage)
+            if u.model and (u.total or u.cached_original() is not None)  # a call of no tokens costs 0
+        }
     )
     rows = []
     for model in models:
