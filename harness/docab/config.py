@@ -4,8 +4,12 @@ Everything that can change a result is in the config (and hashed into the run's 
 dataset and its filters, the model, the answer protocol, the limits, the output budget, the
 prompts, the MCP servers and the arms. Run controls that only change how fast or how much is run,
 or when a run counts as failed (``concurrency``, ``epochs``, ``max_error_share``, ``max_cost``, a
-run's ``limit`` and ``shard``), and the models' ``price``, are left out of the hash, so re-running
-with more epochs, another concurrency or a corrected price resumes the same run.
+run's ``limit`` and ``shard``) are left out of the hash, so re-running with more epochs or another
+concurrency resumes the same run; so are the models' ``price`` and ``cache``
+(:data:`UNHASHED_MODEL_OPTIONS`). So is the transport of the model tables (``base_url``,
+``api_key_env``, ``headers``, ``region``, ``project``, ``concurrency``, ``http_backend``, timeouts
+and retries: :data:`docab.models.config.TRANSPORT_OPTIONS`): where an endpoint lives and how it is
+reached do not change what a record means, so a run resumed at another URL is the same run.
 
 Shipped configs live in ``harness/docab/configs/`` and are documented there.
 
@@ -44,7 +48,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -63,7 +67,7 @@ from pydantic_core import ErrorDetails
 from docab.errors import ConfigError
 from docab.limits import SampleLimits
 from docab.log.records import AnswerProtocol
-from docab.models.config import ModelConfig
+from docab.models.config import LATER_OPTIONS, TRANSPORT_OPTIONS, ModelConfig
 
 __all__ = [
     "CONFIG_DIR",
@@ -78,6 +82,8 @@ __all__ = [
     "RunConfig",
     "SampleLimits",
     "apply_overrides",
+    "identity_hash",
+    "identity_of",
     "load_config",
     "parse_config",
     "parse_override",
@@ -257,22 +263,13 @@ class RunConfig(_Section):
         return self.model.provider == "baseline"
 
     def identity(self) -> dict[str, Any]:
-        """What a record's meaning depends on: the config without run controls. The model tables
-        hold every option with its default, so equivalent spellings hash alike."""
-        identity = self.model_dump(
-            mode="json", exclude={"concurrency", "epochs", "description", "max_error_share", "max_cost"}
-        )
-        # Prices change what a run cost, never what it answered, and the response cache replays
-        # what the same request answered: setting either resumes the run.
-        for table in (identity["model"], identity["answer"].get("extractor")):
-            if isinstance(table, dict):
-                table.pop("price", None)
-                table.pop("cache", None)
-        return identity
+        """What a record's meaning depends on: the config without run controls, its model tables
+        without transport (see :func:`identity_of`). The model tables hold every option with its
+        default, so equivalent spellings hash alike."""
+        return identity_of(self.model_dump(mode="json"))
 
     def config_hash(self) -> str:
-        canonical = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return identity_hash(self.model_dump(mode="json"))
 
     def arm(self, name: str) -> ArmConfig:
         return next(a for a in self.arms if a.name == name)
@@ -285,6 +282,52 @@ class RunConfig(_Section):
 
     def user_prompt(self, question: str) -> str:
         return self.prompt.user.replace("{question}", question)
+
+
+RUN_CONTROLS = ("concurrency", "epochs", "description", "max_error_share", "max_cost")
+# Model options that change what a run cost or whether a reply is replayed, never what a record
+# means: a price (docab.pricing) and the response cache (docab.models.cache). Left out of the hash,
+# so correcting a price or turning the cache on resumes the run.
+UNHASHED_MODEL_OPTIONS = ("price", "cache")
+
+
+def identity_of(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's identity from a config as dumped to JSON (``RunConfig.model_dump(mode="json")``,
+    also what a manifest stores under ``config``): without the run controls, and with the model
+    tables' transport options (``TRANSPORT_OPTIONS``: base URL, key variable, headers, region,
+    concurrency, timeouts, retries) at their defaults, so a config that never set them hashes as it
+    did before they were left out, and pointing a run at another URL keeps its identity.
+
+    Pure: a manifest written by an older docab is checked by recomputing this from its stored
+    config."""
+    identity = {key: value for key, value in config.items() if key not in RUN_CONTROLS}
+    if isinstance(identity.get("model"), Mapping):
+        identity["model"] = _without_transport(identity["model"])
+    answer = identity.get("answer")
+    if isinstance(answer, Mapping) and isinstance(answer.get("extractor"), Mapping):
+        identity["answer"] = {**answer, "extractor": _without_transport(answer["extractor"])}
+    return identity
+
+
+def identity_hash(config: Mapping[str, Any]) -> str:
+    """sha256 of :func:`identity_of` ``config``, canonical JSON: the manifest's ``config_hash``."""
+    canonical = json.dumps(identity_of(config), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _without_transport(model: Mapping[str, Any]) -> dict[str, Any]:
+    table = {key: value for key, value in model.items() if key not in UNHASHED_MODEL_OPTIONS}
+    for key in TRANSPORT_OPTIONS:
+        if key in LATER_OPTIONS:  # written out only when set: at its default it is absent
+            table.pop(key, None)
+        elif key in table:
+            table[key] = _TRANSPORT_DEFAULTS[key]
+    return table
+
+
+_TRANSPORT_DEFAULTS: dict[str, Any] = {
+    key: ModelConfig.model_fields[key].get_default(call_default_factory=True) for key in TRANSPORT_OPTIONS
+}
 
 
 def resolve_config_path(value: str, base_dir: Path | None) -> Path:

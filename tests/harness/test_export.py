@@ -193,7 +193,12 @@ def test_export_schema_declares_every_field_and_only_identifiers() -> None:
     skipped = {"usage", "cached_tool_usage", "cached_model_usage", "tool_calls"}
     fields = [f for f in RunRecord.__dataclass_fields__ if f not in skipped]
     assert fields == RECORDS_SCHEMA.names[: len(fields)]
-    per_role = {"tokens_by_role", "tool_calls_by_name", "tool_seconds_by_name"}
+    per_role = {
+        "tokens_by_role",
+        "tool_calls_by_name",
+        "tool_seconds_by_name",
+        "tokens_with_cache",
+    }  # flattened
     outcome_fields = [f.name for f in dataclasses.fields(QuestionOutcome) if f.name not in per_role]
     assert outcome_fields == QUESTIONS_SCHEMA.names[: len(outcome_fields)]
     for name in [*RECORDS_SCHEMA.names, *QUESTIONS_SCHEMA.names]:

@@ -74,7 +74,9 @@ def test_the_manifest_and_the_config_hash_keep_the_template_not_the_secret() -> 
     assert run.config_hash() == same.config_hash()  # whatever the variables hold
     plain = parse_config({"name": "x", "model": "openai/m", "arms": [{"name": "a"}]})
     assert "headers" not in plain.identity()["model"]  # options not used stay out of the hash
-    assert "headers" in run.identity()["model"] and run.config_hash() != plain.config_hash()
+    # Headers are transport (issue 23): the manifest keeps them, the run's identity does not.
+    assert "headers" not in run.identity()["model"] and run.config_hash() == plain.config_hash()
+    assert run.model_dump(mode="json")["model"]["headers"] == HEADERS
 
 
 def test_a_missing_variable_names_the_model_the_header_and_the_variable() -> None:

@@ -19,6 +19,7 @@ from docab.config import (
     with_overrides,
 )
 from tests.harness.corpus import write_benchmark_folder
+from tests.support.llm_stub import LLMStub
 
 BASE: dict[str, Any] = {"name": "x", "model": "openai/gpt-4o", "arms": [{"name": "fs"}, {"name": "fs+md"}]}
 
@@ -86,7 +87,9 @@ def test_an_override_changes_the_hash_only_when_it_changes_the_config() -> None:
     config = parse_config(BASE)
     assert with_overrides(config, ["model.name=openai/gpt-4o"]).config_hash() == config.config_hash()
     assert with_overrides(config, ["concurrency=16", "epochs=3"]).config_hash() == config.config_hash()
-    assert with_overrides(config, ["model.base_url=http://h/v1"]).config_hash() != config.config_hash()
+    # Where the endpoint lives is transport, not identity (issue 23): the same run at another URL.
+    assert with_overrides(config, ["model.base_url=http://h/v1"]).config_hash() == config.config_hash()
+    assert with_overrides(config, ["model.temperature=0.5"]).config_hash() != config.config_hash()
 
 
 CONFIG = """\
@@ -139,10 +142,15 @@ def test_docab_run_records_its_overrides_in_the_manifest(
     )
     err = capsys.readouterr().err
     assert "agent model openai/m at http://127.0.0.1:9/v1: connection refused" in err
+    # A failed start writes nothing (issue 23; it used to leave a manifest behind).
+    assert not (tmp_path / "results" / "over-local").exists()
+    with LLMStub(models=["m"]) as stub:
+        flags = ["--model", "openai/m", "--base-url", stub.openai_base_url, "--set", "name=over-local"]
+        main(["run", str(config), *results, *flags])
     local = json.loads((tmp_path / "results" / "over-local" / "manifest.json").read_text())
     assert local["sessions"][0]["overrides"] == [
         "model.name=openai/m",
-        "model.base_url=http://127.0.0.1:9/v1",
+        f"model.base_url={stub.openai_base_url}",
         "name=over-local",
     ]
 

@@ -25,7 +25,8 @@ def test_cluster_t_cr3_worked_example() -> None:
     # Var = (0 + 1 + 1) / (2/3)^2 / 6^2 = 0.125; equal documents give Bell-McCaffrey df = C - 1 = 2.
     x = [1, 0, 1, 1, 0, 0]
     docs = ["a", "a", "b", "b", "c", "c"]
-    mean = stats.mean_t(x, docs)
+    mean = stats.mean_t(x, docs, sign_flip_below=0)  # the t itself (the default on 3 documents: sign flip)
+    assert stats.mean_t(x, docs).interval.method == "none"  # 3 documents cannot reach p < 0.05
     half = 4.302652729911275 * math.sqrt(0.125)  # t(0.975, df=2)
     assert (mean.estimate, mean.clusters) == (0.5, 3)
     assert mean.se == pytest.approx(math.sqrt(0.125)) and mean.df == pytest.approx(2.0)
@@ -50,7 +51,7 @@ def test_cluster_t_p_values_match_its_interval() -> None:
     rng = np.random.default_rng(5)
     docs = np.repeat(np.arange(12), 5)
     x = rng.normal(0.1, 0.3, 60)
-    result = stats.mean_t(x, docs)
+    result = stats.mean_t(x, docs, sign_flip_below=0)  # the t (12 documents get the sign flip)
     # the interval's ends are exactly where the two-sided p-value is 0.05
     assert result.p_two_sided(result.interval.low) == pytest.approx(0.05)
     assert result.p_two_sided(result.interval.high) == pytest.approx(0.05)

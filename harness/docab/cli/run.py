@@ -26,16 +26,24 @@ killed run loses only the samples that were in flight. --retry-errors also runs 
 samples that ended in an error or timeout (their new records are appended; the newest stands).
 
 Before any sample, each model endpoint gets one cheap request (its model list) and each MCP
-server is started once, so an unreachable server or a refused key stops the run at once. Relative
-paths in a config file resolve against its folder.
+server is started once, so an unreachable server or a refused key stops the run at once; until
+these checks pass the run folder is not created or changed, so the corrected command just runs.
+Relative paths in a config file resolve against its folder.
+
+One process writes a run folder at a time (RUN_DIR/run.lock, held for the whole run): a second
+one is refused with a line naming the holder, or waits with --wait. A run that was killed leaves
+its lock behind; the next start takes the folder over and removes the killed run's temporary
+workspaces. The endpoint's URL, key variable, headers, timeouts and retries are not part of the
+run's identity: a run resumed at another URL is the same run, and each session records its URLs.
 
 Overrides change the config as if its TOML said so, and are recorded in the manifest; an override
 that changes the config changes its hash, so give such a run its own name (--set name=... or --out).
 
 exit status: 0 the run finished; 1 more samples ended in an error or timeout than allowed
 (--max-error-share; by default none), with a one-line account of the causes; 2 the run could not
-start (config, dataset, endpoint, MCP server, run folder); 3 the spend cap (--max-cost) stopped it
-before its last sample (the samples done are kept; a higher cap resumes it).
+start (config, dataset, endpoint, MCP server, run folder, another process writing it); 3 the spend
+cap (--max-cost) stopped it before its last sample (the samples done are kept; a higher cap
+resumes it).
 
 examples:
   docab run mmlongbench-openai --limit 20                      # 20 questions spread over the documents
@@ -154,6 +162,11 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--out", type=Path, metavar="RUN_DIR", help="the run folder (default: RESULTS/<run name>)"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another process is writing the run folder, wait for it to finish (default: refuse)",
+    )
 
 
 def shard_option(text: str, env: Mapping[str, str] | None = None) -> Shard:
@@ -258,6 +271,7 @@ def request_from(
         retry_errors=getattr(args, "retry_errors", False),
         preflight=not getattr(args, "no_preflight", False),
         overrides=tuple(overrides_from(args)),
+        wait=getattr(args, "wait", False),
         max_cost=getattr(args, "max_cost", None),
     )
 

@@ -11,7 +11,8 @@ Layout (``MANIFEST_VERSION`` 1)::
      extractor_config: {...every option of the extractor as it runs...}},
      "shard": {index, count} | null, "git": {commit, dirty}, "packages": {name: version},
      "record_version", "sessions": [{started_at, finished_at, argv, git, packages, host,
-     record_version, epochs, concurrency, limit, first, questions, overrides, retry_errors}],
+     record_version, epochs, concurrency, limit, first, questions, overrides, retry_errors,
+     endpoints: [{role, model, base_url, key_env, headers}]}],
      "mcp_servers": {name: [tool names]},
      "arms": [{name, tools, mcp_servers, prompt, tool_names, tool_definition_chars,
      tool_definition_tokens}], "merged_from": [{path, run_id, shard, sessions}]}
@@ -74,6 +75,17 @@ class ShardInfo(_Part):
     count: int
 
 
+class EndpointInfo(_Part):
+    """Where one model role's calls went in a session: transport, not part of the run's identity,
+    so a run resumed at another URL keeps its hash and its sessions keep the history."""
+
+    role: str = ""  # "agent" | "extractor"
+    model: str = ""  # provider/model
+    base_url: str | None = None  # None: the provider's default
+    key_env: str = ""  # the variable holding the key ("" for none)
+    headers: tuple[str, ...] = ()  # the names of the headers sent (values may hold secrets)
+
+
 class Session(_Part):
     """One invocation of ``docab run`` (or of the library's ``run``) on the folder."""
 
@@ -91,6 +103,7 @@ class Session(_Part):
     questions: int | None = None  # questions in this invocation's share (after limit and shard)
     overrides: tuple[str, ...] = ()  # KEY=VALUE changes to the config file (--set, --model, --base-url)
     retry_errors: bool = False  # errored and timed-out samples were run again
+    endpoints: tuple[EndpointInfo, ...] = ()  # where each model role's calls went (empty: none, or older)
 
 
 class ArmManifest(_Part):

@@ -5,7 +5,9 @@ key wins (a folder named later, or the output's own records before the parts); e
 is counted as a duplicate and a warning names any that disagree, except a copy that ended in an
 error or timeout followed by a newer record of the sample: that is a retry (``docab run
 --retry-errors``), and the newer record simply stands. Lines that are not records are
-skipped with a warning, and a transcript path that leaves its run folder is not followed. Transcripts of the kept
+skipped with a warning, and a transcript path that leaves its run folder is not followed. The
+output folder's lock (``run.lock``, :mod:`docab.log.lock`) is held while writing: an output whose
+run is live is refused, and a part still being written is named in a warning. Transcripts of the kept
 records and every image are copied; the merged manifest keeps the first part's config and lists
 the parts with their own manifests' sessions. Merging into a folder that already holds the same
 run adds to it, so merging again after a late shard finishes is safe.
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from docab.errors import DocabError
+from docab.log.lock import RunBusy, RunLock, busy_message
 from docab.log.manifest import Manifest, MergedPart
 from docab.log.records import RunRecord
 from docab.log.store import (
@@ -30,6 +33,7 @@ from docab.log.store import (
     StoreError,
     inside_run,
     read_records_reporting,
+    run_identity,
     utc_now,
 )
 
@@ -63,8 +67,12 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
     resolved_out = out.resolve()
     if any(part.resolve() == resolved_out for part in parts):
         raise MergeError(f"{out} is both a part and the output; choose another --out")
+    lock = RunLock(out)
+    verdict = lock.peek()  # reads only: a live run's folder is refused before anything is read
+    if verdict.action == "busy":
+        raise MergeError(busy_message(out, verdict).replace("add --wait to start", "merge again"))
     manifests = [_manifest(part) for part in parts]
-    hashes = {m.config_hash for m in manifests}
+    hashes = {run_identity(m) for m in manifests}
     if len(hashes) != 1:
         listing = ", ".join(
             f"{p} ({m.config_hash[:12] or 'no hash'})" for p, m in zip(parts, manifests, strict=True)
@@ -73,7 +81,7 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
     sources: list[Path] = list(parts)
     existing = _manifest(out) if (out / MANIFEST).exists() else None
     if existing is not None:
-        if existing.config_hash not in hashes:
+        if run_identity(existing) not in hashes:
             raise MergeError(f"{out} already holds a run with another config; choose another --out")
         sources.insert(0, out)
     elif out.exists() and any(out.iterdir()):
@@ -81,7 +89,12 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
 
     kept: dict[tuple[str, str, int], tuple[RunRecord, Path]] = {}
     duplicates = 0
-    warnings: list[str] = []
+    warnings: list[str] = [
+        f"{part} is still being written ({peeked.holder.describe() if peeked.holder else 'by another process'}); "
+        "merge again when it has finished"
+        for part in parts
+        if (peeked := RunLock(part).peek()).action == "busy"
+    ]
     for source in sources:
         if not (source / RECORDS).exists():
             warnings.append(f"{source} has no {RECORDS}; nothing taken from it")
@@ -102,9 +115,17 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
                     )
             kept[record.key] = (record, source)
     try:
+        lock.acquire(wait=False)  # held while writing: no run starts in the folder meanwhile
+    except RunBusy as exc:
+        raise MergeError(str(exc).replace("add --wait to start", "merge again")) from None
+    except OSError as exc:
+        raise MergeError(f"could not write the merged run into {out}: {exc.strerror or exc}") from None
+    try:
         return _write_merged(parts, manifests, sources, out, existing, kept, duplicates, warnings)
     except OSError as exc:
         raise MergeError(f"could not write the merged run into {out}: {exc.strerror or exc}") from None
+    finally:
+        lock.release()
 
 
 def _write_merged(

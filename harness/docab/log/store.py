@@ -32,10 +32,12 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 from docab.agent.messages import Image, ToolSpec
+from docab.config import identity_hash
 from docab.errors import RunError
 from docab.log.events import Event
 from docab.log.manifest import (
     DatasetInfo,
+    EndpointInfo,
     GitState,
     Manifest,
     ManifestError,
@@ -197,6 +199,22 @@ def read_records_reporting(path: Path) -> tuple[list[RunRecord], list[str]]:
     return records, warnings
 
 
+def same_run(manifest: Manifest, config_hash: str) -> bool:
+    """Does the run of ``manifest`` have the identity ``config_hash``? Its own hash says so, or, for a
+    manifest an older docab wrote with another identity (one that still counted the endpoint URL),
+    the hash recomputed from the config it stores (:func:`docab.config.identity_hash`)."""
+    if manifest.config_hash == config_hash:
+        return True
+    return bool(manifest.config) and identity_hash(manifest.config) == config_hash
+
+
+def run_identity(manifest: Manifest) -> str:
+    """The identity of a manifest's run as this docab hashes it: recomputed from its stored config
+    (so runs written before the endpoint left the identity compare by what changes results), its
+    stored hash when it stores no config."""
+    return identity_hash(manifest.config) if manifest.config else manifest.config_hash
+
+
 def inside_run(run_dir: Path, rel: str) -> Path | None:
     """The file a record names (a transcript), if the relative path stays inside the run folder."""
     if Path(rel).is_absolute():
@@ -230,9 +248,29 @@ class RunStore:
         except ManifestError as exc:
             raise StoreError(f"{exc}; move the run folder away or repair the file") from None
 
+    def check(self, manifest: Manifest) -> Manifest | None:
+        """The folder's run, if it has one, when ``manifest`` may resume it; raises
+        :class:`StoreError` when it holds a run with another config. Reads only: nothing is created
+        or written, so a start that fails later leaves the folder as it was."""
+        if self.dir.exists() and not self.dir.is_dir():
+            raise StoreError(
+                f"cannot create the run folder {self.dir}: a file of that name exists; "
+                "choose a results folder that can be written"
+            )
+        existing = self.read_manifest()
+        if existing is not None and not same_run(existing, manifest.config_hash):
+            raise StoreError(
+                f"{self.dir} holds a run with a different config (hash {existing.config_hash[:12] or 'none'}, "
+                f"this config {manifest.config_hash[:12]}); give the run another name, "
+                "or move the old folder away"
+            )
+        return existing
+
     def begin(self, manifest: Manifest, *, session: Session) -> Manifest:
         """Create or resume the run, adding ``session``; refuses a folder holding a run with another
-        config. Returns the manifest as written (an existing run keeps its own, with one more session)."""
+        config. Returns the manifest as written (an existing run keeps its own, with one more session,
+        and the hash of this docab's identity when an older one wrote another)."""
+        existing = self.check(manifest)
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # read-only disk, a file where a folder should be, no permission
@@ -240,13 +278,8 @@ class RunStore:
                 f"cannot create the run folder {self.dir}: {exc.strerror or exc}; "
                 "choose a results folder that can be written"
             ) from None
-        existing = self.read_manifest()
         if existing is not None and existing.config_hash != manifest.config_hash:
-            raise StoreError(
-                f"{self.dir} holds a run with a different config (hash {existing.config_hash[:12] or 'none'}, "
-                f"this config {manifest.config_hash[:12]}); give the run another name, "
-                "or move the old folder away"
-            )
+            existing = existing.model_copy(update={"config_hash": manifest.config_hash})
         begun = (existing or manifest).with_session(session)
         try:
             self.write_manifest(begun)
@@ -404,6 +437,7 @@ def session_info(
     first: int | None = None,
     overrides: Sequence[str] = (),
     retry_errors: bool = False,
+    endpoints: Sequence[EndpointInfo] = (),
 ) -> Session:
     """This invocation: its command line, code and host, and the run controls it was given."""
     return Session(
@@ -420,6 +454,7 @@ def session_info(
         questions=questions,
         overrides=tuple(overrides),
         retry_errors=retry_errors,
+        endpoints=tuple(endpoints),
     )
 
 

@@ -86,6 +86,24 @@ LATER_OPTIONS: dict[str, object] = {
     "price": None,
     "cache": False,
 }
+# Where the endpoint lives, how it authenticates and how calls reach it: none of these changes what
+# a record means, so the run's identity (``docab.config.identity_of``) leaves them at their
+# defaults; a run resumed at another URL, with another key variable or another retry policy is the
+# same run (each session records its endpoints).
+TRANSPORT_OPTIONS = (
+    "base_url",
+    "api_key_env",
+    "headers",
+    "region",
+    "project",
+    "concurrency",
+    "http_backend",
+    "timeout",
+    "max_retries",
+    "retry_base_delay",
+    "retry_max_delay",
+    "retry_after_cap",
+)
 _NUMBERS = (
     "temperature",
     "max_output_tokens",

@@ -186,12 +186,15 @@ QUESTIONS_SCHEMA = pa.schema(
         ("limits", _TEXTS),
         ("errors", _TEXTS),
         ("evidence_recall_seen", _FLOAT),
+        ("tokens_estimated", _BOOL),  # the offline policy's estimated tokens
         ("cost_usd", _FLOAT),  # NaN when a price is unknown
         ("cost_saved_usd", _FLOAT),
         # derived: tokens per role (epochs averaged), the evidence-pages breakdown
         ("tokens_agent", _FLOAT),
         ("tokens_tool_side", _FLOAT),
         ("tokens_extractor", _FLOAT),
+        ("tokens_with_anthropic_cache", _FLOAT),  # estimates, docab.report.prompt_cache
+        ("tokens_with_openai_cache", _FLOAT),
         ("evidence_pages_kind", _TEXT),
         ("evidence_pages_groups", _TEXTS),
     ]
@@ -296,8 +299,10 @@ def question_row(outcome: QuestionOutcome) -> dict[str, Any]:
     row = {
         f.name: getattr(outcome, f.name)
         for f in dataclasses.fields(outcome)
-        if f.name not in ("tokens_by_role", "tool_calls_by_name", "tool_seconds_by_name")
+        if f.name not in ("tokens_by_role", "tool_calls_by_name", "tool_seconds_by_name", "tokens_with_cache")
     }
+    for rule, tokens in outcome.tokens_with_cache.items():
+        row[f"tokens_with_{rule}_cache"] = tokens
     for name in ("statuses", "evidence_pages", "evidence_sources", "answer_protocols", "limits", "errors"):
         row[name] = list(row[name])
     for role in ROLES:

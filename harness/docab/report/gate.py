@@ -34,7 +34,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from docab.report import stats
-from docab.report.schema import ArmSummary, Comparison, CostComparison, ScoreComparison
+from docab.report.schema import ArmSummary, Comparison, CostComparison, ScoreComparison, SignFlipData
+from docab.report.signflip import SignFlip
 
 Verdict = Literal["fail", "pass", "cannot test", "not gated", "not measured"]
 """``cannot test``: the metric is gated and measured, but its figure rests on one document (no
@@ -165,11 +166,19 @@ def _scaled(value: float | None, scale: float, shift: float = 0.0) -> float | No
     return None if value is None else (value - shift) * scale
 
 
-def _test(value: float | None, se: float | None, df: float | None, documents: int) -> stats.ClusterT | None:
-    """The figure's inference, rebuilt from the summary; None when it has none (one document)."""
+def _test(
+    value: float | None,
+    se: float | None,
+    df: float | None,
+    documents: int,
+    sign_flip: SignFlipData | None = None,
+) -> stats.ClusterT | None:
+    """The figure's inference, rebuilt from the summary (with its sign-flip test below 30
+    documents); None when it has none (one document)."""
     if value is None or se is None or not math.isfinite(value) or math.isnan(se):
         return None
-    return stats.ClusterT(value, se, math.nan if df is None else df, stats.NO_INTERVAL, documents)
+    flip = SignFlip(value, tuple(sign_flip.influence), tuple(sign_flip.weights)) if sign_flip else None
+    return stats.ClusterT(value, se, math.nan if df is None else df, stats.NO_INTERVAL, documents, flip)
 
 
 def score_check(metric: GatedMetric, cell: ScoreComparison | None, threshold: float | None) -> Check:
@@ -179,7 +188,7 @@ def score_check(metric: GatedMetric, cell: ScoreComparison | None, threshold: fl
     change = _scaled(gap.value, 100) if gap else None
     low = _scaled(gap.low, 100) if gap else None
     high = _scaled(gap.high, 100) if gap else None
-    test = _test(gap.value, gap.se, gap.df, gap.documents) if gap else None
+    test = _test(gap.value, gap.se, gap.df, gap.documents, gap.sign_flip) if gap else None
     verdict: Verdict
     p: float | None = None
     if change is None:
@@ -214,7 +223,7 @@ def cost_check(metric: GatedMetric, cell: CostComparison | None, threshold: floa
     high = _scaled(ratio.high, 100, 1.0) if ratio else None
     positive = ratio is not None and ratio.value is not None and ratio.value > 0
     test = (
-        _test(math.log(ratio.value), ratio.log_se, ratio.df, ratio.documents)
+        _test(math.log(ratio.value), ratio.log_se, ratio.df, ratio.documents, ratio.sign_flip)
         if positive and ratio and ratio.value
         else None
     )
@@ -265,13 +274,13 @@ def evaluate(comparison: Comparison, thresholds: Thresholds) -> list[Check]:
     for metric, cell, threshold in scores:
         checks.append(score_check(metric, cell, threshold))
         gap = cell.difference if cell else None
-        tests.append(_test(gap.value, gap.se, gap.df, gap.documents) if gap else None)
+        tests.append(_test(gap.value, gap.se, gap.df, gap.documents, gap.sign_flip) if gap else None)
     for metric, cost, threshold in costs:
         checks.append(cost_check(metric, cost, threshold))
         ratio = cost.ratio if cost else None
         usable = ratio is not None and ratio.value is not None and ratio.value > 0
         tests.append(
-            _test(math.log(ratio.value), ratio.log_se, ratio.df, ratio.documents)
+            _test(math.log(ratio.value), ratio.log_se, ratio.df, ratio.documents, ratio.sign_flip)
             if usable and ratio and ratio.value
             else None
         )

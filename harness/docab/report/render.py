@@ -489,6 +489,17 @@ def _comparison_section(
             f"Wilcoxon {p_value(tokens.wilcoxon.p_value)}",
             ratio(tokens.ratio),
         ],
+        *[
+            [
+                f"Tokens/q with {estimate.rule} prompt caching (estimate)",
+                count(estimate.tokens.a.median),
+                count(estimate.tokens.b.median),
+                difference(estimate.tokens.difference, signed_count, "") + " (mean)",
+                f"Wilcoxon {p_value(estimate.tokens.wilcoxon.p_value)}",
+                ratio(estimate.tokens.ratio),
+            ]
+            for estimate in itt.prompt_cache
+        ],
     ]
     if itt.cost is not None:
         spent = itt.cost
@@ -517,6 +528,22 @@ def _comparison_section(
     plain = accuracy.mcnemar_ignoring_documents
     notes = [
         itt.mde.statement,
+        *(
+            [
+                "Tokens are estimates (the offline policy's characters / 4) that count every turn's "
+                'whole input, as a provider without prompt caching bills it; the rows "with ... '
+                'prompt caching" estimate input-equivalent tokens when the repeated prefix of each '
+                "turn is billed at the provider's cached-input price (docab.report.prompt_cache)."
+            ]
+            if itt.tokens_estimated and itt.prompt_cache
+            else [
+                'Rows "with ... prompt caching": estimates of input-equivalent tokens had every turn\'s '
+                "repeated prefix been billed at that provider's cached-input price "
+                "(docab.report.prompt_cache)."
+            ]
+            if itt.prompt_cache
+            else []
+        ),
         f"Plain McNemar, which ignores documents (its false-positive rate is far above 5 % when "
         f"questions cluster): {p_value(plain.p_value)}.",
     ]

@@ -25,10 +25,12 @@ Versions (``SUMMARY_VERSION``, the ``version`` field):
    evidence ``precision``; the MDE is ``{planned, observed, resolvable, bounded, statement}``; the
    sensitivity view drops every non-ok status and counts them (``dropped_by_status``);
    ``reference_rows`` and ``breakdown_note`` are new; ``resamples`` and ``seed`` are gone.
-4. issue 24: evidence ``recall`` counts pages read calls opened (no longer pages only search
-   results showed) and ``recall_seen`` counts search results too.
+4. issue 24: evidence ``recall`` counts pages read calls opened (no longer pages
+   only search results showed) and ``recall_seen`` counts search results too; below 30 documents
+   paired differences and ratios use the sign-flip test (method ``sign-flip``, ``sign_flip``);
+   ``prompt_cache`` compares tokens under each provider's prompt caching (estimates).
 5. this schema (issue 28): US dollars: an arm's ``cost``, a comparison's ``cost`` (B/A ratio with
-   its cluster-robust interval) and the summary's ``prices`` (each model's price, source and date).
+   its interval, as for tokens) and the summary's ``prices`` (each model's price, source and date).
 
 Reading a file: :func:`parse_summary` (raises :class:`SummaryFormatError` with a message fit to show).
 
@@ -59,7 +61,7 @@ def _finite_or_none(value: object) -> object:
 Number = Annotated[float | None, BeforeValidator(_finite_or_none)]
 """A float, or None where the figure is undefined (see the module docstring)."""
 
-IntervalMethod = Literal["cluster-t-cr3", "korn-graubard", "clopper-pearson", "none"]
+IntervalMethod = Literal["cluster-t-cr3", "sign-flip", "korn-graubard", "clopper-pearson", "none"]
 """How an interval was computed (``docab.report.stats``): ``cluster-t-cr3`` the cluster-robust t
 (CR3 variance, Bell-McCaffrey degrees of freedom); ``korn-graubard`` exact-type for an arm's
 proportion on few questions; ``none`` when it could not be computed (one document)."""
@@ -86,6 +88,15 @@ class Estimate(SchemaModel):
     method: IntervalMethod
 
 
+class SignFlipData(SchemaModel):
+    """What the sign-flip test of a difference on few documents needs to be redone (by the gate at
+    its own bounds): each document's summed influence at the estimate and its weight
+    (``docab.report.signflip``)."""
+
+    influence: list[float]
+    weights: list[float]
+
+
 class Difference(Estimate):
     """A paired difference B − A (a mean over the paired questions, or a difference of ratios such
     as F1, linearised), with its cluster-robust t interval over documents."""
@@ -94,6 +105,7 @@ class Difference(Estimate):
     df: Number  # the t distribution's degrees of freedom (Bell-McCaffrey)
     p_value: Number  # two-sided, of no difference (the exact sign test's when se is 0)
     documents: int = 0  # documents behind it: the clusters of its inference
+    sign_flip: SignFlipData | None = None  # below 30 documents: its p-values are the sign-flip test's
 
 
 class Spread(SchemaModel):
@@ -276,6 +288,7 @@ class Ratio(SchemaModel):
     log_se: Number  # standard error of the mean log ratio
     df: Number
     documents: int = 0
+    sign_flip: SignFlipData | None = None  # below 30 documents, of the mean log ratio
     pairs: int  # pairs used
     excluded: int  # pairs with a zero or missing value on either side
 
@@ -319,6 +332,16 @@ class AnswerableComparison(ScoreComparison):
     questions: int
 
 
+class PromptCacheEstimate(SchemaModel):
+    """The token comparison with one provider's prompt caching applied to every agent call: input-
+    equivalent tokens (cached input at the provider's read price, cache writes at its write price),
+    an estimate (``docab.report.prompt_cache``)."""
+
+    rule: str  # anthropic, openai
+    source: str  # where the rule is documented, and when it was read
+    tokens: CostComparison
+
+
 class PairedResults(SchemaModel):
     """Every paired statistic of one comparison over the questions both arms ran."""
 
@@ -333,6 +356,9 @@ class PairedResults(SchemaModel):
     latency: CostComparison  # wall seconds
     icc: Number  # intraclass correlation of the differences within documents
     mde: DetectableEffect
+    # tokens again under each provider's prompt caching (estimates; uncached: ``tokens``)
+    prompt_cache: list[PromptCacheEstimate] = []
+    tokens_estimated: bool = False  # token counts are the offline policy's estimates
     cost: CostComparison | None = None  # USD per question; None when a price is unknown (version 5 on)
 
 

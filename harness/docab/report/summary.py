@@ -44,12 +44,14 @@ from docab.log.cost import SampleCost
 from docab.log.manifest import ArmManifest, Manifest, ManifestError, ModelsInfo, load_manifest
 from docab.log.records import RunRecord
 from docab.pricing import manifest_prices, record_cost
-from docab.report import schema, stats
+from docab.report import prompt_cache, schema, signflip, stats
 
 NOT_ANSWERABLE = "Not answerable"
 FLOOR_LABEL = "offline baseline policy, not a model result"
 NOT_FINISHED = ("error", "timeout", "limit")  # statuses dropped from both arms in the sensitivity view
-MIN_DOCUMENTS_FOR_INTERVAL = 5  # a breakdown cell spanning fewer documents gets no interval
+# A breakdown cell spanning fewer documents gets no interval: below 6, no sign pattern of the
+# sign-flip test (docab.report.signflip) reaches p < 0.05.
+MIN_DOCUMENTS_FOR_INTERVAL = signflip.MIN_DOCUMENTS_FOR_INTERVAL
 CALIBRATED_FROM_DOCUMENTS = 30  # the smallest size docab calibrate's table covers
 
 
@@ -210,6 +212,9 @@ class QuestionOutcome:
     errors: tuple[str, ...] = field(default=(), compare=False)
     # As evidence_recall, counting pages search results showed most of too (NaN without evidence)
     evidence_recall_seen: float = math.nan
+    # Input-equivalent tokens under each provider's prompt caching (docab.report.prompt_cache)
+    tokens_with_cache: dict[str, float] = field(default_factory=dict, compare=False)
+    tokens_estimated: bool = False  # the usage is the offline policy's estimate, not a provider's
     cost_usd: float = math.nan  # US dollars, every role (docab.pricing); NaN when a price is unknown
     cost_saved_usd: float = 0.0  # what answers served from a cache cost when first computed
 
@@ -298,6 +303,11 @@ def summarise_question(records: Sequence[RunRecord]) -> QuestionOutcome:
         limits=tuple(r.limit_hit for r in records if r.limit_hit),
         errors=tuple(e for r in records for e in r.errors),
         evidence_recall_seen=_mean(evidence_recall_seen(r) for r in records),
+        tokens_with_cache={
+            name: sum(prompt_cache.billed_with_cache(r.usage, rule) for r in records) / count
+            for name, rule in prompt_cache.PROMPT_CACHE_RULES.items()
+        },
+        tokens_estimated=any(prompt_cache.is_estimated(r.usage) for r in records),
         cost_usd=per_epoch_mean(lambda r: _usd(record_cost(r))),
         cost_saved_usd=per_epoch_mean(lambda r: record_cost(r).cached_usd),
     )
@@ -335,6 +345,13 @@ def estimate(value: float, interval: stats.Interval) -> schema.Estimate:
     return schema.Estimate(value=value, low=interval.low, high=interval.high, method=interval.method)
 
 
+def sign_flip_data(test: stats.ClusterT) -> schema.SignFlipData | None:
+    flip = test.flip
+    if flip is None:
+        return None
+    return schema.SignFlipData(influence=list(flip.influence), weights=list(flip.weights))
+
+
 def difference(test: stats.ClusterT) -> schema.Difference:
     return schema.Difference(
         value=test.estimate,
@@ -345,6 +362,7 @@ def difference(test: stats.ClusterT) -> schema.Difference:
         df=test.df,
         p_value=test.p_two_sided(0.0),
         documents=test.clusters,
+        sign_flip=sign_flip_data(test),
     )
 
 
@@ -692,6 +710,7 @@ def cost_comparison(cost: stats.CostComparison) -> schema.CostComparison:
             log_se=cost.ratio_test.se,
             df=cost.ratio_test.df,
             documents=cost.ratio_test.clusters,
+            sign_flip=sign_flip_data(cost.ratio_test),
             pairs=cost.pairs,
             excluded=cost.excluded,
         ),
@@ -721,16 +740,45 @@ def compare_arms(
     evidence = evidence_comparison(a, b, common)
     usd = paired_cost(a, b, common)
     overhead = [b[q].first_call_input - a[q].first_call_input for q in common]
+    itt = paired_results(analysis, evidence).model_copy(
+        update={
+            "cost": usd,
+            "prompt_cache": prompt_cache_estimates(a, b, common),
+            "tokens_estimated": any(a[q].tokens_estimated or b[q].tokens_estimated for q in common),
+        }
+    )
     return schema.Comparison(
         a=name_a,
         b=name_b,
         questions_a=len(a),
         questions_b=len(b),
         paired=len(common),
-        itt=paired_results(analysis, evidence).model_copy(update={"cost": usd}),
+        itt=itt,
         sensitivity=sensitivity(a, b, common),
         first_call_input_difference=spread(x for x in overhead if math.isfinite(x)),
     )
+
+
+def prompt_cache_estimates(
+    a: Mapping[str, QuestionOutcome], b: Mapping[str, QuestionOutcome], common: Sequence[str]
+) -> list[schema.PromptCacheEstimate]:
+    """The token comparison again, with each provider's prompt caching applied to every agent call
+    (estimates: ``docab.report.prompt_cache``)."""
+    docs = np.array([a[q].doc_id for q in common], dtype=object)
+    found = []
+    for name, rule in prompt_cache.PROMPT_CACHE_RULES.items():
+        tokens_a = np.array([a[q].tokens_with_cache.get(name, math.nan) for q in common])
+        tokens_b = np.array([b[q].tokens_with_cache.get(name, math.nan) for q in common])
+        if not (np.isfinite(tokens_a).any() and np.isfinite(tokens_b).any()):
+            continue
+        found.append(
+            schema.PromptCacheEstimate(
+                rule=name,
+                source=rule.source,
+                tokens=cost_comparison(stats.compare_costs(tokens_a, tokens_b, docs)),
+            )
+        )
+    return found
 
 
 def sensitivity(

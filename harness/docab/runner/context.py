@@ -84,6 +84,9 @@ class RunContext:
     progress: ProgressSink
     extractor: AnswerExtractor | None = None
     workspace_parent: Path | None = None  # default: the system's temporary folder
+    # Told each temporary folder the run makes (the run folder's lock records them, so a start
+    # after a kill removes them).
+    on_scratch: Callable[[Path], None] | None = None
     server_specs: dict[str, MCPServerSpec] = field(default_factory=dict)
     page_maps: dict[Path, PageMap] = field(default_factory=dict)  # per document, shared by workers
     # Samples run again (--retry-errors): how many records each already has. A retry's transcript

@@ -3,14 +3,20 @@
 ``await run_async(config)`` (or ``run(config)`` outside an event loop) does, in one event loop:
 
 1. load the questions and their converted documents; apply ``limit`` (or ``first``) then ``shard``;
-2. open ``results/<run-id>/`` (creating the manifest, or checking it matches this config);
+2. read ``results/<run-id>/`` if it exists (only read; refused at once when another process
+   holds its lock: checking its manifest matches this config's
+   identity, which leaves out where the endpoints live, see :func:`docab.config.identity_of`);
 3. plan the work units still to do (records already written are skipped: resume; with
    ``retry_errors``, samples whose newest record is an error or timeout are run again, and
    their new records appended);
 4. preflight: one cheap request per distinct model endpoint (the offline baseline needs none) and
    a start of every MCP server, so an unreachable endpoint or a bad server command stops the run
    before any sample, with a message naming the role, the URL and the cause;
-5. run the units and report progress; records are flushed as samples finish.
+5. only then take the folder's lock (``run.lock``, held for the whole run: a second process is
+   refused in one sentence naming the holder, or waits with ``wait``; a lock left by a killed
+   run is taken over and its temporary workspaces removed: :mod:`docab.log.lock`), and create or
+   resume the run folder: the manifest, with one session more (which records the endpoints it used);
+6. run the units and report progress; records are flushed as samples finish.
 
 Errors are :class:`docab.errors.DocabError`\\ s worded for the library's own terms
 (``limit must be at least 1``); ``docab run`` and ``docab demo`` check their flags before calling.
@@ -37,7 +43,8 @@ from docab.agent.toolbox.filesystem import FILESYSTEM_TOOLS
 from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession, MCPStartError
 from docab.config import RunConfig, load_config, with_overrides
 from docab.errors import DatasetError, RunError
-from docab.log.manifest import ArmManifest, DatasetInfo, ModelsInfo
+from docab.log.lock import RunLock, remove_scratch
+from docab.log.manifest import ArmManifest, DatasetInfo, EndpointInfo, Manifest, ModelsInfo, Session
 from docab.log.records import RunRecord
 from docab.log.store import RunStore, StoreError, manifest_for, session_info, utc_now
 from docab.models.base import Model, ModelError
@@ -50,7 +57,7 @@ from docab.runner.context import RunContext, Scorer, price_book, server_specs
 from docab.runner.dataset import Dataset, Sample, load_dataset
 from docab.runner.failures import ERRORED, ErrorTally, tally_errors
 from docab.runner.progress import ProgressSink, ProgressState, progress_for, totals_per_arm
-from docab.runner.schedule import in_shard, newest_per_key, plan, spread_over_documents
+from docab.runner.schedule import WorkUnit, in_shard, newest_per_key, plan, spread_over_documents
 from docab.runner.spend import SpendGuard, SpendStop
 from docab.runner.workers import run_units
 from docab_benchmark.mmlongbench.errors import DataError
@@ -76,6 +83,7 @@ class RunRequest:
     retry_errors: bool = False  # run again the samples whose newest record is an error or timeout
     preflight: bool = True  # check every model endpoint with one cheap request before any sample
     overrides: tuple[str, ...] = ()  # KEY=VALUE changes already applied to ``config``, for the manifest
+    wait: bool = False  # when another process writes the run folder: wait for it (else refuse)
     max_cost: float | None = None  # USD the whole run may spend (docab.runner.spend); default: the config's
 
     def __post_init__(self) -> None:
@@ -137,6 +145,7 @@ async def run_async(
     shard: tuple[int, int] | None = None,
     quiet: bool = False,
     retry_errors: bool = False,
+    wait: bool = False,
     overrides: Sequence[str] = (),
     max_cost: float | None = None,
     dataset: Dataset | None = None,
@@ -150,7 +159,9 @@ async def run_async(
     ``config`` is a :class:`~docab.config.RunConfig`, a TOML file or the name of a shipped config;
     ``overrides`` (``"limits.max_turns=10"``) change it as ``docab run --set`` does. The run goes
     to ``run_dir`` (default ``results_dir/<run name>``); running again with the same config
-    resumes it, and ``retry_errors`` runs its errored and timed-out samples again. ``limit``
+    resumes it, and ``retry_errors`` runs its errored and timed-out samples again. One process
+    writes a run folder at a time: another one's run raises :class:`~docab.log.lock.RunBusy`, or
+    is waited for with ``wait``. ``limit``
     spreads that many questions over the documents; ``first`` takes the first ones. ``max_cost``
     (USD; default the config's) stops the run before a sample that would take it over
     (:mod:`docab.runner.spend`; the outcome's ``spend_stop`` says so).
@@ -174,6 +185,7 @@ async def run_async(
         shard=shard,
         quiet=quiet,
         retry_errors=retry_errors,
+        wait=wait,
         overrides=tuple(str(o) for o in overrides),
         max_cost=max_cost,
     )
@@ -194,6 +206,7 @@ def run(
     shard: tuple[int, int] | None = None,
     quiet: bool = False,
     retry_errors: bool = False,
+    wait: bool = False,
     overrides: Sequence[str] = (),
     max_cost: float | None = None,
     dataset: Dataset | None = None,
@@ -217,6 +230,7 @@ def run(
             shard=shard,
             quiet=quiet,
             retry_errors=retry_errors,
+            wait=wait,
             overrides=overrides,
             max_cost=max_cost,
             dataset=dataset,
@@ -347,42 +361,39 @@ async def _launch_with_models(
         questions=len(samples),
         overrides=request.overrides,
         retry_errors=request.retry_errors,
+        endpoints=endpoints_for(config),
     )
-    try:
-        manifest = store.begin(manifest, session=session)  # raises StoreError (a RunError)
-    except StoreError as exc:
-        if request.overrides and "different config" in str(exc):
-            raise StoreError(
-                f"{exc} (the overrides {' '.join(request.overrides)} are part of the config: "
-                "name the run with --set name=... or --out)"
-            ) from None
-        raise
+    # Until every check has passed, the run folder is only read: a start that fails (an endpoint
+    # down, a bad server command, a config that is not this folder's, another process writing it)
+    # leaves it as it was.
+    lock = RunLock(request.folder)
+    lock.wait_while_busy(wait=request.wait, say=say)  # raises RunBusy naming the holder
+    existing = _checked(store, manifest, request)
     wanted = {(arm, s.qid, e) for arm in arms for s in samples for e in range(epochs)}
-    written = [r for r in store.records() if r.key in wanted]
-    recorded = newest_per_key(written)
-    redo = {r.key for r in recorded if r.status in ERRORED} if request.retry_errors else set()
-    kept = [r for r in recorded if r.key not in redo]
-    units = plan(samples, arms, epochs=epochs, seed=config.seed, done={r.key for r in kept})
-    todo = sum(len(u.arms) for u in units)
-    if not todo:
-        errored = sum(r.status in ERRORED for r in recorded)
-        retry = (
-            f"; {errored} of them ended in an error or timeout: --retry-errors runs them again"
-            if errored
-            else ""
+
+    def work_left() -> _Work:
+        return _work_left(
+            store, wanted, samples, arms, epochs, config.seed, retry_errors=request.retry_errors
         )
-        say(f"{request.folder}: all {len(recorded)} samples are already recorded; nothing to run{retry}")
-        return RunOutcome(request.folder, recorded, 0, len(recorded))
-    prices = price_book(config)
-    spend = spend_guard(request, config, prices, store.records())  # before anything is spent
-    if redo:
-        say(f"{request.folder}: running again {len(redo)} sample(s) that ended in an error or timeout")
-    if kept:
-        say(f"{request.folder}: resuming; {len(kept)} samples already recorded, {todo} to run")
+
+    work = work_left()
+    if not work.todo:
+        _take(lock, request, say)
+        try:
+            return _nothing_to_run(store, manifest, session, request, work_left(), say)
+        finally:
+            lock.release()
+    if work.redo:
+        say(f"{request.folder}: running again {len(work.redo)} sample(s) that ended in an error or timeout")
+    if work.kept:
+        say(f"{request.folder}: resuming; {len(work.kept)} samples already recorded, {work.todo} to run")
+    if existing is not None:
+        for change in endpoint_changes(last_endpoints(existing), session.endpoints):
+            say(f"note: {change} since the run's last session (recorded in the manifest's sessions)")
+    spend = spend_guard(request, config, price_book(config), store.records())  # raises before any call
     if spend is not None:
         say(f"spend cap: ${spend.cap:.2f} for the whole run; ${spend.spent:.4f} spent so far")
-    cached = [m for m in (config.model, config.extractor_model) if m.cache and m.provider != "baseline"]
-    if cached:
+    if any(m.cache and m.provider != "baseline" for m in (config.model, config.extractor_model)):
         # Opened now, so an unusable folder stops the run before any sample (CacheError is a RunError).
         say(f"response cache: {shared_cache().directory}")
     endpoints = [line for line in map(describe, models) if line]
@@ -395,21 +406,73 @@ async def _launch_with_models(
                 say(f"note: {note}")
         except ModelError as exc:
             raise RunError(
-                f"{exc}\n(no sample was run: start the server or fix [model] base_url, api_key_env or the "
-                "key, and run again)"
+                f"{exc}\n(no sample was run and {request.folder} was left as it was: start the server or "
+                "fix [model] base_url, api_key_env or the key, and run again)"
             ) from None
     used = [name for name in config.mcp_servers if any(name in arm.mcp_servers for arm in config.arms)]
     specs = server_specs(config, used)
     try:
         mcp_tools = await preflight(list(specs.values()))
     except MCPStartError as exc:
-        raise RunError(f"{exc}\n(no sample was run; fix the [mcp_servers] config and run again)") from None
-    manifest = manifest.with_tools(
-        {name: [t.name for t in tools] for name, tools in mcp_tools.items()}, arms_manifest(config, mcp_tools)
-    )
-    store.write_manifest(manifest)
+        raise RunError(
+            f"{exc}\n(no sample was run and {request.folder} was left as it was; fix the [mcp_servers] "
+            "config and run again)"
+        ) from None
+    tools = {name: [t.name for t in found] for name, found in mcp_tools.items()}
+    arms_info = arms_manifest(config, mcp_tools)  # raises RunError before anything is written
 
+    # Every check passed: hold the folder for the whole run, then create or resume it.
+    _take(lock, request, say)
+    try:
+        work = work_left()  # again, under the lock: another process may have written meanwhile
+        if not work.todo:
+            return _nothing_to_run(store, manifest, session, request, work, say)
+        manifest = _begin(store, manifest, session, request).with_tools(tools, arms_info)
+        store.write_manifest(manifest)
+        return await _run_work(
+            request,
+            config,
+            model,
+            scorer,
+            store,
+            progress,
+            extractor,
+            specs,
+            lock,
+            work,
+            wanted,
+            epochs,
+            concurrency,
+            arms,
+            len(samples),
+            manifest,
+        )
+    finally:
+        lock.release()
+
+
+async def _run_work(
+    request: RunRequest,
+    config: RunConfig,
+    model: Any,
+    scorer: Scorer,
+    store: RunStore,
+    progress: ProgressSink | None,
+    extractor: BenchmarkExtractor | None,
+    specs: dict[str, MCPServerSpec],
+    lock: RunLock,
+    work: _Work,
+    wanted: set[tuple[str, str, int]],
+    epochs: int,
+    concurrency: int,
+    arms: list[str],
+    questions: int,
+    manifest: Manifest,
+) -> RunOutcome:
+    written, redo, kept, units, todo = work.written, work.redo, work.kept, work.units, work.todo
     attempts = Counter(r.key for r in written if r.key in redo)
+    prices = price_book(config)
+    spend = spend_guard(request, config, prices, store.records())  # again, under the folder's lock
     ctx = RunContext(
         run_id=request.run_id,
         config=config,
@@ -420,10 +483,11 @@ async def _launch_with_models(
         extractor=extractor,
         server_specs=specs,
         attempts=dict(attempts),
+        on_scratch=lock.add_scratch,
         prices=prices,
         spend=spend,
     )
-    ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, len(samples), epochs), kept))
+    ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, questions, epochs), kept))
     try:
         await run_units(ctx, units, concurrency=concurrency)
     except StoreError as exc:
@@ -461,8 +525,156 @@ def spend_guard(
             "USD per million tokens)"
         )
     return SpendGuard.from_costs(
-        cap, ((r.arm, r.cost or prices.sample_cost(r.usage, r.cached_tool_usage)) for r in records)
+        cap,
+        (
+            (r.arm, r.cost or prices.sample_cost(r.usage, r.cached_tool_usage + r.cached_model_usage))
+            for r in records
+        ),
     )
+
+
+def _take(lock: RunLock, request: RunRequest, say: Say) -> None:
+    """Hold the folder's lock; after a run that was killed, say so and remove its workspaces."""
+    try:
+        verdict = lock.acquire(wait=request.wait, say=say)
+    except OSError as exc:  # read-only disk, a file where a folder should be, no permission
+        raise StoreError(
+            f"cannot create the run folder {request.folder}: {exc.strerror or exc}; "
+            "choose a results folder that can be written"
+        ) from None
+    if verdict.action == "take_over" and verdict.holder is not None:
+        removed = remove_scratch(verdict.holder, host=lock.host)
+        cleaned = f"; removed its {len(removed)} temporary workspace folder(s)" if removed else ""
+        say(
+            f"note: {request.folder} was left by a run that stopped ({verdict.holder.describe()}: "
+            f"{verdict.why}); taking it over{cleaned}"
+        )
+
+
+def _nothing_to_run(
+    store: RunStore, manifest: Manifest, session: Session, request: RunRequest, work: _Work, say: Say
+) -> RunOutcome:
+    errored = sum(r.status in ERRORED for r in work.recorded)
+    retry = (
+        f"; {errored} of them ended in an error or timeout: --retry-errors runs them again" if errored else ""
+    )
+    begun = _begin(store, manifest, session, request)
+    store.write_manifest(begun.finished(utc_now()))
+    say(f"{request.folder}: all {len(work.recorded)} samples are already recorded; nothing to run{retry}")
+    return RunOutcome(request.folder, work.recorded, 0, len(work.recorded))
+
+
+@dataclass(frozen=True)
+class _Work:
+    """What a folder's records leave to do for this request."""
+
+    written: list[RunRecord]  # every record of a wanted sample
+    recorded: list[RunRecord]  # the newest of each
+    redo: set[tuple[str, str, int]]  # errored samples run again (retry_errors)
+    kept: list[RunRecord]
+    units: list[WorkUnit]
+    todo: int  # samples to run
+
+
+def _work_left(
+    store: RunStore,
+    wanted: set[tuple[str, str, int]],
+    samples: Sequence[Sample],
+    arms: Sequence[str],
+    epochs: int,
+    seed: int,
+    *,
+    retry_errors: bool,
+) -> _Work:
+    written = [r for r in store.records() if r.key in wanted]
+    recorded = newest_per_key(written)
+    redo = {r.key for r in recorded if r.status in ERRORED} if retry_errors else set()
+    kept = [r for r in recorded if r.key not in redo]
+    units = plan(samples, arms, epochs=epochs, seed=seed, done={r.key for r in kept})
+    return _Work(written, recorded, redo, kept, units, sum(len(u.arms) for u in units))
+
+
+def _checked(store: RunStore, manifest: Manifest, request: RunRequest) -> Manifest | None:
+    """``store.check`` with the hint an override needs (reads only)."""
+    try:
+        return store.check(manifest)
+    except StoreError as exc:
+        raise _with_override_hint(exc, request) from None
+
+
+def _begin(store: RunStore, manifest: Manifest, session: Session, request: RunRequest) -> Manifest:
+    try:
+        return store.begin(manifest, session=session)  # raises StoreError (a RunError)
+    except StoreError as exc:
+        raise _with_override_hint(exc, request) from None
+
+
+def _with_override_hint(exc: StoreError, request: RunRequest) -> StoreError:
+    if request.overrides and "different config" in str(exc):
+        return StoreError(
+            f"{exc} (the overrides {' '.join(request.overrides)} are part of the config: "
+            "name the run with --set name=... or --out)"
+        )
+    return exc
+
+
+def endpoints_for(config: RunConfig) -> tuple[EndpointInfo, ...]:
+    """Where each model role's calls go (the offline baseline calls none): transport, recorded per
+    session, not part of the run's identity."""
+    roles = [("agent", config.model)]
+    if config.answer.protocol == "extraction":
+        roles.append(("extractor", config.extractor_model))
+    return tuple(
+        EndpointInfo(
+            role=role,
+            model=model.name,
+            base_url=model.base_url,
+            key_env=model.key_variable,
+            headers=tuple(sorted(model.headers)),
+        )
+        for role, model in roles
+        if model.provider != "baseline"
+    )
+
+
+def last_endpoints(manifest: Manifest) -> tuple[EndpointInfo, ...]:
+    """The endpoints of a run's latest session that recorded them; for a run written before
+    sessions did, those of the config it stores."""
+    for session in reversed(manifest.sessions):
+        if session.endpoints:
+            return session.endpoints
+    found = []
+    for role, table in (("agent", manifest.models.config), ("extractor", manifest.models.extractor_config)):
+        if table and not manifest.models.is_baseline:
+            found.append(
+                EndpointInfo(
+                    role=role,
+                    model=str(table.get("name", "")),
+                    base_url=table.get("base_url"),
+                    key_env=str(table.get("api_key_env") or ""),
+                )
+            )
+    return tuple(found)
+
+
+def endpoint_changes(before: Sequence[EndpointInfo], now: Sequence[EndpointInfo]) -> list[str]:
+    """One line per role whose URL or key variable changed (pure)."""
+    was = {e.role: e for e in before}
+    lines = []
+    for endpoint in now:
+        old = was.get(endpoint.role)
+        if old is None:
+            continue
+        if old.base_url != endpoint.base_url:
+            lines.append(
+                f"the {endpoint.role} endpoint moved from {old.base_url or 'the default URL'} to "
+                f"{endpoint.base_url or 'the default URL'}"
+            )
+        if old.key_env and endpoint.key_env and old.key_env != endpoint.key_env:
+            lines.append(
+                f"the {endpoint.role} key is read from ${endpoint.key_env}, no longer ${old.key_env}"
+            )
+    return lines
 
 
 def _distinct(models: Iterable[Any]) -> list[Any]:

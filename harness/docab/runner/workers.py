@@ -39,6 +39,8 @@ async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: 
         queue.put_nowait(unit)
     # Nothing in a workspace path names the run, an arm or a question: the model may see it.
     parent = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX, dir=ctx.workspace_parent))
+    if ctx.on_scratch is not None:
+        ctx.on_scratch(parent)
     ctx.store.open()
     # Transcripts, images and records are written in the order samples finish, from one thread,
     # off the event loop (file creation is slow on some disks and would stall every sample).
