@@ -26,6 +26,7 @@ from docab.report.schema import (
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from docab.report.gate import Check
 
@@ -654,6 +655,17 @@ def to_markdown(summary: Summary) -> str:
     return "\n".join(lines)
 
 
+def _natural_width(table: Table) -> int:
+    """The columns ``table`` takes when nothing limits it (at most :data:`WIDE_TABLE`)."""
+    import io
+
+    from rich.console import Console
+
+    scratch = Console(width=WIDE_TABLE, file=io.StringIO(), color_system=None)
+    scratch.print(table)
+    return max((len(line.rstrip()) for line in scratch.file.getvalue().splitlines()), default=0)  # type: ignore[attr-defined]
+
+
 def print_sections(parts: Sequence[Section], console: Console) -> None:
     from rich.table import Table
 
@@ -665,19 +677,29 @@ def print_sections(parts: Sequence[Section], console: Console) -> None:
             )
         for row in section.rows:
             table.add_row(*row)
-        console.print(table)
+        if console.is_terminal:
+            console.print(table)
+        else:  # a pipe: a table as wide as it needs, so it never wraps; notes at the console's width
+            width = console.width
+            console.width = max(width, _natural_width(table))
+            try:
+                console.print(table)
+            finally:
+                console.width = width
         for note in section.notes:
             console.print(f"  {note}", style="dim")
 
 
-WIDE_CONSOLE = 1000
-"""Columns for tables printed to a pipe or a file, where rich would assume 80 and wrap them: more
-than any table needs, so none wraps (tables and notes take only the width they need)."""
+PIPED_WIDTH = 120
+"""Columns of a pipe or a file (CI logs, ``| less``): a normal terminal's, where rich would assume
+80. Notes wrap at it; a table wider than it is printed whole (up to :data:`WIDE_TABLE`), so no
+table wraps."""
+WIDE_TABLE = 1000
 
 
 def report_console() -> Console:
     """A console on stdout: the terminal's width on a terminal; otherwise (a pipe, a file, CI logs)
-    wide enough that no table wraps, unless ``COLUMNS`` says otherwise."""
+    :data:`PIPED_WIDTH`, unless ``COLUMNS`` says otherwise."""
     import os
 
     from rich.console import Console
@@ -685,7 +707,7 @@ def report_console() -> Console:
     console = Console()
     if console.is_terminal or os.environ.get("COLUMNS"):
         return console
-    return Console(width=WIDE_CONSOLE)
+    return Console(width=PIPED_WIDTH)
 
 
 def print_console(summary: Summary, console: Console | None = None) -> None:
