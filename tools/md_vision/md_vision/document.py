@@ -313,6 +313,11 @@ class _Reader:
             nodes = sorted(nodes + raw_html, key=_start)
         if not nodes:
             return
+        # Where each block that can hold images starts in the XML, in order: an image's block is
+        # the last one opening before it. Found once, walked forwards with the images (a search
+        # backwards from each image would rescan a long paragraph's earlier images: quadratic).
+        leaves = _leaf_starts(xml, nodes[0].start(), nodes[-1].start())
+        next_leaf = 0
         leaf = -1  # where the block holding the latest images starts in the XML
         block: _Block | None = None
         found: list[_Found] = []  # images of `block` so far
@@ -345,7 +350,9 @@ class _Reader:
                 image = _Found(parsed[0].target, html_tag=tag, alt=parsed[0].alt)
             else:
                 continue
-            start = max(xml.rfind(tag, leaf + 1, position) for tag in _LEAF_TAGS)
+            while next_leaf < len(leaves) and leaves[next_leaf] < position:
+                next_leaf += 1
+            start = leaves[next_leaf - 1] if next_leaf else -1
             if start > leaf:  # a new block: place the previous block's images
                 if found:
                     self._place(block, found)
@@ -482,6 +489,26 @@ def _tags(xml: bytes, opening: bytes) -> Iterator[int]:
     while position >= 0:
         yield position
         position = xml.find(opening, position + len(opening))
+
+
+def _leaf_starts(xml: bytes, first: int, last: int) -> list[int]:
+    """Where the blocks that hold inline content (:data:`_LEAF_TAGS`) open, in order: those that
+    may hold an image between XML offsets ``first`` and ``last`` (the last one opening before
+    ``first`` and every one up to ``last``). One pass over that stretch of the XML."""
+    opening = max(xml.rfind(tag, 0, first) for tag in _LEAF_TAGS)
+    starts = [opening] if opening >= 0 else []
+    for tag in _LEAF_TAGS:
+        starts.extend(_tags_between(xml, tag, max(first, 0), last))
+    starts.sort()
+    return starts
+
+
+def _tags_between(xml: bytes, opening: bytes, first: int, last: int) -> Iterator[int]:
+    """Where each ``opening`` starts in ``xml[first:last]``."""
+    position = xml.find(opening, first, last)
+    while position >= 0:
+        yield position
+        position = xml.find(opening, position + len(opening), last)
 
 
 def _closing_image_tag(xml: bytes, position: int) -> int:
