@@ -238,6 +238,8 @@ class MdVisionServer(ConventionalServer):
             website_url=WEBSITE,
             icon=ICON,
             loggers=("md_vision",),
+            max_message_bytes=vision.settings.max_message_bytes,
+            message_setting=ACCESS.max_message.spelled(),
         )
         self.vision = vision
         self.client_roots = roots
@@ -252,14 +254,11 @@ class MdVisionServer(ConventionalServer):
         )
 
     async def run_stdio_async(self) -> None:
-        from mcp.server.stdio import stdio_server
-
         # The resource list follows the client's roots: say that it may change.
         options = self._lowlevel_server.create_initialization_options(
             NotificationOptions(resources_changed=self.client_roots is not None)
         )
-        async with stdio_server() as (read_stream, write_stream):
-            await self._lowlevel_server.run(read_stream, write_stream, options)
+        await self.serve_stdio(options)
 
     async def allow(self, ctx: ServerContext) -> InputRequiredResult | None:
         """Make the client's roots the allowed folders (a server started without --allow-path);

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from docab_mcpguard import HostPolicy, PathPolicy
 from docab_mcpguard.access import Given, SettingError, host_policy, path_policy, path_remedy, server_settings
+from docab_mcpguard.messages import DEFAULT_MAX_MESSAGE_BYTES
 from md_vision.paging import DEFAULT_RESULT_TOKENS, MIN_RESULT_TOKENS
 
 ACCESS = server_settings("md-vision", "MD_VISION", host_flags=("--allow-domain",))
@@ -84,6 +85,7 @@ class Settings:
     raw_data_uris: bool = False  # keep data: URIs in read text instead of placeholders (--raw-data-uris)
     follow_roots: bool = False  # no --allow-path: the client's roots are the allowed folders
     structured_output: bool = True  # outputSchema + structuredContent (--no-structured-output)
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # one JSON-RPC message on stdin (--max-message-mb)
 
     @classmethod
     def build(
@@ -96,6 +98,7 @@ class Settings:
         local_names: frozenset[str] = frozenset(),
         raw_data_uris: bool = False,
         structured_output: bool = True,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         paths_given: Given | None = None,
         hosts_given: Given | None = None,
     ) -> Settings:
@@ -122,6 +125,7 @@ class Settings:
             raw_data_uris=raw_data_uris,
             follow_roots=paths is None,
             structured_output=structured_output,
+            max_message_bytes=max_message_bytes,
         )
 
     def with_paths(self, paths: PathPolicy) -> Settings:
