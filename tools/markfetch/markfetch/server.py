@@ -30,7 +30,7 @@ from mcp.types import (
 from pydantic import Field
 
 from docab_mcpguard import PathPolicy
-from docab_mcpguard.messages import DEFAULT_MAX_MESSAGE_BYTES
+from docab_mcpguard.access import DEFAULT_MAX_MESSAGE_BYTES
 from docab_mcpguard.serving import (
     ConventionalServer,
     PromptSpec,

@@ -198,6 +198,7 @@ def given(
 
 
 DEFAULT_MAX_MESSAGE_MB = 16.0
+DEFAULT_MAX_MESSAGE_BYTES = int(DEFAULT_MAX_MESSAGE_MB * 1_000_000)
 
 
 def message_cap(setting: Setting, flag: float | None, env: Mapping[str, str]) -> int:
@@ -207,7 +208,7 @@ def message_cap(setting: Setting, flag: float | None, env: Mapping[str, str]) ->
     else:
         raw = env.get(setting.variable, "").strip()
         if not raw:
-            return int(DEFAULT_MAX_MESSAGE_MB * 1_000_000)
+            return DEFAULT_MAX_MESSAGE_BYTES
         try:
             value, source = float(raw), setting.variable
         except ValueError:

@@ -28,7 +28,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
 
-DEFAULT_MAX_MESSAGE_BYTES = 16_000_000
+from docab_mcpguard.access import DEFAULT_MAX_MESSAGE_BYTES as DEFAULT_MAX_MESSAGE_BYTES
+
 CHUNK_BYTES = 256 * 1024  # read from stdin at a time
 _KEPT = 4096  # bytes kept of an oversized line's start and end, where its id is looked for
 _ID = rb'("(?:[^"\\]|\\.)*"|-?\d+)'

@@ -13,8 +13,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from docab_mcpguard import HostPolicy, PathPolicy
-from docab_mcpguard.access import Given, SettingError, host_policy, path_policy, path_remedy, server_settings
-from docab_mcpguard.messages import DEFAULT_MAX_MESSAGE_BYTES
+from docab_mcpguard.access import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Given,
+    SettingError,
+    host_policy,
+    path_policy,
+    path_remedy,
+    server_settings,
+)
 from md_vision.paging import DEFAULT_RESULT_TOKENS, MIN_RESULT_TOKENS
 
 ACCESS = server_settings("md-vision", "MD_VISION", host_flags=("--allow-domain",))

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from docab_mcpguard import PathPolicy
 from docab_mcpguard.access import (
+    DEFAULT_MAX_MESSAGE_BYTES,
     SettingError,
     check_host,
     given,
@@ -27,7 +28,6 @@ from docab_mcpguard.access import (
     server_settings,
     switch,
 )
-from docab_mcpguard.messages import DEFAULT_MAX_MESSAGE_BYTES
 from vision_bridge.errors import ConfigError
 
 ACCESS = server_settings("vision-bridge", "VISION", path_variables=("VISION_ALLOWED_PATHS",))

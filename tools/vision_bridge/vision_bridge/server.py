@@ -22,7 +22,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import Field
 
 from docab_mcpguard import PathPolicy
-from docab_mcpguard.messages import DEFAULT_MAX_MESSAGE_BYTES
+from docab_mcpguard.access import DEFAULT_MAX_MESSAGE_BYTES
 from docab_mcpguard.serving import (
     CallNotes,
     ClientRoots,
