@@ -91,3 +91,20 @@ def test_the_images_are_all_found_and_placed() -> None:
     reader.read(markdown_to_xml(text))
     assert [image.target for image in reader.images] == [f"x{i}.png" for i in range(500)]
     assert [image.line for image in reader.images] == list(range(502, 1002))
+
+
+def test_a_parse_stops_when_told_between_blocks() -> None:
+    from md_vision.document import STOP_EVERY, ParseStopped, parse_document
+
+    asked = 0
+
+    def never() -> bool:
+        nonlocal asked
+        asked += 1
+        return False
+
+    text = "# h\n" * (3 * STOP_EVERY) + "![](x.png)\n" * (2 * STOP_EVERY)
+    assert len(parse_document(text, never).headings) == 3 * STOP_EVERY
+    assert asked == 3 + 1 + 2  # every STOP_EVERY headings, before the images, every STOP_EVERY images
+    with pytest.raises(ParseStopped):
+        parse_document(text, lambda: True)

@@ -40,6 +40,7 @@ class Limits:
     # Markdown files in one folder index. A large folder's index comes in pages, each parsing only
     # the files it shows, so the cap only bounds the walk and the listing.
     max_folder_files: int = 20_000
+    parse_timeout_s: float = 30.0  # one document's parse (md_vision.document: checked between blocks)
     index_workers: int = field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)))  # processes
 
 
@@ -68,6 +69,9 @@ LIMIT_FLAGS: tuple[LimitFlag, ...] = (
         MIN_RESULT_TOKENS,
     ),
     LimitFlag("--max-files", "max_folder_files", int, "markdown files in one folder index", 1),
+    LimitFlag(
+        "--parse-seconds", "parse_timeout_s", float, "seconds one markdown document may take to parse", 0.1
+    ),
     LimitFlag(
         "--workers",
         "index_workers",
