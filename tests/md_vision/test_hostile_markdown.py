@@ -62,13 +62,15 @@ def test_a_parse_past_its_deadline_is_refused_and_the_server_goes_on(tmp_path: P
         return (
             await client.call_tool("index_md", {"uri": "headings.md"}),
             await client.call_tool("index_md", {"uri": "small.md"}),
+            await client.call_tool("read_md_with_images", {"uri": "headings.md"}),
         )
 
-    refused, small = _run(_params("--allow-path", str(tmp_path), "--parse-seconds", "0.1"), scenario)
+    refused, small, again = _run(_params("--allow-path", str(tmp_path), "--parse-seconds", "0.1"), scenario)
     assert refused.is_error
     message = refused.content[0].text
     assert "took longer than 0.1 s to parse" in message and "--parse-seconds" in message
     assert not small.is_error and "# Small" in small.content[0].text
+    assert again.is_error and again.content[0].text == message  # remembered, not parsed again
 
 
 def test_large_parses_do_not_hold_up_a_trivial_read(tmp_path: Path) -> None:

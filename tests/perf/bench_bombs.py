@@ -6,6 +6,11 @@ Each server runs as its console script under a real MCP client, on a loopback si
 bombs (built at start, as the tests build them). For each: the time of each bomb call, what the
 server answered, and its peak resident memory (VmHWM) after warm-up calls and after all bombs.
 Linux only (reads /proc). The tests assert the limits (2 s, 300 MB); this prints the figures.
+
+Then hostile markdown against md-vision (issue 26 item 3), each on a fresh server so that each
+peak is its own: ``index_md`` of images in one paragraph, of reference definitions and their uses,
+of 10 MB of setext and of empty ATX headings; the time of the first and of a second call (the
+cache), the answer, and the server's peak memory. ``--only markdown`` runs just these.
 """
 
 from __future__ import annotations
@@ -51,10 +56,70 @@ async def _run(params: StdioServerParameters, pidfile: Path, tool: str, warm: li
         return baseline, peak_rss_mb(pid_of(pidfile)), rows
 
 
+MARKDOWN_BOMBS: list[tuple[str, str]] = [
+    ("880 KB: 80,000 images, one paragraph", "# Images\n\n" + "![](x.png)\n" * 80_000),
+    (
+        "40,000 reference definitions + uses",
+        "# Refs\n\n"
+        + "".join(f"[r{i}]: x{i}.png\n" for i in range(40_000))
+        + "\n"
+        + "".join(f"![a][r{i}]\n" for i in range(40_000)),
+    ),
+    ("10 MB: 2,000,000 setext headings", "ab\n=\n" * 2_000_000),
+    ("10 MB: 2,500,000 empty ATX headings", "###\n" * 2_500_000),
+]
+
+
+async def _markdown_case(params: StdioServerParameters, pidfile: Path, uri: str):
+    async with Client(tracked(params, pidfile)) as client:
+        await client.call_tool("index_md", {"uri": uri.replace("bomb.md", "warm.md")})
+        baseline = peak_rss_mb(pid_of(pidfile))
+        times, texts = [], []
+        for _ in range(2):
+            started = time.monotonic()
+            result = await client.call_tool("index_md", {"uri": uri})
+            times.append(time.monotonic() - started)
+            texts.append(" ".join(block.text for block in result.content if block.type == "text"))
+        alive = bool((await client.list_tools()).tools)
+        return baseline, peak_rss_mb(pid_of(pidfile)), times, texts[0], alive
+
+
+def markdown_bombs() -> None:
+    print(f"{'md-vision index_md':40} {'first s':>8} {'second s':>8} {'peak MB':>8}  answer")
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        (root / "warm.md").write_text("# Warm\n")
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch}
+        for number, (name, text) in enumerate(MARKDOWN_BOMBS):
+            (root / "bomb.md").write_text(text)
+            params = StdioServerParameters(
+                command=str(BIN / "md-vision"),
+                args=["--allow-path", scratch, "--allow-host", "none", "--workers", "1"],
+                env=env,
+            )
+            baseline, peak, times, text_shown, alive = asyncio.run(
+                _markdown_case(params, root / f"md{number}.pid", str(root / "bomb.md"))
+            )
+            answer = " ".join(text_shown.split())[:60]
+            print(
+                f"{name:40} {times[0]:8.2f} {times[1]:8.2f} {peak:8.0f}  {answer}"
+                f"{'' if alive else '  (server gone)'} [baseline {baseline:.0f} MB]"
+            )
+
+
 def main(argv: list[str] | None = None) -> None:
-    argparse.ArgumentParser(
+    parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    ).parse_args(argv)  # no options: --help explains, a stray argument is refused
+    )
+    parser.add_argument("--only", choices=["decompression", "markdown"], help="run one part")
+    only = parser.parse_args(argv).only
+    if only != "markdown":
+        decompression_bombs()
+    if only != "decompression":
+        markdown_bombs()
+
+
+def decompression_bombs() -> None:
     with tempfile.TemporaryDirectory() as scratch, LocalServer() as site, LLMStub() as stub:
         root = Path(scratch)
         (root / "local.md").write_text("# Local\n")

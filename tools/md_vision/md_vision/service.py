@@ -365,6 +365,7 @@ class MdVision:
         )
         # Documents of LARGE_DOCUMENT_CHARS or more are parsed here, one at a time: hostile or
         # huge documents queue behind each other, never in front of an ordinary read.
+        self._too_slow: SizedLRU[str] = SizedLRU(1_000)  # refusals of files that ran out of time
         self._large = ThreadPoolExecutor(max_workers=1, thread_name_prefix="md-vision-large")
         self._parsers: Executor | None = None  # for large folders: made by warm_up() or on first use
         self._warming: Future[None] | None = None  # set by expect_warm_up(): done once a worker answered
@@ -451,10 +452,16 @@ class MdVision:
             if generation == self._paths_generation:
                 self._indexes.put(key, indexed)
 
-    async def _parse(self, text: str, shown: str) -> Document:
+    async def _parse(self, text: str, shown: str, key: Hashable | None = None) -> Document:
         """Parse on a worker thread (a large document on its own lane), within ``--parse-seconds``;
-        a cancelled call stops the parse too (:func:`parse_document`'s ``stop``)."""
+        a cancelled call stops the parse too (:func:`parse_document`'s ``stop``). A local file
+        (``key``: its path, size and time) that ran out of time is not parsed again until it
+        changes: the refusal is remembered."""
         limit = self.settings.limits.parse_timeout_s
+        if key is not None:
+            refused = self._too_slow.get((key, limit))
+            if refused is not None:
+                raise SourceError(refused)
         cancelled = threading.Event()
         deadline = time.monotonic() + limit
 
@@ -471,10 +478,13 @@ class MdVision:
             cancelled.set()
             raise
         except ParseStopped:
-            raise SourceError(
+            message = (
                 f"{shown} took longer than {limit:g} s to parse ({len(text):,} characters), so it was "
                 "given up; read a smaller file, or start md-vision with a larger --parse-seconds"
-            ) from None
+            )
+            if key is not None and not cancelled.is_set():
+                self._too_slow.put((key, limit), message)
+            raise SourceError(message) from None
 
     async def _load(self, uri: str) -> tuple[LoadedMarkdown, Document]:
         uri = check_uri(uri)
@@ -501,7 +511,7 @@ class MdVision:
             with opened:  # the worker thread owns the descriptor from here on
                 return read_local_markdown(opened, self.settings.limits.max_markdown_bytes, uri)
 
-        document = await self._parse(await self._run(load), self._shown(location))
+        document = await self._parse(await self._run(load), self._shown(location), location.key)
         self._documents.put(location.key, document)
         return LoadedMarkdown(location, document.text), document
 
