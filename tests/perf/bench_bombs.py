@@ -11,13 +11,18 @@ Then hostile markdown against md-vision (issue 26 item 3), each on a fresh serve
 peak is its own: ``index_md`` of images in one paragraph, of reference definitions and their uses,
 of 10 MB of setext and of empty ATX headings; the time of the first and of a second call (the
 cache), the answer, and the server's peak memory. ``--only markdown`` runs just these.
+
+Last, a 300 MB JSON-RPC line to each server over raw pipes (issue 26 item 7; ``--only message``):
+the time to its error, the error, whether the next request is answered, and the peak memory.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -111,12 +116,94 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--only", choices=["decompression", "markdown"], help="run one part")
+    parser.add_argument("--only", choices=["decompression", "markdown", "message"], help="run one part")
     only = parser.parse_args(argv).only
-    if only != "markdown":
+    if only in (None, "decompression"):
         decompression_bombs()
-    if only != "decompression":
+    if only in (None, "markdown"):
         markdown_bombs()
+    if only in (None, "message"):
+        message_bombs()
+
+
+def _rpc_answer(stdout, request_id: int) -> dict:
+    while True:
+        line = stdout.readline()
+        if not line:
+            return {"error": {"message": "(the server closed its output)"}}
+        message = json.loads(line)
+        if message.get("id") == request_id:
+            return message
+
+
+def message_bombs(megabytes: int = 300) -> None:
+    print(f"\n{'server':14} {'line':>8} {'seconds':>8} {'peak MB':>8}  next request / error")
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch}
+        commands = {
+            "md-vision": [
+                str(BIN / "md-vision"),
+                "--allow-path",
+                scratch,
+                "--allow-host",
+                "none",
+                "--workers",
+                "1",
+            ],
+            "markfetch": [str(BIN / "markfetch"), "--allow-path", scratch],
+            "vision-bridge": [str(BIN / "vision-bridge")],
+        }
+        extra = {
+            "vision-bridge": {
+                "VISION_API_BASE_URL": "http://127.0.0.1:9/v1",
+                "VISION_API_KEY": "k",
+                "VISION_MODEL": "m",
+                "VISION_ALLOWED_PATHS": scratch,
+                "VISION_LOG_LEVEL": "WARNING",
+            }
+        }
+        chunk = b"x" * 1_000_000
+        for name, command in commands.items():
+            process = subprocess.Popen(
+                command,
+                env={**env, **extra.get(name, {})},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            initialize = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "b", "version": "1"},
+                },
+            }
+            process.stdin.write(json.dumps(initialize).encode() + b"\n")
+            process.stdin.flush()
+            _rpc_answer(process.stdout, 1)
+            process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+            started = time.monotonic()
+            process.stdin.write(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"pad": "')
+            for _ in range(megabytes):
+                process.stdin.write(chunk)
+            process.stdin.write(b'"}}\n')
+            process.stdin.flush()
+            refused = _rpc_answer(process.stdout, 2)
+            seconds = time.monotonic() - started
+            process.stdin.write(b'{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}\n')
+            process.stdin.flush()
+            answered = "result" in _rpc_answer(process.stdout, 3)
+            peak = peak_rss_mb(process.pid)
+            process.stdin.close()
+            process.wait(timeout=30)
+            error = refused.get("error", {}).get("message", "(no error)")
+            print(
+                f"{name:14} {megabytes:6} MB {seconds:8.2f} {peak:8.0f}  "
+                f"{'answered' if answered else 'NOT answered'} / {error[:70]}"
+            )
 
 
 def decompression_bombs() -> None:
