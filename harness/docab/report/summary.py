@@ -126,6 +126,12 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
             records[record.key] = record
     if duplicates:
         warnings.append(f"{duplicates} record(s) appeared more than once; the last copy of each was kept")
+    if manifest is not None and manifest.merged_from:
+        from docab.log.merge import merged_coverage
+
+        coverage = merged_coverage(manifest)
+        if not coverage.complete:
+            warnings.append(f"a partial run (docab merge --allow-partial): {coverage.describe()}")
     if not records:
         raise ReportError(f"no run records in {', '.join(str(s) for s in sources)}")
     return RunData(sources, manifest or Manifest(), tuple(records.values()), tuple(warnings))
