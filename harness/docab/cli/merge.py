@@ -37,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def main(args: argparse.Namespace) -> int:
     from docab.log.merge import merge_runs
 
-    result = merge_runs(args.parts, args.out, allow_partial=args.allow_partial)  # a MergeError is printed as one line by docab.cli.main
+    # A MergeError is printed as one line by docab.cli.main.
+    result = merge_runs(args.parts, args.out, allow_partial=args.allow_partial)
     print(
         f"{args.out}: {result.records} records from {len(args.parts)} parts"
         + (f" ({result.duplicates} duplicates dropped)" if result.duplicates else "")
