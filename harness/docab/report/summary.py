@@ -154,7 +154,7 @@ def load_inspect_logs(sources: Sequence[Path]) -> RunData:
         raise ReportError(f"no samples in the Inspect logs {', '.join(str(s) for s in sources)}")
     manifest = Manifest(
         run_id=logs.run_id,
-        arms=tuple(ArmManifest(name=arm) for arm in logs.arms),
+        arms=logs.arm_configs or tuple(ArmManifest(name=arm) for arm in logs.arms),
         models=ModelsInfo(agent=logs.models[0] if len(logs.models) == 1 else ", ".join(logs.models)),
     )
     return RunData(tuple(sources), manifest, logs.records, logs.warnings)
