@@ -409,3 +409,75 @@ def test_a_run_through_the_gemini_route(tmp_path: Path) -> None:
     last = second["contents"][-1]["parts"]
     assert "functionResponse" in last[0] and any("inlineData" in p for p in last)
     assert second["contents"][-2]["parts"][0]["thoughtSignature"] == SIGNATURE
+
+
+def suite_script(request: Request):  # type: ignore[no-untyped-def]
+    """Lists the document folder, then submits an answer: the same in both arms of the demo."""
+    contents = proto_json(request.json())["contents"]
+    answered = [p for c in contents for p in c["parts"] if "functionResponse" in p]
+    if not answered:
+        return gemini_reply(
+            "Looking.",
+            function_calls=[("list_files", {"path": "document"})],
+            thought_signature=SIGNATURE,
+            prompt_tokens=1200,
+            cached_tokens=800,
+            thoughts_tokens=20,
+        )
+    assert answered[0]["functionResponse"]["name"] == "list_files"
+    assert "document.md" in answered[0]["functionResponse"]["response"]["output"]
+    return gemini_reply(
+        None,
+        function_calls=[("submit_answer", {"status": "answered", "answer": "42"})],
+        prompt_tokens=1500,
+    )
+
+
+def test_docab_run_of_the_built_in_suite_through_the_gemini_route(tmp_path: Path) -> None:
+    """``docab run demo`` (the built-in suite, both arms, md-vision over stdio) on two questions,
+    in its own process, with the model swapped for ``google/...`` at the loopback Gemini API."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from docab.log.store import read_records
+    from tests.conftest import REPO_ROOT
+
+    if shutil.which("md-vision") is None:
+        pytest.skip("the md-vision server (tools/md_vision) is not installed in this checkout")
+    # The suite is built in DOCAB_CACHE, not in ~/.cache.
+    env = {**os.environ, "DOCAB_CACHE": str(tmp_path / "cache"), "GEMINI_API_KEY": "stub-key"}
+    results = tmp_path / "results"
+    with GeminiStub(suite_script) as server:
+        flags = ["--model", "google/gemini-stub", "--base-url", server.base, "--set", "name=gemini-demo"]
+        command = [sys.executable, "-m", "docab.cli.main", "run", "demo", "--results", str(results)]
+        done = subprocess.run(
+            [*command, "--first", "2", "--quiet", *flags],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        keys = {r.headers.get("x-goog-api-key") for r in server.generate_requests()}
+    assert done.returncode == 0, done.stderr
+    folder = results / "gemini-demo"
+    records = list(read_records(folder / "records.jsonl"))
+    assert len(records) == 4 and {r.arm for r in records} == {"fs", "fs+md-vision"}
+    assert all(r.status == "ok" and r.model == "google/gemini-stub" for r in records), [
+        r.errors for r in records
+    ]
+    assert all([c.name for c in r.tool_calls] == ["list_files", "submit_answer"] for r in records)
+    assert all(r.raw_answer == "42" for r in records)
+    usage = [u for r in records for u in r.usage]
+    assert {(u.input_uncached, u.cache_read, u.output, u.reasoning) for u in usage} == {
+        (400, 800, 25, 20),
+        (1500, 0, 5, 0),
+    }
+    assert keys == {"stub-key"}
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["models"]["agent"] == "google/gemini-stub"
+    assert manifest["packages"]["google-genai"]
+    assert (folder / "report.md").is_file()
