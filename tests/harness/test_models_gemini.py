@@ -481,3 +481,16 @@ def test_docab_run_of_the_built_in_suite_through_the_gemini_route(tmp_path: Path
     assert manifest["models"]["agent"] == "google/gemini-stub"
     assert manifest["packages"]["google-genai"]
     assert (folder / "report.md").is_file()
+
+
+def test_a_reply_slower_than_the_timeout_is_a_timeout(stub: GeminiStub) -> None:
+    stub.push(gemini_reply("late", delay=3.0))
+    model = make_model(stub, timeout=0.5)
+
+    async def once():  # type: ignore[no-untyped-def]
+        async with model:
+            return await model.generate("", [Message.user("q")], [], max_output_tokens=20)
+
+    with pytest.raises(ModelError) as caught:
+        run(once())
+    assert caught.value.kind == "timeout" and "no answer within 0.5 s" in str(caught.value)
