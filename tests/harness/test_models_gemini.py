@@ -494,3 +494,15 @@ def test_a_reply_slower_than_the_timeout_is_a_timeout(stub: GeminiStub) -> None:
     with pytest.raises(ModelError) as caught:
         run(once())
     assert caught.value.kind == "timeout" and "no answer within 0.5 s" in str(caught.value)
+
+
+def test_calls_without_ids_get_ids_unique_across_replies() -> None:
+    from docab.models.gemini import parse_gemini_reply
+
+    def reply(response_id: str) -> dict[str, object]:
+        part = {"functionCall": {"name": "grep", "args": {"pattern": "x"}}}
+        return {"candidates": [{"content": {"role": "model", "parts": [part]}}], "responseId": response_id}
+
+    first, second = parse_gemini_reply(reply("r1")), parse_gemini_reply(reply("r2"))
+    assert first.tool_calls[0].id != second.tool_calls[0].id
+    assert first.tool_calls[0].id.startswith("gemini_call_")

@@ -13,6 +13,7 @@ and without one a short text reply.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections import deque
@@ -23,6 +24,7 @@ from tests.support.http_server import LocalServer, Reply, Request
 
 GENERATE = re.compile(r"/v1beta/models/(?P<model>[^/:]+):generateContent")
 GeminiResponder = Callable[[Request], Reply]
+_ids = itertools.count(1)
 
 
 # Values that are the caller's data, not API fields: their keys are never renamed.
@@ -99,7 +101,7 @@ def gemini_reply(
         ],
         "usageMetadata": usage,
         "modelVersion": model,
-        "responseId": "stub-response",
+        "responseId": f"stub-{next(_ids)}",
     }
     return Reply.json(body, delay=delay)
 

@@ -8,7 +8,7 @@ neutral conversation becomes Gemini's ``contents`` here and nowhere else:
 - tools are ``function_declarations`` whose schema goes as ``parameters_json_schema`` (JSON Schema
   as MCP tools write it, not Gemini's OpenAPI subset); automatic function calling is off;
 - a tool call is a ``function_call`` part (``name``, ``args``; ``id`` where the server gives one,
-  else the harness names it ``gemini_call_<n>`` and sends no id back); a tool result is a
+  else the harness names it ``gemini_call_<response id>_<n>`` and sends no id back); a tool result is a
   ``function_response`` part (``{"output": text}``, or ``{"error": text}``) in a user turn, and
   the results of one assistant turn share that turn, with the images they returned after them as
   ``inline_data`` parts, announced by a text part (not every Gemini model takes images inside a
@@ -147,6 +147,9 @@ def parse_gemini_reply(raw: Mapping[str, Any]) -> ParsedReply:
     texts: list[str] = []
     calls: list[ToolCall] = []
     reasoning: list[Reasoning] = []
+    # Ids for calls sent without one, unique across the conversation: the reply's own id, then the index.
+    response_id = raw.get("responseId")
+    reply_id = f"{response_id}_" if isinstance(response_id, str) and response_id else ""
     for part in parts:
         if not isinstance(part, dict):
             raise MalformedReply("a content part is not an object")
@@ -159,7 +162,7 @@ def parse_gemini_reply(raw: Mapping[str, Any]) -> ParsedReply:
             name = call.get("name")
             if not isinstance(name, str) or not name:
                 raise MalformedReply(f"function call {len(calls)} has no name")
-            call_id = str(call.get("id") or f"{SYNTHETIC_ID}{len(calls)}")
+            call_id = str(call.get("id") or f"{SYNTHETIC_ID}{reply_id}{len(calls)}")
             arguments = call.get("args")
             error = None
             if arguments is None:
