@@ -3,9 +3,10 @@
 Everything that can change a result is in the config (and hashed into the run's manifest): the
 dataset and its filters, the model, the answer protocol, the limits, the output budget, the
 prompts, the MCP servers and the arms. Run controls that only change how fast or how much is run,
-or when a run counts as failed (``concurrency``, ``epochs``, ``max_error_share``, a run's
-``limit`` and ``shard``) are left out of the hash, so re-running with more epochs or another
-concurrency resumes the same run. So is the transport of the model tables (``base_url``,
+or when a run counts as failed (``concurrency``, ``epochs``, ``max_error_share``, ``max_cost``, a
+run's ``limit`` and ``shard``) are left out of the hash, so re-running with more epochs or another
+concurrency resumes the same run; so are the models' ``price`` and ``cache``
+(:data:`UNHASHED_MODEL_OPTIONS`). So is the transport of the model tables (``base_url``,
 ``api_key_env``, ``headers``, ``region``, ``project``, ``concurrency``, ``http_backend``, timeouts
 and retries: :data:`docab.models.config.TRANSPORT_OPTIONS`): where an endpoint lives and how it is
 reached do not change what a record means, so a run resumed at another URL is the same run.
@@ -190,6 +191,9 @@ class RunConfig(_Section):
     # The share of samples that may end in error or timeout (a model call, an MCP server or the
     # harness failed; wrong answers and limits hit do not count) before `docab run` exits 1.
     max_error_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    # USD the run may spend in all (every session of it): `docab run` starts no sample that its
+    # estimate says would exceed it (docab.runner.spend). A run control: not part of the hash.
+    max_cost: float | None = Field(default=None, gt=0)
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     model: ModelConfig  # a table or a bare name; see harness/docab/models/README.md for every option
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
@@ -280,7 +284,11 @@ class RunConfig(_Section):
         return self.prompt.user.replace("{question}", question)
 
 
-RUN_CONTROLS = ("concurrency", "epochs", "description", "max_error_share")
+RUN_CONTROLS = ("concurrency", "epochs", "description", "max_error_share", "max_cost")
+# Model options that change what a run cost or whether a reply is replayed, never what a record
+# means: a price (docab.pricing) and the response cache (docab.models.cache). Left out of the hash,
+# so correcting a price or turning the cache on resumes the run.
+UNHASHED_MODEL_OPTIONS = ("price", "cache")
 
 
 def identity_of(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -308,7 +316,7 @@ def identity_hash(config: Mapping[str, Any]) -> str:
 
 
 def _without_transport(model: Mapping[str, Any]) -> dict[str, Any]:
-    table = dict(model)
+    table = {key: value for key, value in model.items() if key not in UNHASHED_MODEL_OPTIONS}
     for key in TRANSPORT_OPTIONS:
         if key in LATER_OPTIONS:  # written out only when set: at its default it is absent
             table.pop(key, None)

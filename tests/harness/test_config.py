@@ -55,6 +55,47 @@ def test_shipped_configs_share_no_vision_cache_beyond_a_sample() -> None:
         assert server.env.get("VISION_CACHE_TTL") == "0" and server.scope == "sample"
 
 
+def _starts_vision_bridge(command: str, args: list[str]) -> bool:
+    """Whether a server entry runs vision-bridge: its script (``vision-bridge``, ``uvx
+    vision-bridge``, a path to it) or its module (``{python} -m vision_bridge``)."""
+    words = [Path(word).name for word in (command, *args)]
+    return "vision-bridge" in words or "vision_bridge" in words or "vision_bridge.__main__" in words
+
+
+def _vision_cache_problem(env: dict[str, str]) -> str | None:
+    """None when vision-bridge's answer cache is off (VISION_CACHE_TTL <= 0), else what is wrong.
+    Off, not keyed per run or per sample: the arms of one question are samples of one run, and a
+    cache any two of them share answers the second from the first."""
+    ttl = env.get("VISION_CACHE_TTL", "")
+    if ttl.strip().lstrip("-").isdigit() and int(ttl) <= 0:
+        return None
+    return f"VISION_CACHE_TTL={ttl or 'unset (3600 s)'}: the answer cache is on and shared"
+
+
+@pytest.mark.parametrize("path", sorted(CONFIG_DIR.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_shipped_config_keeps_vision_answers_from_crossing_arms_or_runs(path: Path) -> None:
+    """Issue 24 item 5: a vision-bridge answer cache shared between arms, epochs or runs serves
+    one's answers to another at zero cost and near-zero latency, which changes the cost and latency
+    figures an A/B compares. Every shipped config (the demo included) that starts vision-bridge,
+    under any spelling of its command, turns the cache off."""
+    config = load_config(path)
+    for name, server in config.mcp_servers.items():
+        if _starts_vision_bridge(server.command, list(server.args)):
+            assert _vision_cache_problem(dict(server.env)) is None, (path.stem, name)
+
+
+def test_the_vision_cache_check_tells_a_shared_cache_from_one_turned_off() -> None:
+    assert _starts_vision_bridge("uvx", ["vision-bridge"]) and _starts_vision_bridge(
+        "{python}", ["-m", "vision_bridge"]
+    )
+    assert _starts_vision_bridge("/opt/bin/vision-bridge", []) and not _starts_vision_bridge("md-vision", [])
+    assert _vision_cache_problem({"VISION_CACHE_TTL": "0"}) is None
+    assert _vision_cache_problem({"VISION_CACHE_TTL": "-1"}) is None
+    assert _vision_cache_problem({"VISION_CACHE_DIR": "{workspace}/.vision-cache"}) is not None
+    assert _vision_cache_problem({}) is not None  # the default: one hour, in the user's cache folder
+    assert _vision_cache_problem({"VISION_CACHE_TTL": "3600", "VISION_CACHE_DIR": "/tmp/shared"}) is not None
+
+
 def test_the_demo_is_offline_and_shipped_configs_cover_the_brief() -> None:
     demo = load_config("demo")
     assert demo.model.name == "baseline/keyword" and demo.is_baseline

@@ -50,6 +50,10 @@ def test_tables_do_not_wrap_when_piped(
     assert "ok / error / timeout / limit" in header and "Acc [95 % CI]" in header
     assert max(len(line) for line in lines) > 80  # rich's default of 80 would have wrapped
     assert all(len(line) < 1000 for line in lines)  # and nothing is padded to the console's width
+    # Issue 27: a pipe gets a normal terminal's width: notes wrap at it, only tables may be wider.
+    prose = [line.rstrip() for line in lines if line.strip() and line.lstrip()[0] not in "┏┃┡│└╭╰┗━─"]
+    assert any("Intervals are 95 %" in line for line in prose)
+    assert max(len(line) for line in prose) <= 120
 
 
 def compare_text(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:

@@ -43,7 +43,8 @@ def legacy_hash(config: dict[str, Any]) -> str:
     kept = {
         k: v
         for k, v in config.items()
-        if k not in ("concurrency", "epochs", "description", "max_error_share")
+        # max_cost: a run control added later (issue 28), which that docab never wrote
+        if k not in ("concurrency", "epochs", "description", "max_error_share", "max_cost")
     }
     return hashlib.sha256(json.dumps(kept, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 

@@ -124,3 +124,35 @@ def test_write_roots_default_and_override(tmp_path: Path) -> None:
     ]
     with pytest.raises(ConfigError, match="not an absolute path"):
         write_roots({"MARKFETCH_ALLOWED_WRITE_ROOTS": "relative/dir"})
+
+
+def test_the_cache_cap_is_a_setting_and_the_cache_keeps_to_it(tmp_path: Path) -> None:
+    from markfetch.cache import ResponseCache
+
+    settings = load_settings(
+        {
+            "MARKFETCH_CACHE_TTL": "600",
+            "MARKFETCH_CACHE_DIR": str(tmp_path / "c"),
+            "MARKFETCH_CACHE_MAX_MB": "2",
+        }
+    )
+    assert settings.cache_max_bytes == 2 * 1024 * 1024
+    assert load_settings({}).cache_max_bytes == 256 * 1024 * 1024  # the default
+    with pytest.raises(ConfigError, match="MARKFETCH_CACHE_MAX_MB='0' must be above 0"):
+        load_settings({"MARKFETCH_CACHE_MAX_MB": "0"})
+
+    now = [1_000.0]
+    folder = tmp_path / "pages"
+    cache = ResponseCache(folder, ttl_s=600, clock=lambda: now[0], max_bytes=50_000)
+    for number in range(30):
+        now[0] += 1
+        cache.put(
+            f"k{number:02}", url=f"https://example.com/{number}", content_type="text/html", body=b"<p>" * 3000
+        )
+        assert sum(p.stat().st_size for p in folder.iterdir()) <= 50_000
+    assert cache.get("k29") is not None and cache.get("k00") is None
+    now[0] += 601  # all expired: a later process's first write clears them
+    ResponseCache(folder, ttl_s=600, clock=lambda: now[0], max_bytes=50_000).put(
+        "new", url="https://example.com/new", content_type="text/html", body=b"x"
+    )
+    assert [p.name for p in folder.iterdir()] == ["new.cache"]

@@ -242,6 +242,7 @@ def test_a_client_without_roots_and_no_allow_path_reads_no_local_file(
         refused.is_error
         and "no folder is allowed" in text
         and "--allow-path DIR (or MD_VISION_ALLOW_PATHS)" in text
+        and text.count("no folder is allowed") == 1  # issue 27: said once
     )
 
 

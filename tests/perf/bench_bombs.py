@@ -6,6 +6,11 @@ Each server runs as its console script under a real MCP client, on a loopback si
 bombs (built at start, as the tests build them). For each: the time of each bomb call, what the
 server answered, and its peak resident memory (VmHWM) after warm-up calls and after all bombs.
 Linux only (reads /proc). The tests assert the limits (2 s, 300 MB); this prints the figures.
+
+Then the hostile SVGs of issue 26 (tests/md_vision/test_svg_hostile.py) against md-vision, each
+in a markdown file as a file and as a data: URI: the time of each read, its note, the server's
+peak resident memory, and the largest resident size of its SVG render children seen (sampled
+every 10 ms).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import asyncio
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -138,5 +144,91 @@ def main(argv: list[str] | None = None) -> None:
             )
 
 
+def _descendants(pid: int) -> list[int]:
+    from tests.md_vision.test_hardening import _descendants as found
+
+    return found(pid)
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _sample(server: int, resident: set[int], stop: threading.Event, peaks: list[float]) -> None:
+    """The largest resident size of the server's new children (SVG renders) until ``stop``."""
+    while not stop.is_set():
+        for pid in _descendants(server):
+            if pid not in resident:
+                peaks[0] = max(peaks[0], _rss_mb(pid))
+        time.sleep(0.01)
+
+
+async def _svg_run(params: StdioServerParameters, pidfile: Path, documents: list[tuple[str, Path]]):
+    rows = []
+    async with Client(tracked(params, pidfile)) as client:
+        server = pid_of(pidfile)
+        await client.call_tool("index_md", {"uri": str(documents[0][1])})
+        for label, document in documents:
+            resident = set(_descendants(server))  # the forkserver and the resource tracker
+            stop, peaks = threading.Event(), [0.0]
+            sampler = threading.Thread(target=_sample, args=(server, resident, stop, peaks), daemon=True)
+            sampler.start()
+            started = time.monotonic()
+            result = await client.call_tool(
+                "read_md_with_images", {"uri": str(document), "max_tokens": 10_000_000}
+            )
+            seconds = time.monotonic() - started
+            stop.set()
+            sampler.join()
+            peak_child = peaks[0]
+            await client.list_tools()  # still answering
+            notes = [block.text for block in result.content if block.type == "text"]
+            note = next(
+                (line for text in notes for line in text.splitlines() if "image not shown" in line), ""
+            )
+            shown = "rendered" if any(block.type == "image" for block in result.content) else note
+            rows.append((label, seconds, peak_child, peak_rss_mb(server), shown))
+        return rows
+
+
+def svg_bombs() -> None:
+    """The hostile SVGs against md-vision: time, note and memory of each."""
+    import base64
+
+    from tests.md_vision.test_svg_hostile import HEAD, REFUSED, RENDERED
+
+    cases = {name: svg for name, (svg, _expected) in {**REFUSED, **RENDERED}.items()}
+    cases["ordinary"] = HEAD + '<rect width="400" height="300" fill="#00f"/><text y="40">Label</text></svg>'
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        documents: list[tuple[str, Path]] = []
+        for name, svg in cases.items():
+            (root / f"{name}.svg").write_text(svg)
+            (root / f"{name}-file.md").write_text(f"# {name}\n\n![{name}]({name}.svg)\n")
+            documents.append((f"{name} ({len(svg):,} B) file", root / f"{name}-file.md"))
+            uri = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+            if len(uri) < 4_000_000:  # a read's text holds at most 5 MB
+                (root / f"{name}-data.md").write_text(f"# {name}\n\n![{name}]({uri})\n")
+                documents.append((f"{name} data: URI", root / f"{name}-data.md"))
+        params = StdioServerParameters(
+            command=str(BIN / "md-vision"),
+            args=["--allow-path", scratch, "--allow-domain", "none", "--workers", "1"],
+            env={"PATH": os.environ.get("PATH", ""), "HOME": scratch},
+        )
+        documents.sort(key=lambda document: "data: URI" in document[0])  # files first
+        rows = asyncio.run(_svg_run(params, root / "svg.pid", documents))
+    print("server MB: md-vision's peak resident memory so far; child MB: its render child's largest")
+    print(f"{'hostile SVG (md-vision)':34} {'seconds':>8} {'child MB':>9} {'server MB':>10}  answer")
+    for label, seconds, child, server, shown in rows:
+        print(f"{label:34} {seconds:8.3f} {child:9.0f} {server:10.0f}  {shown[:80]}")
+
+
 if __name__ == "__main__":
     main()
+    svg_bombs()

@@ -7,6 +7,7 @@ that writes its own PID and then ``exec``s the server (the PID stays the same) t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -92,3 +93,50 @@ def stops_quietly(command: list[str], how: str, *, env: dict[str, str] | None = 
     expected = {"eof soon after start": 0, "ctrl-c": 130, "sigterm": 143}[how]
     assert (code, stderr, alive) == (expected, "", []), (how, code, stderr, alive)
     return True
+
+
+def vanishes_quietly(
+    command: list[str], call: dict[str, object], how: str, *, env: dict[str, str] | None = None
+) -> tuple[int, str, list[str]]:
+    """Start a stdio server, shake hands, send the slow ``tools/call`` ``call`` (its params) and
+    disappear while it runs, ``how``: "stdin closed" (end of input, the client still reading) or
+    "pipes closed" (stdin and stdout both closed: the answer meets a broken pipe). Returns the
+    server's exit code, its stderr and the processes of its group still running afterwards."""
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        hello = (
+            '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+            '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+        )
+        process.stdin.write(hello.encode())
+        process.stdin.flush()
+        assert process.stdout.readline().startswith(b'{"jsonrpc":"2.0","id":1,"result"')
+        request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+        initialized = '{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+        process.stdin.write((initialized + json.dumps(request) + "\n").encode())
+        process.stdin.flush()
+        time.sleep(0.5)  # the call is under way
+        if how == "pipes closed":
+            process.stdout.close()
+        process.stdin.close()
+        code = process.wait(timeout=30)
+        stderr = process.stderr.read().decode() if process.stderr else ""
+        time.sleep(0.3)
+        left = subprocess.run(
+            ["ps", "-o", "pid=,stat=,args=", "-g", str(process.pid)], capture_output=True, text=True
+        )
+        alive = [line for line in left.stdout.splitlines() if "Z" not in line.split()[1]]
+    finally:
+        if process.poll() is None:
+            process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    return code, stderr, alive

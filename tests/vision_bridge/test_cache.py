@@ -216,3 +216,30 @@ def test_an_entry_whose_answer_is_corrupt_is_removed_so_it_warns_once(
         assert cache.get("k") is None
     assert caplog.text.count("corrupt") == 1
     assert not (tmp_path / "k.json").exists()
+
+
+def test_the_cache_folder_has_a_configurable_cap_and_expired_answers_are_pruned(
+    llm_stub: LLMStub, tmp_path: Path
+) -> None:
+    # Issue 27 item 6: the folder grew without bound, expired entries stayed until read again.
+    settings = settings_for(llm_stub, tmp_path, VISION_CACHE_MAX_MB="1")
+    assert settings.cache_max_bytes == 1024 * 1024
+    assert settings_for(llm_stub, tmp_path).cache_max_bytes == 64 * 1024 * 1024  # the default
+    with pytest.raises(Exception, match="VISION_CACHE_MAX_MB='0' must be at least 1"):
+        settings_for(llm_stub, tmp_path, VISION_CACHE_MAX_MB="0")
+
+    clock = Clock()
+    folder = tmp_path / "capped"
+    cache = ResultCache(folder, ttl_s=3600, clock=clock, max_bytes=20_000)
+    for number in range(100):
+        clock.now += 1
+        cache.put(f"k{number:03}", text="x" * 900, usage=TokenUsage(input_tokens=number))
+        assert sum(p.stat().st_size for p in folder.iterdir()) <= 20_000
+    newest = cache.get("k099")
+    assert newest is not None and newest.usage.input_tokens == 99 and cache.get("k000") is None
+
+    # Expired answers go on a later process's first write, whether read again or not.
+    clock.now += 7200
+    later = ResultCache(folder, ttl_s=3600, clock=clock, max_bytes=20_000)
+    later.put("new", text="y", usage=TokenUsage())
+    assert [p.name for p in folder.iterdir()] == ["new.json"]

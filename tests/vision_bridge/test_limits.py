@@ -147,3 +147,60 @@ def test_server_error_is_retried_within_the_deadline(
 
     outcome = with_service(settings_for(llm_stub, tmp_path, VISION_MAX_RETRIES="1"), scenario)
     assert (outcome.text, outcome.usage.calls) == ("stub answer", 2)
+
+
+# -- coded responses: decoded by the guard's bounded decoder, decoded bytes counted (issue 26 item 6)
+
+
+def test_a_compressed_response_is_decoded_here_and_its_decoded_bytes_counted(
+    local_server: LocalServer,
+) -> None:
+    import gzip
+
+    limits = ResponseLimits(max_body=1000, max_error_body=100)
+    local_server.route("/fits", Reply(body=gzip.compress(b"a" * 1000), headers={"Content-Encoding": "gzip"}))
+    local_server.route("/over", Reply(body=gzip.compress(b"a" * 1001), headers={"Content-Encoding": "gzip"}))
+    response, _ = get(local_server, "/fits", limits)
+    assert response.content == b"a" * 1000
+    # The SDK sees a plain body: no coding left for httpx2 to undo, no length of the coded one.
+    assert "content-encoding" not in response.headers and "content-length" not in response.headers
+    with pytest.raises(ResponseTooLarge, match="decodes to more, over the limit of 1,000 bytes"):
+        get(local_server, "/over", limits)
+
+
+def test_a_compressed_error_body_is_cut_at_its_decoded_cap(local_server: LocalServer) -> None:
+    import gzip
+
+    limits = ResponseLimits(max_body=1000, max_error_body=100)
+    local_server.route(
+        "/err", Reply(status=500, body=gzip.compress(b"e" * 5000), headers={"Content-Encoding": "gzip"})
+    )
+    response, meter = get(local_server, "/err", limits)
+    assert response.content == b"e" * 100 and meter.error_body_truncated
+
+
+def test_a_corrupt_compressed_response_is_refused_in_one_sentence(
+    llm_stub: LLMStub, tmp_path: Path, picture: Path
+) -> None:
+    llm_stub.push(
+        "openai",
+        Reply(
+            body=b"\x1f\x8b\x08\x00garbage" * 10,
+            headers={"Content-Encoding": "gzip"},
+            content_type="application/json",
+        ),
+    )
+    outcome = with_service(settings_for(llm_stub, tmp_path), lambda s: s.analyze(str(picture)))
+    assert outcome.text == (
+        "[vision_error] api: the provider's response could not be decoded: the gzip data is corrupt"
+    )
+    assert outcome.usage.calls == 1
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_a_compressed_answer_still_reads(llm_stub: LLMStub, tmp_path: Path, picture: Path, fmt: str) -> None:
+    reply = openai_reply("zipped") if fmt == "openai" else anthropic_reply("zipped")
+    reply.gzip_body = True
+    llm_stub.push(fmt, reply)
+    outcome = with_service(settings_for(llm_stub, tmp_path, fmt), lambda s: s.analyze(str(picture)))
+    assert (outcome.text, outcome.is_error) == ("zipped", False)

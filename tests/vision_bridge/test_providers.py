@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from docab.log.usage import Usage
+from tests.support.http_server import Reply
 from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
 from tests.vision_bridge.conftest import loader_for, png_bytes, settings_for, with_service
 from vision_bridge.usage import USAGE_META_KEY
@@ -62,22 +63,32 @@ def test_openai_ocr_asks_for_high_detail_and_the_format(
     assert outcome.text == '{"blocks": [{"type": "heading", "text": "Hi"}]}'  # fence removed, JSON kept
 
 
-def test_openai_compare_labels_images_and_passes_urls_through(
+def test_openai_compare_labels_images_and_sends_urls_as_downloaded_bytes(
     llm_stub: LLMStub, tmp_path: Path, picture: Path
 ) -> None:
-    async def scenario(service):
-        return await service.compare([str(picture), URL], "Which is bigger?")
+    # Until issue 26 the URL went to the provider as it was; now it is downloaded here (every hop
+    # checked) and sent inline. images.test resolves to the stub, an explicitly allowed host.
+    remote = png_bytes((20, 10), "blue")
+    llm_stub.server.route("/cat.png", Reply(body=remote, content_type="image/png"))
+    url = f"http://images.test:{llm_stub.server.port}/cat.png"
 
-    settings = settings_for(llm_stub, tmp_path)
-    outcome = with_service(settings, scenario, loader=loader_for(settings))
+    async def scenario(service):
+        return await service.compare([str(picture), url], "Which is bigger?")
+
+    settings = settings_for(llm_stub, tmp_path, VISION_ALLOW_HOSTS="images.test")
+    outcome = with_service(settings, scenario, loader=loader_for(settings, images_test=["127.0.0.1"]))
     assert not outcome.is_error, outcome.text
     content = sent_content(llm_stub, "openai")
     assert [part["type"] for part in content] == ["text", "image_url", "text", "image_url", "text"]
     assert content[0]["text"] == "Image 1:" and content[2]["text"] == "Image 2:"
-    assert content[3]["image_url"] == {"url": URL, "detail": "auto"}
+    assert content[3]["image_url"] == {
+        "url": "data:image/png;base64," + base64.b64encode(remote).decode(),
+        "detail": "auto",
+    }
     assert content[1]["image_url"]["detail"] == "auto"
     assert content[4]["text"].endswith("Which is bigger?")
-    assert [i["sent"] for i in outcome.details["images"]] == ["inline", "url"]
+    assert [i["sent"] for i in outcome.details["images"]] == ["inline", "inline"]
+    assert [i.get("downloaded") for i in outcome.details["images"]] == [None, True]
 
 
 def test_openai_usage_maps_into_meta_and_the_harness_reads_it(
@@ -182,11 +193,17 @@ def test_openai_http_errors_carry_the_provider_message_and_a_hint(
 
 
 def test_anthropic_request_shape_and_headers(llm_stub: LLMStub, tmp_path: Path, picture: Path) -> None:
-    async def scenario(service):
-        return await service.compare([str(picture), URL])
+    remote = png_bytes((20, 10), "blue")
+    llm_stub.server.route("/cat.png", Reply(body=remote, content_type="image/png"))
+    url = f"http://images.test:{llm_stub.server.port}/cat.png"
 
-    settings = settings_for(llm_stub, tmp_path, "anthropic", VISION_MAX_TOKENS="99")
-    outcome = with_service(settings, scenario, loader=loader_for(settings))
+    async def scenario(service):
+        return await service.compare([str(picture), url])
+
+    settings = settings_for(
+        llm_stub, tmp_path, "anthropic", VISION_MAX_TOKENS="99", VISION_ALLOW_HOSTS="images.test"
+    )
+    outcome = with_service(settings, scenario, loader=loader_for(settings, images_test=["127.0.0.1"]))
     assert not outcome.is_error, outcome.text
     request = llm_stub.requests_for("anthropic")[0]
     assert request.path == "/v1/messages"
@@ -204,8 +221,25 @@ def test_anthropic_request_shape_and_headers(llm_stub: LLMStub, tmp_path: Path, 
             "data": base64.b64encode(picture.read_bytes()).decode(),
         },
     }
-    assert content[3] == {"type": "image", "source": {"type": "url", "url": URL}}
+    # The URL was downloaded here (issue 26): the provider gets its bytes, not the URL.
+    assert content[3] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": base64.b64encode(remote).decode()},
+    }
     assert content[0]["text"] == "Image 1:" and content[-1]["type"] == "text"
+
+
+def test_a_url_part_built_by_a_python_caller_keeps_each_formats_url_shape() -> None:
+    # The service never sends URL parts; a caller building a request for a backend still can.
+    from vision_bridge.backends.anthropic_messages import image_block
+    from vision_bridge.backends.base import ImagePart
+    from vision_bridge.backends.openai_chat import image_part
+
+    assert image_block(ImagePart(url=URL)) == {"type": "image", "source": {"type": "url", "url": URL}}
+    assert image_part(ImagePart(url=URL), "auto") == {
+        "type": "image_url",
+        "image_url": {"url": URL, "detail": "auto"},
+    }
 
 
 def test_anthropic_usage_counts_cache_reads_and_writes_in_the_input(

@@ -1,4 +1,10 @@
-"""A URL the provider cannot fetch is downloaded here (guarded) and sent inline, once."""
+"""Image URLs are downloaded here (guarded, every hop checked) and sent to the provider as bytes.
+
+Until issue 26 an image URL went to the provider as a URL (its first hop checked), and was
+downloaded here only when the provider said it could not fetch it. The provider follows
+redirects from its own network, so a URL whose second hop is internal reached it: now every URL
+is downloaded through the guard first and the provider is asked once, with the bytes.
+"""
 
 from __future__ import annotations
 
@@ -26,49 +32,45 @@ def image_gets(stub: LLMStub) -> int:
     return sum(1 for r in stub.requests if r.method == "GET")
 
 
-def test_openai_download_and_inline_retry(llm_stub: LLMStub, tmp_path: Path) -> None:
+def test_openai_gets_the_downloaded_bytes_never_the_url(llm_stub: LLMStub, tmp_path: Path) -> None:
     url = serve_image(llm_stub)
-    llm_stub.push(
-        "openai", error_reply("openai", 400, FETCH_ERROR.format(url=url)), openai_reply("a green square")
-    )
+    llm_stub.push("openai", openai_reply("a green square"))
     settings = settings_for(llm_stub, tmp_path, VISION_ALLOW_HOSTS="127.0.0.1")
 
     outcome = with_service(settings, lambda s: analyze(s, url))
     assert (outcome.text, outcome.is_error) == ("a green square", False)
-    first, second = (
+    (sent,) = (
         r.json()["messages"][0]["content"][0]["image_url"]["url"] for r in llm_stub.requests_for("openai")
     )
-    assert first == url
-    assert second == "data:image/png;base64," + base64.b64encode(PNG).decode()
+    assert sent == "data:image/png;base64," + base64.b64encode(PNG).decode()
     assert image_gets(llm_stub) == 1
-    assert outcome.usage.calls == 2
-    assert outcome.details["url_fallback"] is True
-    assert outcome.details["images"][0]["sent"] == "inline"
+    assert outcome.usage.calls == 1
+    image = outcome.details["images"][0]
+    assert (image["sent"], image["downloaded"], image["redirects"]) == ("inline", True, 0)
+    assert "url_fallback" not in outcome.details
 
 
-def test_anthropic_download_and_inline_retry(llm_stub: LLMStub, tmp_path: Path) -> None:
+def test_anthropic_gets_the_downloaded_bytes_never_the_url(llm_stub: LLMStub, tmp_path: Path) -> None:
     url = serve_image(llm_stub)
-    llm_stub.push(
-        "anthropic",
-        error_reply("anthropic", 400, "Unable to download the file. Please verify the URL and try again."),
-        anthropic_reply("green"),
-    )
+    llm_stub.push("anthropic", anthropic_reply("green"))
     settings = settings_for(llm_stub, tmp_path, "anthropic", VISION_ALLOW_HOSTS="127.0.0.1")
     outcome = with_service(settings, lambda s: analyze(s, url))
     assert outcome.text == "green"
-    sources = [r.json()["messages"][0]["content"][0]["source"] for r in llm_stub.requests_for("anthropic")]
-    assert sources[0] == {"type": "url", "url": url}
-    assert sources[1]["type"] == "base64" and sources[1]["media_type"] == "image/png"
+    (source,) = [r.json()["messages"][0]["content"][0]["source"] for r in llm_stub.requests_for("anthropic")]
+    assert source["type"] == "base64" and source["media_type"] == "image/png"
+    assert base64.b64decode(source["data"]) == PNG
 
 
-def test_the_retry_happens_once_only(llm_stub: LLMStub, tmp_path: Path) -> None:
+def test_a_provider_error_is_not_retried_with_another_download(llm_stub: LLMStub, tmp_path: Path) -> None:
+    # The old fallback retried once when the provider could not fetch a URL; with bytes sent from
+    # the start, a provider's 400 is final: asked once, the image downloaded once.
     url = serve_image(llm_stub)
     failure = error_reply("openai", 400, FETCH_ERROR.format(url=url))
     llm_stub.push("openai", failure, failure, failure)
     settings = settings_for(llm_stub, tmp_path, VISION_ALLOW_HOSTS="127.0.0.1")
     outcome = with_service(settings, lambda s: analyze(s, url))
     assert outcome.is_error and "HTTP 400" in outcome.text
-    assert len(llm_stub.requests_for("openai")) == 2
+    assert len(llm_stub.requests_for("openai")) == 1
     assert image_gets(llm_stub) == 1
 
 
@@ -78,12 +80,11 @@ def test_other_client_errors_are_not_retried(llm_stub: LLMStub, tmp_path: Path) 
     settings = settings_for(llm_stub, tmp_path, VISION_ALLOW_HOSTS="127.0.0.1")
     outcome = with_service(settings, lambda s: analyze(s, url))
     assert outcome.is_error
-    assert len(llm_stub.requests_for("openai")) == 1 and image_gets(llm_stub) == 0
+    assert len(llm_stub.requests_for("openai")) == 1 and image_gets(llm_stub) == 1
 
 
 def test_the_download_refuses_loopback_unless_the_host_is_allowed(llm_stub: LLMStub, tmp_path: Path) -> None:
     url = serve_image(llm_stub)
-    llm_stub.push("openai", error_reply("openai", 400, FETCH_ERROR.format(url=url)))
     outcome = with_service(settings_for(llm_stub, tmp_path), lambda s: analyze(s, url))
     assert outcome.is_error
     assert outcome.text.startswith(
@@ -100,26 +101,35 @@ def test_redirects_are_rechecked_hop_by_hop(llm_stub: LLMStub, tmp_path: Path) -
     llm_stub.server.route("/hop.png", Reply.redirect(f"http://localhost:{llm_stub.server.port}/img.png"))
     serve_image(llm_stub)
     url = llm_stub.server.url("/hop.png")
-    llm_stub.push("openai", error_reply("openai", 400, FETCH_ERROR.format(url=url)))
     settings = settings_for(llm_stub, tmp_path, VISION_ALLOW_HOSTS="127.0.0.1")
     outcome = with_service(settings, lambda s: analyze(s, url))
     assert outcome.is_error and "refusing to connect to localhost" in outcome.text
     assert [r.path for r in llm_stub.requests if r.method == "GET"] == ["/hop.png"]
+    assert llm_stub.requests_for("openai") == []
+
+
+def test_an_allowed_redirect_is_followed_and_counted(llm_stub: LLMStub, tmp_path: Path) -> None:
+    llm_stub.server.route("/hop.png", Reply.redirect(llm_stub.server.url("/img.png")))
+    serve_image(llm_stub)
+    settings = settings_for(llm_stub, tmp_path, VISION_ALLOW_HOSTS="127.0.0.1")
+    outcome = with_service(settings, lambda s: analyze(s, llm_stub.server.url("/hop.png")))
+    assert outcome.text == "stub answer"
+    assert outcome.details["images"][0]["redirects"] == 1
 
 
 def test_a_download_that_is_not_an_image_is_refused(llm_stub: LLMStub, tmp_path: Path) -> None:
     llm_stub.server.route("/page", Reply(body="<html>login</html>", content_type="text/html"))
     url = llm_stub.server.url("/page")
-    llm_stub.push("openai", error_reply("openai", 400, FETCH_ERROR.format(url=url)))
     settings = settings_for(llm_stub, tmp_path, VISION_ALLOW_HOSTS="127.0.0.1")
     outcome = with_service(settings, lambda s: analyze(s, url))
     assert outcome.is_error and "is text/html, not an image" in outcome.text
+    assert llm_stub.requests_for("openai") == []
 
 
 def test_compare_downloads_every_url_once(llm_stub: LLMStub, tmp_path: Path) -> None:
     first = serve_image(llm_stub, "/a.png")
     second = serve_image(llm_stub, "/b.png")
-    llm_stub.push("openai", error_reply("openai", 400, "Failed to retrieve image_url"), openai_reply("same"))
+    llm_stub.push("openai", openai_reply("same"))
     settings = settings_for(llm_stub, tmp_path, VISION_ALLOW_HOSTS="127.0.0.1")
 
     async def scenario(service):
@@ -128,7 +138,8 @@ def test_compare_downloads_every_url_once(llm_stub: LLMStub, tmp_path: Path) -> 
     outcome = with_service(settings, scenario)
     assert outcome.text == "same"
     assert sorted(r.path for r in llm_stub.requests if r.method == "GET") == ["/a.png", "/b.png"]
-    parts = llm_stub.requests_for("openai")[1].json()["messages"][0]["content"]
+    (request,) = llm_stub.requests_for("openai")
+    parts = request.json()["messages"][0]["content"]
     assert (
         sum(1 for p in parts if p["type"] == "image_url" and p["image_url"]["url"].startswith("data:")) == 3
     )
@@ -137,7 +148,6 @@ def test_compare_downloads_every_url_once(llm_stub: LLMStub, tmp_path: Path) -> 
 def test_the_deadline_covers_the_download(llm_stub: LLMStub, tmp_path: Path) -> None:
     llm_stub.server.route("/slow.png", Reply(body=PNG, content_type="image/png", delay=3))
     url = llm_stub.server.url("/slow.png")
-    llm_stub.push("openai", error_reply("openai", 400, FETCH_ERROR.format(url=url)))
     settings = settings_for(llm_stub, tmp_path, VISION_ALLOW_HOSTS="127.0.0.1", VISION_TIMEOUT="1.5")
 
     async def scenario(service):
@@ -148,4 +158,3 @@ def test_the_deadline_covers_the_download(llm_stub: LLMStub, tmp_path: Path) -> 
     assert outcome.is_error and outcome.details["error_cause"] == "timeout"
     # Whichever fires first, the download's own limit (the time left) or the call's deadline:
     assert outcome.text.startswith("[vision_error] timeout:") and "download" in outcome.text
-    assert len(llm_stub.requests_for("openai")) == 1

@@ -59,7 +59,9 @@ class AgentTrace:
     events: list[Event] = field(default_factory=list)  # the transcript, in order (``docab.log.events``)
 
     def agent_tokens(self) -> int:
-        return sum(u.total for u in self.usage if u.role == "agent")
+        """The agent's tokens as the token limit counts them: a reply served from the response
+        cache counts what it cost when it was made, so a replay stops where the original run did."""
+        return sum((u.cached_original() or u).total for u in self.usage if u.role == "agent")
 
 
 class _LimitHit(Exception):

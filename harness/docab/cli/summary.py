@@ -8,6 +8,7 @@ tool calls, paired differences), written into the run folder as ``report.md`` an
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,12 +32,20 @@ def print_summary(run_dir: Path) -> None:
     write_report_files(report, run_dir, plots=False)
 
 
+SPEND_CAP_EXIT = 3
+
+
 def launch_and_report(
-    request: RunRequest, *, max_error_share: float = 0.0, command: str = "docab run"
+    request: RunRequest,
+    *,
+    max_error_share: float = 0.0,
+    command: str = "docab run",
+    resume: Callable[[float], str] | None = None,
 ) -> int:
-    """Run ``request``, then print and write its report. Returns the exit status: 1 when more
-    than ``max_error_share`` of the samples ended in an error or timeout (with a one-line account
-    of the causes on stderr), else 0."""
+    """Run ``request``, then print and write its report. Returns the exit status: 3 when the
+    spend cap stopped the run (saying what it spent and, through ``resume``, the command that
+    resumes it under a cap high enough); 1 when more than ``max_error_share`` of the samples
+    ended in an error or timeout (with a one-line account of the causes on stderr); else 0."""
     from docab.runner.launch import launch
 
     try:
@@ -49,6 +58,11 @@ def launch_and_report(
         f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); "
         f"plots: docab report {outcome.run_dir}; transcripts: docab view {outcome.run_dir}"
     )
+    stop = outcome.spend_stop
+    if stop is not None:
+        again = f"; to go on, raise the cap: {resume(stop.needed())}" if resume else ""
+        print(f"{command}: {stop.message()}{again}", file=sys.stderr)
+        return SPEND_CAP_EXIT
     errors = outcome.errors()
     if errors.exceeds(max_error_share):
         print(

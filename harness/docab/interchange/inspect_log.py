@@ -99,6 +99,7 @@ from docab.log.events import (
 from docab.log.manifest import Manifest
 from docab.log.records import RECORD_VERSION, AnswerProtocol, PageShare, RunRecord, Status, ToolCallRecord
 from docab.log.usage import Usage, totals_by_role
+from docab.pricing import PriceBook, manifest_prices
 
 DOCAB_KEY = "docab"  # metadata key (eval, sample, score) and score name
 SCORE_NAME = "docab"
@@ -183,9 +184,11 @@ class QuestionInfo(BaseModel):
 # -- export ---------------------------------------------------------------------------------------------
 
 
-def inspect_usage(usages: Iterable[Usage]) -> ModelUsage:
-    """docab usage records summed in Inspect's convention (``input_tokens`` without the cache)."""
+def inspect_usage(usages: Iterable[Usage], prices: PriceBook | None = None) -> ModelUsage:
+    """docab usage records summed in Inspect's convention (``input_tokens`` without the cache);
+    with ``prices``, ``total_cost`` in US dollars too (None when a model's price is unknown)."""
     total = ModelUsage()
+    cost: float | None = 0.0
     for usage in usages:
         total = total + ModelUsage(
             input_tokens=usage.input_uncached,
@@ -195,14 +198,19 @@ def inspect_usage(usages: Iterable[Usage]) -> ModelUsage:
             input_tokens_cache_write=usage.cache_write,
             reasoning_tokens=usage.reasoning,
         )
-    return total
+        if prices is not None:
+            usd = prices.usd(usage)
+            cost = None if cost is None or usd is None else cost + usd
+    return total.model_copy(update={"total_cost": cost if prices is not None else None})
 
 
 MODEL_ROLES = ("agent", "extractor")  # roles whose tokens are calls the eval made to a model
 GRADER_ROLE = "grader"  # Inspect's name for the model that reads answers (the docab task's extractor)
 
 
-def usage_by_model(usages: Iterable[Usage], default_model: str) -> dict[str, ModelUsage]:
+def usage_by_model(
+    usages: Iterable[Usage], default_model: str, prices: PriceBook | None = None
+) -> dict[str, ModelUsage]:
     """Inspect's ``model_usage``: the tokens of every model the eval called (the agent's and the
     answer extractor's; a tool's own model is not the eval's), keyed by model name, in Inspect's
     convention. A model that plays both roles gets the sum."""
@@ -210,7 +218,7 @@ def usage_by_model(usages: Iterable[Usage], default_model: str) -> dict[str, Mod
     for usage in usages:
         if usage.role in MODEL_ROLES:
             grouped.setdefault(usage.model or default_model, []).append(usage)
-    return {model: inspect_usage(found) for model, found in grouped.items()}
+    return {model: inspect_usage(found, prices) for model, found in grouped.items()}
 
 
 def _content(blocks: Sequence[TextBlock | ImageBlock], image_url: ImageURL) -> list[Content]:
@@ -309,8 +317,11 @@ def eval_sample(
     image_url: ImageURL,
     *,
     limits: dict[str, Any] | None = None,
+    prices: PriceBook | None = None,
 ) -> EvalSample:
-    """One record (and its transcript, when kept) as an Inspect sample."""
+    """One record (and its transcript, when kept) as an Inspect sample; ``prices`` (default: the
+    shipped table) give its usage's ``total_cost`` in US dollars."""
+    prices = prices or PriceBook()
     messages = transcript_messages(transcript, image_url) if transcript is not None else []
     if not messages:
         messages = [ChatMessageUser(content=_question_text(None, record))]
@@ -318,7 +329,7 @@ def eval_sample(
     output = ModelOutput(
         model=record.model,
         choices=[ChatCompletionChoice(message=last, stop_reason="stop")] if last is not None else [],
-        usage=inspect_usage(u for u in record.usage if u.role == "agent"),
+        usage=inspect_usage((u for u in record.usage if u.role == "agent"), prices),
     )
     question = QuestionInfo(
         doc_id=record.doc_id,
@@ -356,8 +367,11 @@ def eval_sample(
             **question.model_dump(),
             DOCAB_KEY: {"version": EXPORT_VERSION, "record": record.to_dict()},
         },
-        model_usage=usage_by_model(record.usage, record.model) or {record.model: inspect_usage(())},
-        role_usage={role: inspect_usage(u for u in record.usage if u.role == role) for role in sorted(roles)},
+        model_usage=usage_by_model(record.usage, record.model, prices)
+        or {record.model: inspect_usage((), prices)},
+        role_usage={
+            role: inspect_usage((u for u in record.usage if u.role == role), prices) for role in sorted(roles)
+        },
         started_at=record.started_at or None,
         completed_at=_end_time(record.started_at, record.wall_time_s) if record.started_at else None,
         total_time=record.wall_time_s,
@@ -408,8 +422,11 @@ def eval_log(
     run_id = manifest.run_id or records[0].run_id
     model = records[0].model
     limits = manifest.config.get("limits")
+    prices = manifest_prices(manifest)
     samples = [
-        eval_sample(r, transcript_of(r), image_url, limits=limits if isinstance(limits, dict) else None)
+        eval_sample(
+            r, transcript_of(r), image_url, limits=limits if isinstance(limits, dict) else None, prices=prices
+        )
         for r in sorted(records, key=lambda r: (r.epoch, r.qid))
     ]
     qids = sorted({r.qid for r in records})
@@ -482,10 +499,10 @@ def eval_log(
         stats=EvalStats(
             started_at=started[0] if started else "",
             completed_at=manifest.updated_at or "",
-            model_usage=usage_by_model((u for r in records for u in r.usage), model)
-            or {model: inspect_usage(())},
+            model_usage=usage_by_model((u for r in records for u in r.usage), model, prices)
+            or {model: inspect_usage((), prices)},
             role_usage={
-                role: inspect_usage(u for r in records for u in r.usage if u.role == role)
+                role: inspect_usage((u for r in records for u in r.usage if u.role == role), prices)
                 for role in sorted(usage_by_role)
             },
         ),

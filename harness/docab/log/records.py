@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from docab.log.cost import SampleCost
 from docab.log.usage import Usage, totals_by_role
 
 RECORD_VERSION = 3
@@ -106,6 +107,9 @@ class RunRecord:
     # What tool answers served from a cache cost when they were first computed (role tool-side);
     # not spent by this sample, so never part of ``usage`` or ``tokens()``.
     cached_tool_usage: tuple[Usage, ...] = ()
+    # What model replies served from docab's response cache cost when first made (each also has a
+    # zero-token entry in ``usage``, marked as a hit); not spent by this sample.
+    cached_model_usage: tuple[Usage, ...] = ()
     model_time_s: float = 0.0
     tool_time_s: float = 0.0
     wall_time_s: float = 0.0
@@ -124,6 +128,9 @@ class RunRecord:
     doc_type: str = ""
     transcript: str | None = None  # path of the transcript, relative to the run folder
     started_at: str = ""  # ISO 8601 UTC
+    # USD per role at the prices in force when it was written (docab.pricing); None in records
+    # written before prices were (readers price their usage instead: docab.pricing.sample_cost).
+    cost: SampleCost | None = None
     version: int = RECORD_VERSION
 
     @property
@@ -199,7 +206,9 @@ class RunRecord:
         ]
         data["usage"] = [u.to_dict() for u in self.usage]
         data["cached_tool_usage"] = [u.to_dict() for u in self.cached_tool_usage]
+        data["cached_model_usage"] = [u.to_dict() for u in self.cached_model_usage]
         data["usage_totals"] = {role: t.to_dict() for role, t in totals_by_role(self.usage).items()}
+        data["cost"] = self.cost.to_dict() if self.cost is not None else None
         return data
 
     @classmethod
@@ -208,6 +217,9 @@ class RunRecord:
         values = {k: v for k, v in data.items() if k in known}
         values["usage"] = tuple(Usage.from_dict(u) for u in data.get("usage", ()))
         values["cached_tool_usage"] = tuple(Usage.from_dict(u) for u in data.get("cached_tool_usage", ()))
+        values["cached_model_usage"] = tuple(Usage.from_dict(u) for u in data.get("cached_model_usage", ()))
+        cost = data.get("cost")
+        values["cost"] = SampleCost.from_dict(cost) if isinstance(cost, Mapping) else None
         values["page_shares"] = tuple(
             PageShare(
                 int(p["page"]),

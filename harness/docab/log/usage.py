@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 UsageRole = Literal["agent", "tool-side", "extractor"]
 
+RESPONSE_CACHE_KEY = "docab_response_cache"  # in ``raw`` of a reply docab's response cache served
 TOOL_USAGE_META_KEY = "io.github.docab/usage"
 """Where a tool reports the tokens it spent in a result's ``_meta`` (see docs/architecture.md)."""
 
@@ -204,6 +205,25 @@ class Usage:
             }
         )
         return replace(counted, raw=dict(report)) if counted is not None else None
+
+    @classmethod
+    def cache_hit(cls, original: Usage) -> Usage:
+        """The usage of a reply served from docab's response cache: no tokens (nothing was spent),
+        with what the reply cost when it was first made kept in ``raw`` (:meth:`cached_original`)."""
+        return cls(
+            role=original.role,
+            model=original.model,
+            raw={RESPONSE_CACHE_KEY: "hit", "original_usage": original.to_dict()},
+        )
+
+    def cached_original(self) -> Usage | None:
+        """What a reply served from the response cache cost when first made; None for any other call."""
+        if not isinstance(self.raw, Mapping) or self.raw.get(RESPONSE_CACHE_KEY) != "hit":
+            return None
+        original = self.raw.get("original_usage")
+        if not isinstance(original, Mapping):
+            return None
+        return replace(Usage.from_dict(original), role=self.role, model=self.model)
 
     def with_role(self, role: UsageRole) -> Usage:
         return replace(self, role=role)

@@ -10,6 +10,8 @@
     # headers = { "X-Gateway-Key" = "${GATEWAY_KEY}" }  # sent with every request; ${VAR} from the env
     # text_only = true                        # strip images, say where they were
     # concurrency = 16                        # requests in flight at this endpoint, all models together
+    # price = { input = 2.5, cached_input = 1.25, output = 10 }  # USD per million tokens (docab.pricing)
+    # cache = true                            # serve replies from docab's response cache (docab.models.cache)
 
 A name may carry a platform between provider and model, as Inspect AI names them:
 ``openai/azure/<deployment>`` (Azure OpenAI: ``api_version``, endpoint in ``base_url`` or
@@ -45,6 +47,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from docab.errors import ConfigError
+from docab.pricing import Price
 
 PROVIDERS = ("openai", "anthropic", "google", "baseline")
 # The platforms a provider's models can also be reached on, named as the name's second segment.
@@ -81,6 +84,8 @@ LATER_OPTIONS: dict[str, object] = {
     "region": None,
     "project": None,
     "headers": {},
+    "price": None,
+    "cache": False,
 }
 # Where the endpoint lives, how it authenticates and how calls reach it: none of these changes what
 # a record means, so the run's identity (``docab.config.identity_of``) leaves them at their
@@ -160,6 +165,12 @@ class ModelConfig(BaseModel):
     thinking_budget: int | None = None
     # Passed through as the request body's extra fields (vendor options such as vLLM's).
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    # USD per million tokens, for a model the price table lacks or prices otherwise (a gateway, a
+    # contract); ``price = 0``: free. Not part of the config hash: correcting a price resumes the run.
+    price: Price | None = None
+    # Serve replies from docab's response cache (docab.models.cache; `docab run --cache`). Not part
+    # of the config hash: turning it on resumes the run.
+    cache: bool = False
 
     @property
     def provider(self) -> str:
@@ -202,6 +213,7 @@ class ModelConfig(BaseModel):
         if self.route != run_model.route or self.base_url is not None:
             return self
         return self.replace(
+            cache=self.cache or run_model.cache,
             base_url=run_model.base_url,
             api_key_env=self.api_key_env or run_model.api_key_env,
             api_version=self.api_version or run_model.api_version,
@@ -244,6 +256,14 @@ class ModelConfig(BaseModel):
         for key, choices in _CHOICES.items():
             if key in values and values[key] not in choices:
                 raise ValueError(f"{key} must be one of {', '.join(choices)}")
+        price = values.get("price")
+        if isinstance(price, int | float) and not isinstance(price, bool):
+            if price != 0:
+                raise ValueError(
+                    "price must be a table, e.g. price = { input = 2.5, output = 10 } (USD per million "
+                    "tokens), or 0 for a free model"
+                )
+            values["price"] = {"input": 0.0, "output": 0.0}
         return values
 
     @model_validator(mode="after")

@@ -17,6 +17,7 @@ from docab.report.schema import (
     BreakdownDifference,
     Comparison,
     Estimate,
+    PriceRow,
     Ratio,
     ReferenceRow,
     Spread,
@@ -25,6 +26,7 @@ from docab.report.schema import (
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from docab.report.gate import Check
 
@@ -130,6 +132,30 @@ def median_p90(spread: Spread | None, fmt: Format = count) -> str:
     return f"{fmt(spread.median)} ({fmt(spread.p90)})"
 
 
+def usd(value: float | None) -> str:
+    """US dollars: ``$12.34``, ``$0.0123`` (three significant figures under a dollar), ``$0``."""
+    if not _ok(value):
+        return "–"
+    if value == 0:
+        return "$0"
+    magnitude = abs(value)
+    if magnitude >= 1000:
+        return f"${value:,.0f}"
+    if magnitude >= 1:
+        return f"${value:,.2f}"
+    digits = max(2, 2 - math.floor(math.log10(magnitude)))
+    return f"${value:.{digits}f}"
+
+
+def signed_usd(value: float | None) -> str:
+    return ("+" if _ok(value) and value > 0 else "-" if _ok(value) and value < 0 else "") + usd(
+        abs(value) if _ok(value) else value
+    )
+
+
+PRICE_UNKNOWN = "price unknown"
+
+
 def ratio(cell: Ratio) -> str:
     if not _ok(cell.value):
         return "–"
@@ -150,7 +176,12 @@ def title(summary: Summary) -> str:
 def sections(summary: Summary) -> list[Section]:
     arms = summary.arms
     result = [_arms_section(arms, summary.reference_rows), _answers_section(arms)]
-    result += [_tokens_section(arms), _time_section(arms), _tools_section(arms)]
+    result += [
+        _tokens_section(arms),
+        _cost_section(arms, summary.prices),
+        _time_section(arms),
+        _tools_section(arms),
+    ]
     by_name = {a.arm: a for a in arms}
     result += [_comparison_section(c, by_name) for c in summary.comparisons]
     if summary.breakdowns:
@@ -293,6 +324,74 @@ def _tokens_section(arms: Sequence[ArmSummary]) -> Section:
     )
 
 
+def _cost_section(arms: Sequence[ArmSummary], prices: Sequence[PriceRow] = ()) -> Section:
+    """What each arm cost in US dollars, per role, and (when a cache served answers) what caches
+    saved; the prices as notes."""
+    roles = sorted({r for a in arms if a.cost for r in a.cost.by_role}, key=_role_order)
+    cached = any(a.cost is not None and a.cost.saved_by_cache > 0 for a in arms)
+    rows = []
+    for arm in arms:
+        cost = arm.cost
+        if cost is None:
+            rows.append([arm.arm, "not recorded", *["" for _ in roles], *(["", ""] if cached else [])])
+            continue
+        unknown = bool(cost.unpriced)
+        row = [
+            arm.arm,
+            PRICE_UNKNOWN if unknown else usd(cost.total),
+            PRICE_UNKNOWN if unknown else median_p90(cost.per_question, usd),
+            *[usd(cost.by_role[role]) if role in cost.by_role else "–" for role in roles],
+        ]
+        if cached:
+            row += [usd(cost.saved_by_cache), PRICE_UNKNOWN if unknown else usd(cost.uncached_total)]
+        rows.append(row)
+    notes = [price_note(row) for row in prices]
+    for arm in arms:
+        if arm.cost and arm.cost.unpriced:
+            notes.append(
+                f"{arm.arm}: price unknown for {', '.join(arm.cost.unpriced)}: give it one with [model] price "
+                "(USD per million tokens); the role columns count priced calls only."
+            )
+    notes.append(
+        "Cost (USD): every role's tokens at the prices above (docab.pricing), per role in all"
+        + (
+            "; saved by cache: what answers served from a cache cost when first computed, not spent by "
+            "this run; uncached cost: the two together."
+            if cached
+            else "."
+        )
+    )
+    headers = ["arm", "Cost (USD)", "per question median (p90)", *roles]
+    if cached:
+        headers += ["saved by cache", "uncached cost"]
+    return Section("Cost (USD)", headers, rows, notes)
+
+
+def _unpriced(arm: ArmSummary | None) -> bool:
+    return arm is not None and arm.cost is not None and bool(arm.cost.unpriced)
+
+
+def price_note(row: PriceRow) -> str:
+    """One model's price as a sentence citing its source and date."""
+    if row.origin == "unknown":
+        return f"{row.model}: price unknown (not in docab's price table; set [model] price)."
+    if row.origin in ("offline policy", "local server"):
+        return f"{row.model}: free ({row.origin})."
+    figures = (
+        f"${row.input:g} input, ${row.cached_input:g} cached input, ${row.cache_write:g} cache write, "
+        f"${row.output:g} output per million tokens"
+        if _ok(row.input) and _ok(row.cached_input) and _ok(row.cache_write) and _ok(row.output)
+        else "no figures"
+    )
+    where = (
+        "from the run's config"
+        if row.origin == "config" and not row.source
+        else f"source {row.source or 'not given'}, {row.date or 'undated'}"
+    )
+    note = f"; {row.note}" if row.note else ""
+    return f"{row.model}: {figures} ({where}{note})."
+
+
 def _time_section(arms: Sequence[ArmSummary]) -> Section:
     rows = [
         [
@@ -402,6 +501,22 @@ def _comparison_section(
             ]
             for estimate in itt.prompt_cache
         ],
+    ]
+    if itt.cost is not None:
+        spent = itt.cost
+        rows.append(
+            [
+                "Cost (USD)/q (median)",
+                usd(spent.a.median),
+                usd(spent.b.median),
+                difference(spent.difference, signed_usd, "") + " (mean)",
+                f"Wilcoxon {p_value(spent.wilcoxon.p_value)}",
+                ratio(spent.ratio),
+            ]
+        )
+    elif any(_unpriced(arms.get(x)) for x in (a, b)):
+        rows.append(["Cost (USD)/q", PRICE_UNKNOWN, PRICE_UNKNOWN, "", "", ""])
+    rows += [
         [
             "Wall time/q (median)",
             seconds(latency.a.median),
@@ -540,6 +655,17 @@ def to_markdown(summary: Summary) -> str:
     return "\n".join(lines)
 
 
+def _natural_width(table: Table) -> int:
+    """The columns ``table`` takes when nothing limits it (at most :data:`WIDE_TABLE`)."""
+    import io
+
+    from rich.console import Console
+
+    scratch = Console(width=WIDE_TABLE, file=io.StringIO(), color_system=None)
+    scratch.print(table)
+    return max((len(line.rstrip()) for line in scratch.file.getvalue().splitlines()), default=0)  # type: ignore[attr-defined]
+
+
 def print_sections(parts: Sequence[Section], console: Console) -> None:
     from rich.table import Table
 
@@ -551,19 +677,29 @@ def print_sections(parts: Sequence[Section], console: Console) -> None:
             )
         for row in section.rows:
             table.add_row(*row)
-        console.print(table)
+        if console.is_terminal:
+            console.print(table)
+        else:  # a pipe: a table as wide as it needs, so it never wraps; notes at the console's width
+            width = console.width
+            console.width = max(width, _natural_width(table))
+            try:
+                console.print(table)
+            finally:
+                console.width = width
         for note in section.notes:
             console.print(f"  {note}", style="dim")
 
 
-WIDE_CONSOLE = 1000
-"""Columns for tables printed to a pipe or a file, where rich would assume 80 and wrap them: more
-than any table needs, so none wraps (tables and notes take only the width they need)."""
+PIPED_WIDTH = 120
+"""Columns of a pipe or a file (CI logs, ``| less``): a normal terminal's, where rich would assume
+80. Notes wrap at it; a table wider than it is printed whole (up to :data:`WIDE_TABLE`), so no
+table wraps."""
+WIDE_TABLE = 1000
 
 
 def report_console() -> Console:
     """A console on stdout: the terminal's width on a terminal; otherwise (a pipe, a file, CI logs)
-    wide enough that no table wraps, unless ``COLUMNS`` says otherwise."""
+    :data:`PIPED_WIDTH`, unless ``COLUMNS`` says otherwise."""
     import os
 
     from rich.console import Console
@@ -571,7 +707,7 @@ def report_console() -> Console:
     console = Console()
     if console.is_terminal or os.environ.get("COLUMNS"):
         return console
-    return Console(width=WIDE_CONSOLE)
+    return Console(width=PIPED_WIDTH)
 
 
 def print_console(summary: Summary, console: Console | None = None) -> None:

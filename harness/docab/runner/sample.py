@@ -42,6 +42,8 @@ from docab.log.events import AnswerEvent, json_value
 from docab.log.records import RunRecord, Status
 from docab.log.store import SampleTranscript, utc_now
 from docab.log.transcript import transcript_path
+from docab.models.cache import EPOCH
+from docab.pricing import PriceBook
 from docab.runner.context import RunContext, Worker
 from docab.runner.dataset import Sample
 from docab.runner.workspace import WorkspaceError
@@ -92,6 +94,7 @@ async def run_sample(
     ctx = worker.ctx
     arm = ctx.config.arm(arm_name)
     state = SampleRun(sample, epoch, arm, system=ctx.system_prompt(arm))
+    epoch_scope = EPOCH.set(epoch)  # the response cache keys sampled replies by epoch
     try:
         document = await place_document(worker, sample)
         state.tracker = ReadTracker(page_map(ctx, sample, document), workspace_root=str(worker.root))
@@ -117,6 +120,7 @@ async def run_sample(
         state.status = "error"
     finally:
         release_sessions(ctx, state)
+        EPOCH.reset(epoch_scope)
     if state.status != "ok":
         state.score = 0.0
     return build_record(ctx, state, now=time.perf_counter()), build_transcript(ctx, state)
@@ -234,6 +238,10 @@ def score_of(ctx: RunContext, sample: Sample, status: Status, answer: Answer) ->
 
 def build_record(ctx: RunContext, state: SampleRun, *, now: float) -> RunRecord:
     sample, trace, tracker, extraction = state.sample, state.trace, state.tracker, state.answer.extraction
+    usage = tuple(trace.usage if trace else ()) + (extraction.usage if extraction else ())
+    cached_tool_usage = tuple(trace.cached_tool_usage) if trace else ()
+    cached_model_usage = tuple(original for u in usage if (original := u.cached_original()) is not None)
+    prices = ctx.prices or PriceBook()
     return RunRecord(
         run_id=ctx.run_id,
         arm=state.arm.name,
@@ -248,8 +256,9 @@ def build_record(ctx: RunContext, state: SampleRun, *, now: float) -> RunRecord:
         extracted_answer=state.answer.extracted,
         gold=sample.answer,
         answer_format=sample.answer_format,
-        usage=tuple(trace.usage if trace else ()) + (extraction.usage if extraction else ()),
-        cached_tool_usage=tuple(trace.cached_tool_usage) if trace else (),
+        usage=usage,
+        cached_tool_usage=cached_tool_usage,
+        cached_model_usage=cached_model_usage,
         model_time_s=round(trace.model_time_s, 6) if trace else 0.0,
         tool_time_s=round(trace.tool_time_s, 6) if trace else 0.0,
         wall_time_s=round(state.wall_time_s(now), 6),
@@ -267,6 +276,7 @@ def build_record(ctx: RunContext, state: SampleRun, *, now: float) -> RunRecord:
         doc_type=sample.doc_type,
         transcript=sample_transcript_path(ctx, state.arm.name, sample.qid, state.epoch),
         started_at=state.started_at,
+        cost=prices.sample_cost(usage, cached_tool_usage + cached_model_usage),
     )
 
 

@@ -75,8 +75,13 @@ async def _work(worker: Worker, queue: asyncio.Queue[WorkUnit], writer: Backgrou
             except asyncio.QueueEmpty:
                 return
             for arm in unit.arms:
+                spend = worker.ctx.spend
+                if spend is not None and not await spend.admit(arm):
+                    return  # the spend cap: start nothing more (samples in flight finish)
                 record, transcript = await run_sample(worker, unit.sample, unit.epoch, arm)
                 writer.submit(record, transcript)
+                if spend is not None:
+                    spend.finished(arm, record.cost)
                 worker.ctx.progress.update(record)
     finally:
         await worker.close()

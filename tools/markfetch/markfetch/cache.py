@@ -4,7 +4,8 @@ The response (final URL, Content-Type, body) is cached, not the markdown, so ``r
 markdown requests share entries and a newer extractor never serves stale output. The key covers
 everything that changes what a server sends back or what may be fetched: the URL, the
 User-Agent, the Accept-Language and the hosts allowed to reach internal addresses. Storage
-(private folder, atomic writes, TTL, corrupt entries as misses) is ``docab_mcpguard.diskcache``.
+(private folder, atomic writes, TTL, corrupt entries as misses, a size cap with expired entries
+pruned) is ``docab_mcpguard.diskcache``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from docab_mcpguard.diskcache import DiskCache
+from docab_mcpguard.diskcache import DEFAULT_MAX_BYTES, DiskCache
 
 FORMAT_VERSION = 1
 
@@ -41,9 +42,12 @@ class ResponseCache:
     directory: Path
     ttl_s: float
     clock: Callable[[], float] = time.time
+    max_bytes: int = DEFAULT_MAX_BYTES  # the folder's cap: expired entries pruned, then the oldest
 
     def __post_init__(self) -> None:
-        self._store = DiskCache(Path(self.directory), self.ttl_s, clock=self.clock, suffix=".cache")
+        self._store = DiskCache(
+            Path(self.directory), self.ttl_s, clock=self.clock, suffix=".cache", max_bytes=self.max_bytes
+        )
 
     def get(self, key: str) -> CachedResponse | None:
         stored = self._store.get(key)

@@ -40,7 +40,8 @@ save_failed (save_forbidden exists only in the MCP server's write sandbox).
 environment: MARKFETCH_TIMEOUT_MS (30000), MARKFETCH_MAX_BYTES (5000000), MARKFETCH_USER_AGENT
 (a Chrome UA), MARKFETCH_ACCEPT_LANGUAGE, MARKFETCH_PROXY_URL, MARKFETCH_ALLOW_HOSTS (hosts that
 may reach loopback/private addresses; the flag --allow-host wins), MARKFETCH_CACHE_TTL (seconds,
-0 = off), MARKFETCH_CACHE_DIR. The MCP server also reads MARKFETCH_ALLOW_PATHS (--allow-path:
+0 = off), MARKFETCH_CACHE_DIR, MARKFETCH_CACHE_MAX_MB (256: expired entries pruned, then the
+oldest). The MCP server also reads MARKFETCH_ALLOW_PATHS (--allow-path:
 folders savePath may write in) and MARKFETCH_STRUCTURED_OUTPUT (--no-structured-output).
 """
 

@@ -13,6 +13,7 @@ message that names the variable, the value and what would be accepted (:class:`C
 | MARKFETCH_PROXY_URL | (none) | http://, https:// or socks5:// proxy for every request |
 | MARKFETCH_CACHE_TTL | 0 (off) | seconds a fetched response is reused from the on-disk cache |
 | MARKFETCH_CACHE_DIR | ~/.cache/markfetch | where the cache lives (used only when the TTL is above 0) |
+| MARKFETCH_CACHE_MAX_MB | 256 | cap on the cache folder in MB: expired entries are pruned, then the oldest responses |
 | MARKFETCH_ALLOW_PATHS | temp dir + working dir | MCP only: where savePath may write (os.pathsep-separated; flag: --allow-path; older name MARKFETCH_ALLOWED_WRITE_ROOTS) |
 | MARKFETCH_STRUCTURED_OUTPUT | 1 | MCP only: 0 drops the output schema and structuredContent (flag: --no-structured-output) |
 
@@ -52,6 +53,9 @@ ACCESS = server_settings("markfetch", "MARKFETCH", path_variables=("MARKFETCH_AL
 _PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 
 
+DEFAULT_CACHE_MAX_MB = 256
+
+
 @dataclass(frozen=True)
 class Settings:
     timeout_ms: int = 30_000
@@ -62,6 +66,7 @@ class Settings:
     proxy: str | None = None
     cache_ttl_s: int = 0
     cache_dir: Path | None = None  # set only when the cache is on
+    cache_max_bytes: int = DEFAULT_CACHE_MAX_MB * 1024 * 1024
 
     @property
     def chrome(self) -> ChromeProfile:
@@ -185,6 +190,7 @@ def load_settings(env: Mapping[str, str], *, host_flags: Sequence[str] = ()) -> 
         proxy=_proxy(env.get("MARKFETCH_PROXY_URL", "")),
         cache_ttl_s=cache_ttl_s,
         cache_dir=cache_dir,
+        cache_max_bytes=_positive_int(env, "MARKFETCH_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB) * 1024 * 1024,
     )
 
 

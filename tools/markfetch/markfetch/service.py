@@ -113,7 +113,9 @@ class Markfetch:
             http2=False,
         )
         if cache is None and settings.cache_dir is not None and settings.cache_ttl_s > 0:
-            cache = ResponseCache(settings.cache_dir, settings.cache_ttl_s)
+            cache = ResponseCache(
+                settings.cache_dir, settings.cache_ttl_s, max_bytes=settings.cache_max_bytes
+            )
         self.cache = cache
 
     async def __aenter__(self) -> Markfetch:

@@ -28,8 +28,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -266,6 +268,54 @@ def _open_by_real_path(  # pragma: no cover - Windows
     return Opened(os.open(real, _LEAF_FLAGS & ~_NOFOLLOW), real)
 
 
+# The temporary file of a write: ".{name, first 100 characters}.{8 hex digits}.part".
+_PART = re.compile(r"\.(?s:.{1,100})\.[0-9a-f]{8}\.part")
+STALE_PART_S = 600.0  # a temporary file untouched this long is a leftover (a write takes seconds)
+MAX_PART_SCAN = 100_000  # folder entries looked at for leftovers per write
+
+
+def _part_name(name: str) -> str:
+    return f".{name[:100]}.{secrets.token_hex(4)}.part"
+
+
+def remove_stale_parts(
+    folder_fd: int, *, stale_after_s: float = STALE_PART_S, now: float | None = None
+) -> int:
+    """Remove the temporary files that earlier writes (:func:`write_file_in`) left in the held
+    folder when they were killed mid-write; return how many.
+
+    Only entries named exactly as those files are (:data:`_PART`), that are regular files (not
+    links, not folders) owned by this process's user, with the owner-only mode they have while
+    partial, and not modified for ``stale_after_s`` seconds (a write in progress keeps its file
+    fresh) are removed, by name inside the held folder. Anything else is left alone; a failure
+    is ignored (the write that called it goes on)."""
+    if os.scandir not in os.supports_fd:
+        return 0
+    now = time.time() if now is None else now
+    removed = 0
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    with contextlib.suppress(OSError), os.scandir(folder_fd) as entries:
+        for seen, entry in enumerate(entries):
+            if seen >= MAX_PART_SCAN:
+                break
+            if not _PART.fullmatch(entry.name):
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+                if (
+                    not stat.S_ISREG(info.st_mode)
+                    or stat.S_IMODE(info.st_mode) != 0o600
+                    or (uid is not None and info.st_uid != uid)
+                    or now - info.st_mtime < stale_after_s
+                ):
+                    continue
+                os.unlink(entry.name, dir_fd=folder_fd)
+                removed += 1
+            except OSError:
+                continue
+    return removed
+
+
 def write_file_in(folder_fd: int, name: str, data: bytes, *, replace: bool) -> int:
     """Create ``name`` in the folder held by ``folder_fd``; return the bytes written.
 
@@ -277,11 +327,13 @@ def write_file_in(folder_fd: int, name: str, data: bytes, *, replace: bool) -> i
     fails rather than replaces (where the file system has no hard links, an existence check
     inside the held folder stands in). With ``replace`` a file or link at ``name`` is replaced
     (a link is replaced itself, not followed). Raises OSError on any failure, leaving no
-    temporary file behind.
+    temporary file behind. A process killed mid-write cannot clean up: the temporary files such
+    writes left in this folder are removed first, once stale (:func:`remove_stale_parts`).
     """
     if not name or name in (".", "..") or "/" in name or os.sep in name:
         raise OSError(errno.EINVAL, "not a single file name")
-    temporary = f".{name[:100]}.{secrets.token_hex(4)}.part"
+    remove_stale_parts(folder_fd)
+    temporary = _part_name(name)
     fd = os.open(
         temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=folder_fd
     )

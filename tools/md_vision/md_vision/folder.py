@@ -37,6 +37,7 @@ import pathspec
 
 from docab_mcpguard import Opened, PathDenied, PathPolicy
 from md_vision.index import FileIndex, FileProblem, index_text
+from md_vision.sandbox import PRELOAD, die_with_parent
 from md_vision.sources import MARKDOWN_SUFFIXES, SourceError, read_local_markdown
 
 SKIPPED_DIRS = frozenset({"node_modules"})
@@ -376,17 +377,18 @@ def index_many(
     return results
 
 
-PRELOAD = ["md_vision.folder"]  # what the forkserver imports once, so each worker starts ready
-
-
 def parser_pool(workers: int) -> Executor:
-    """Worker processes started by a forkserver that has imported the parser; threads without one."""
+    """Worker processes started by a forkserver that has imported the parser; threads without one.
+
+    Each worker dies with the forkserver (:func:`md_vision.sandbox.die_with_parent`), and the
+    forkserver with the server: a server that dies, even by SIGKILL, leaves no worker behind
+    (a worker would otherwise wait on its task queue for ever)."""
     try:
         context = multiprocessing.get_context("forkserver")
     except ValueError:  # no forkserver on this platform
         return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="md-vision-parse")
     context.set_forkserver_preload(PRELOAD)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent)
 
 
 def start_forkserver_deaf_to_ctrl_c() -> None:

@@ -7,8 +7,11 @@
   DCT scaling (``draft``) when they are much larger than needed.
 - When the result is larger than the byte share the caller grants, it is re-encoded as JPEG
   and scaled further until it fits, and :attr:`PreparedImage.reduced` says so.
-- SVG is rendered with resvg into the ``max_side`` box after external references (which resvg
-  would read from the local disk) are removed.
+- SVG is parsed with expat (no entity declarations, no external entities) under limits on depth,
+  elements and text that stop the parse as soon as one is passed, its costly filter parameters are
+  checked (:class:`SvgLimits`), external references (which resvg would read from the local disk)
+  are removed, and it is rendered into the ``max_side`` box by resvg in a child process with time
+  and memory limits (:mod:`md_vision.sandbox`; the renderer is a parameter).
 
 Failures raise :class:`ImageRejected` whose message is a short reason fit for a placeholder.
 """
@@ -22,8 +25,9 @@ import math
 import re
 import warnings
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
@@ -47,6 +51,27 @@ warnings.simplefilter("ignore", Image.DecompressionBombWarning)
 
 class ImageRejected(Exception):
     """The image cannot be shown; ``str()`` is the reason, one short clause."""
+
+
+SvgRenderer: TypeAlias = Callable[[str, int, int], bytes]  # (clean SVG, width, height) -> PNG
+
+
+@dataclass(frozen=True, slots=True)
+class SvgLimits:
+    """What an SVG may hold before it is rendered. resvg on a 400x300 canvas
+    (``uv run python -m tests.perf.svg_costs``): 250 nested groups overflow its stack (200 render);
+    50,000 rectangles take about a second, 20,000 characters of text 2-4 s, feTurbulence grows by
+    about 0.15 s an octave, feMorphology with the square of its radius (radius 20: 3 s),
+    feConvolveMatrix with the square of its order (order 20: 1.4 s); each grows with the canvas,
+    up to 20 times larger at 1568 px. What passes is still rendered under a time and memory limit
+    (:mod:`md_vision.sandbox`)."""
+
+    max_depth: int = 128
+    max_elements: int = 50_000
+    max_text_chars: int = 20_000
+    max_turbulence_octaves: int = 10
+    max_morphology_radius: float = 10.0
+    max_convolve_order: int = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +117,15 @@ def prepare_image(
     max_side: int = 1568,
     max_pixels: int = 50_000_000,
     byte_budget: int | None = None,
+    svg_limits: SvgLimits | None = None,
+    svg_renderer: SvgRenderer | None = None,
 ) -> PreparedImage:
-    """Make ``data`` sendable within ``max_side`` and ``byte_budget`` (raw bytes) or raise."""
+    """Make ``data`` sendable within ``max_side`` and ``byte_budget`` (raw bytes) or raise.
+    ``svg_limits`` and ``svg_renderer``: see :func:`render_svg`."""
     if looks_like_svg(data, name):
-        png, size = render_svg(data, max_side=max_side, max_pixels=max_pixels)
+        png, size = render_svg(
+            data, max_side=max_side, max_pixels=max_pixels, limits=svg_limits, renderer=svg_renderer
+        )
         prepared = _prepare_raster(png, max_side=max_side, max_pixels=max_pixels, byte_budget=byte_budget)
         return _relabel(prepared, "SVG", size)
     return _prepare_raster(data, max_side=max_side, max_pixels=max_pixels, byte_budget=byte_budget)
@@ -361,17 +391,129 @@ def _safe_data_image(href: str, max_pixels: int) -> bool:
     return True
 
 
-def _sanitise_svg(text: str, max_pixels: int) -> ET.Element:
-    import xml.etree.ElementTree as ET
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
 
-    if "<!ENTITY" in text:
-        raise ImageRejected("SVG files that declare XML entities are not rendered")
+
+class _TreeRefused(Exception):
+    """Raised inside the XML parser's handlers: the tree is over a limit (the message says which)."""
+
+
+def parse_svg(text: str, limits: SvgLimits) -> ET.Element:
+    """Parse SVG text into a tree with expat, refusing entity declarations and external entities
+    and stopping as soon as the tree nests deeper, holds more elements or more text than
+    ``limits`` allow (so a hostile file never becomes a large tree). Raises :class:`ImageRejected`."""
+    import xml.etree.ElementTree as ET
+    from xml.parsers import expat
+
+    parser = expat.ParserCreate(namespace_separator="}")
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    builder = ET.TreeBuilder()
+    depth = elements = text_chars = in_text = 0
+
+    def name(raw: str) -> str:  # expat's "uri}local" as ElementTree spells it: "{uri}local"
+        return "{" + raw if "}" in raw else raw
+
+    def start(tag: str, attributes: dict[str, str]) -> None:
+        nonlocal depth, elements, in_text
+        depth += 1
+        elements += 1
+        if depth > limits.max_depth:
+            raise _TreeRefused(f"the SVG nests elements more than {limits.max_depth} deep (its limit)")
+        if elements > limits.max_elements:
+            raise _TreeRefused(f"the SVG has more than {limits.max_elements:,} elements (its limit)")
+        if _local(tag) == "text":
+            in_text += 1
+        builder.start(name(tag), {name(key): value for key, value in attributes.items()})
+
+    def end(tag: str) -> None:
+        nonlocal depth, in_text
+        depth -= 1
+        if _local(tag) == "text":
+            in_text -= 1
+        builder.end(name(tag))
+
+    def data(chars: str) -> None:
+        nonlocal text_chars
+        if in_text:
+            text_chars += len(chars)
+            if text_chars > limits.max_text_chars:
+                raise _TreeRefused(
+                    f"the SVG has more than {limits.max_text_chars:,} characters of text (its limit)"
+                )
+        builder.data(chars)
+
+    def refuse_entities(*_args: object) -> None:
+        raise _TreeRefused("SVG files that declare XML entities are not rendered")
+
+    def refuse_external(*_args: object) -> int:
+        raise _TreeRefused("SVG files that refer to external entities are not rendered")
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = data
+    parser.EntityDeclHandler = refuse_entities
+    parser.UnparsedEntityDeclHandler = refuse_entities
+    parser.ExternalEntityRefHandler = refuse_external
     try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
+        parser.Parse(text, True)
+    except _TreeRefused as exc:
+        raise ImageRejected(str(exc)) from None
+    except expat.ExpatError as exc:
         raise ImageRejected("the SVG is not well-formed XML") from exc
-    if not root.tag.endswith("svg"):
+    return builder.close()
+
+
+def _numbers(value: str | None) -> list[float]:
+    """The numbers of an attribute such as ``radius="3 4"``; [] when it holds none."""
+    found: list[float] = []
+    for part in (value or "").replace(",", " ").split():
+        try:
+            number = float(part)
+        except ValueError:
+            continue
+        if math.isfinite(number):
+            found.append(number)
+        else:
+            found.append(math.inf)
+    return found
+
+
+def check_svg_filters(root: ET.Element, limits: SvgLimits) -> None:
+    """Refuse filter primitives whose cost grows with a parameter (octaves of noise, the radius
+    of a morphology, the order of a convolution): one such primitive can keep resvg busy for
+    minutes. Raises :class:`ImageRejected` naming the primitive and its limit."""
+    for element in root.iter():
+        kind = _local(str(element.tag))
+        if kind == "feTurbulence":
+            octaves = _numbers(element.get("numOctaves"))
+            if octaves and octaves[0] > limits.max_turbulence_octaves:
+                raise ImageRejected(
+                    f"the SVG asks feTurbulence for {element.get('numOctaves')} octaves, over the limit of "
+                    f"{limits.max_turbulence_octaves}"
+                )
+        elif kind == "feMorphology":
+            radius = _numbers(element.get("radius"))
+            if radius and max(radius) > limits.max_morphology_radius:
+                raise ImageRejected(
+                    f"the SVG asks feMorphology for radius {element.get('radius')}, over the limit of "
+                    f"{limits.max_morphology_radius}"
+                )
+        elif kind == "feConvolveMatrix":
+            order = _numbers(element.get("order"))
+            kernel = len((element.get("kernelMatrix") or "").replace(",", " ").split())
+            side = limits.max_convolve_order
+            if (order and max(order) > side) or kernel > side * side:
+                raise ImageRejected(
+                    f"the SVG asks feConvolveMatrix for order {element.get('order')}, over the limit of {side}"
+                )
+
+
+def _sanitise_svg(text: str, max_pixels: int, limits: SvgLimits) -> ET.Element:
+    root = parse_svg(text, limits)
+    if not str(root.tag).endswith("svg"):
         raise ImageRejected("the file is not an SVG image")
+    check_svg_filters(root, limits)
     # resvg would load <image href="/any/local/file.png"> from disk, outside the allowed paths:
     # keep only references inside the document and small embedded rasters.
     for parent in root.iter():
@@ -385,12 +527,22 @@ def _sanitise_svg(text: str, max_pixels: int) -> ET.Element:
     return root
 
 
-def render_svg(data: bytes, *, max_side: int, max_pixels: int) -> tuple[bytes, tuple[int, int]]:
-    """Render SVG (or SVGZ) to PNG inside the ``max_side`` box; returns PNG and natural size."""
+def render_svg(
+    data: bytes,
+    *,
+    max_side: int,
+    max_pixels: int,
+    limits: SvgLimits | None = None,
+    renderer: SvgRenderer | None = None,
+) -> tuple[bytes, tuple[int, int]]:
+    """Render SVG (or SVGZ) to PNG inside the ``max_side`` box; returns PNG and natural size.
+
+    The tree is checked first (:func:`parse_svg`, :func:`check_svg_filters`); ``renderer`` draws
+    the cleaned SVG (default: resvg in a child process under time and memory limits,
+    :func:`md_vision.sandbox.render_isolated`)."""
     import xml.etree.ElementTree as ET
 
-    import resvg_py
-
+    limits = limits or SvgLimits()
     if data[:2] == b"\x1f\x8b":
         try:
             inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -403,7 +555,7 @@ def render_svg(data: bytes, *, max_side: int, max_pixels: int) -> tuple[bytes, t
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ImageRejected("the SVG is not UTF-8 text") from exc
-    root = _sanitise_svg(text, max_pixels)
+    root = _sanitise_svg(text, max_pixels, limits)
     natural = _natural_size(root)
     if natural and max(natural) <= max_side:
         width, height = max(1, round(natural[0])), max(1, round(natural[1]))
@@ -413,9 +565,10 @@ def render_svg(data: bytes, *, max_side: int, max_pixels: int) -> tuple[bytes, t
         width = height = max_side  # unknown size: resvg fits the drawing inside this box
     # Never let resvg choose the canvas: a huge width/height would make it abort the process.
     clean = ET.tostring(root, encoding="unicode")
-    try:
-        png = bytes(resvg_py.svg_to_bytes(svg_string=clean, width=width, height=height))
-    except Exception as exc:
-        raise ImageRejected("the SVG could not be rendered") from exc
+    if renderer is None:
+        from md_vision.sandbox import render_isolated
+
+        renderer = render_isolated
+    png = renderer(clean, width, height)
     size = (round(natural[0]), round(natural[1])) if natural else (width, height)
     return png, size

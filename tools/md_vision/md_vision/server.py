@@ -67,8 +67,7 @@ ICON = svg_icon(
 READ_TITLE = "Read markdown with its images"
 INDEX_TITLE = "Index markdown headings"
 NO_PATHS_REMEDY = (
-    f"no folder is allowed: start md-vision with {ACCESS.paths.spelled('DIR')}, or use an MCP client "
-    "that declares roots"
+    f"start md-vision with {ACCESS.paths.spelled('DIR')}, or use an MCP client that declares roots"
 )
 TOKENS_HELP = "Text budget in tokens (0: the server's, 25,000 by default)"
 
@@ -503,7 +502,8 @@ def serve(settings: Settings) -> int:
 
     def start() -> None:  # runs once the signal handlers are in place
         # Folder parsers start while the client connects; starting the forkserver takes about
-        # half a second, which the handshake does not wait for.
+        # half a second, which the handshake does not wait for. With one worker no process starts
+        # here: the first SVG render starts the forkserver (md_vision.sandbox).
         if settings.limits.index_workers > 1:
             start_forkserver_deaf_to_ctrl_c()
             vision.expect_warm_up()

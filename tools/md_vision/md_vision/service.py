@@ -27,7 +27,7 @@ from md_vision.cache import SizedLRU
 from md_vision.datauri import MIN_ELIDED_CHARS, elide, placeholder, shown_chars
 from md_vision.document import Document, ImageRef, parse_document
 from md_vision.folder import POOL_THRESHOLD, FoundFile, index_many, parser_pool, scan_folder, warm_up
-from md_vision.imaging import ImageRejected, PreparedImage, prepare_image
+from md_vision.imaging import ImageRejected, PreparedImage, SvgRenderer, prepare_image
 from md_vision.index import (
     OVERVIEW_HEADINGS,
     FileIndex,
@@ -53,6 +53,7 @@ from md_vision.paging import (
     listing_fingerprint,
     uri_key,
 )
+from md_vision.sandbox import RenderLimits, render_isolated
 from md_vision.selection import Selection, SelectionError, select
 from md_vision.settings import Settings
 from md_vision.sources import (
@@ -358,6 +359,9 @@ class MdVision:
         self._index_lock = threading.Lock()
         self._paths_generation = 0
         self._images: SizedLRU[PreparedImage] = SizedLRU(160_000_000, _size_of_prepared)
+        self._render_limits = RenderLimits(
+            settings.limits.svg_render_s, settings.limits.svg_memory_mb * 1_000_000
+        )
         self._threads = ThreadPoolExecutor(
             max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="md-vision"
         )
@@ -687,6 +691,18 @@ class MdVision:
         outcome.append(ImageBlock(prepared.data, prepared.mime_type, shown, description))
         slot.outcome = outcome
 
+    async def _prepare_cancellably(self, prepare: Callable[[SvgRenderer], PreparedImage]) -> PreparedImage:
+        """Run ``prepare`` on a worker thread with an SVG renderer (a child process, see
+        :mod:`md_vision.sandbox`) that is killed when this call is cancelled, instead of running
+        on to its deadline."""
+        cancelled = threading.Event()
+        renderer = functools.partial(render_isolated, limits=self._render_limits, cancelled=cancelled)
+        try:
+            return await self._run(prepare, renderer)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
     async def _prepare(self, target: ImageTarget, budget: int, name: str) -> tuple[PreparedImage, str]:
         limits = self.settings.limits
         if isinstance(target, LocalImage):
@@ -705,7 +721,7 @@ class MdVision:
                 opened.close()
                 return cached, self.settings.show(opened.path)
 
-            def load_and_prepare() -> PreparedImage:
+            def load_and_prepare(renderer: SvgRenderer) -> PreparedImage:
                 with opened:  # the worker thread owns the descriptor from here on
                     data = read_image_file(opened, limits.max_image_bytes)
                 return prepare_image(
@@ -714,9 +730,10 @@ class MdVision:
                     max_side=limits.max_image_side,
                     max_pixels=limits.max_image_pixels,
                     byte_budget=budget,
+                    svg_renderer=renderer,
                 )
 
-            prepared = await self._run(load_and_prepare)
+            prepared = await self._prepare_cancellably(load_and_prepare)
             self._images.put(key, prepared)
             return prepared, self.settings.show(opened.path)
         if isinstance(target, RemoteImage):
@@ -728,13 +745,14 @@ class MdVision:
         key = ("bytes", hashlib.sha256(data).hexdigest(), budget, limits.max_image_side)
         cached = self._images.get(key)
         if cached is None:
-            cached = await self._run(
-                lambda: prepare_image(
+            cached = await self._prepare_cancellably(
+                lambda renderer: prepare_image(
                     data,
                     name=shown or name,
                     max_side=limits.max_image_side,
                     max_pixels=limits.max_image_pixels,
                     byte_budget=budget,
+                    svg_renderer=renderer,
                 )
             )
             self._images.put(key, cached)

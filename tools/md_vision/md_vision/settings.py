@@ -27,6 +27,8 @@ class Limits:
     max_image_bytes: int = 20_000_000  # an image file or download, before decoding
     max_image_pixels: int = 50_000_000  # width x height, checked before decoding (bombs)
     max_image_side: int = 1568  # output images fit in this square; SVGs are rendered into it
+    svg_render_s: float = 10.0  # one SVG render, wall and CPU time (in a child process: md_vision.sandbox)
+    svg_memory_mb: int = 1024  # memory one SVG render may map beyond the child's start
     max_response_bytes: int = 5_000_000  # text plus base64 images in one read result
     max_result_tokens: int = DEFAULT_RESULT_TOKENS  # text of one result, for a model (md_vision.paging)
     # Markdown files in one folder index. A large folder's index comes in pages, each parsing only
@@ -51,6 +53,10 @@ LIMIT_FLAGS: tuple[LimitFlag, ...] = (
     LimitFlag("--max-image-bytes", "max_image_bytes", int, "size of one image file or download", 1),
     LimitFlag("--max-image-pixels", "max_image_pixels", int, "width x height of one image (bomb guard)", 1),
     LimitFlag("--max-image-side", "max_image_side", int, "long side of images sent, SVGs included", 16),
+    LimitFlag(
+        "--svg-seconds", "svg_render_s", float, "seconds one SVG render may take (then it is killed)", 0.1
+    ),
+    LimitFlag("--svg-memory-mb", "svg_memory_mb", int, "memory one SVG render may use, in MB", 16),
     LimitFlag("--max-response-bytes", "max_response_bytes", int, "text + base64 images in one read", 10_000),
     LimitFlag(
         "--max-result-tokens",

@@ -1,13 +1,14 @@
 """The on-disk result cache: one JSON file per answer, keyed by everything that shapes the answer.
 
-The key covers the images' content hashes (a URL passed through stands for its content), the
+The key covers the images' content hashes (an image URL's downloaded content), the
 tool, the prompt and tool options, and the backend identity: backend name (= API format),
 endpoint, model and answer-token limit. Switching the model or the format therefore misses,
 which the reference got wrong.
 
 Storage is ``docab_mcpguard.diskcache``: entries live ``ttl_s`` seconds, judged at read time; a file that
 cannot be parsed or does not match its key is a miss (and is removed); writes are atomic; the
-folder is created with mode 0700 and the files with 0600, since answers can describe private images.
+folder is created with mode 0700 and the files with 0600, since answers can describe private images;
+the folder is kept under ``VISION_CACHE_MAX_MB`` (expired entries pruned, then the oldest answers).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docab_mcpguard.diskcache import DiskCache
+from docab_mcpguard.diskcache import DEFAULT_MAX_BYTES, DiskCache
 from vision_bridge.usage import TokenUsage
 
 log = logging.getLogger("vision_bridge")
@@ -74,11 +75,20 @@ class CachedAnswer:
 class ResultCache:
     """Answers in a private :class:`docab_mcpguard.diskcache.DiskCache` (one JSON file per key)."""
 
-    def __init__(self, directory: Path, ttl_s: float, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        ttl_s: float,
+        *,
+        clock: Callable[[], float] = time.time,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
         self.directory = Path(directory)
         self.ttl_s = ttl_s
         self.clock = clock
-        self._store = DiskCache(self.directory, ttl_s, clock=clock, suffix=".json", log=log)
+        self._store = DiskCache(
+            self.directory, ttl_s, clock=clock, suffix=".json", log=log, max_bytes=max_bytes
+        )
 
     @property
     def enabled(self) -> bool:

@@ -35,6 +35,7 @@ Backend = Literal["openai", "anthropic", "tesseract"]
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_CACHE_TTL_S = 3600
+DEFAULT_CACHE_MAX_MB = 64
 DEFAULT_MAX_RETRIES = 2
 
 ENV_HELP = f"""\
@@ -52,6 +53,8 @@ Environment (API backends need the first three):
   VISION_MAX_RETRIES     provider retries on 429/5xx/connection errors, within VISION_TIMEOUT (default 2)
   VISION_CACHE_TTL       seconds a result stays cached (default 3600; 0 disables the cache)
   VISION_CACHE_DIR       cache folder (default: the user cache dir + /vision-bridge), created private
+  VISION_CACHE_MAX_MB    cap on the cache folder in MB (default 64): expired entries are pruned, then
+                         the oldest answers until it fits
   VISION_ALLOW_PATHS     (flag --allow-path DIR, repeatable; older name VISION_ALLOWED_PATHS)
                          absolute folders local images may be read from, separated by '{os.pathsep}'.
                          Default: the client's MCP roots when it declares some, else the working
@@ -79,6 +82,7 @@ class Settings:
     max_retries: int = DEFAULT_MAX_RETRIES
     cache_ttl_s: int = DEFAULT_CACHE_TTL_S
     cache_dir: Path = Path(".")
+    cache_max_bytes: int = DEFAULT_CACHE_MAX_MB * 1024 * 1024
     allowed_paths: tuple[str, ...] = ()
     allow_hosts: tuple[str, ...] = ()
     max_image_side: int | None = None
@@ -102,7 +106,11 @@ class Settings:
             what = f"{self.backend} format, model {self.model} at {self.base_url}"
         else:
             what = f"offline Tesseract OCR ({self.tesseract_cmd})"
-        cache = f"cache {self.cache_dir} for {self.cache_ttl_s} s" if self.cache_enabled else "cache off"
+        cache = (
+            f"cache {self.cache_dir} for {self.cache_ttl_s} s, at most {self.cache_max_bytes // (1024 * 1024)} MB"
+            if self.cache_enabled
+            else "cache off"
+        )
         return f"{what}; {cache}; local images from {os.pathsep.join(self.allowed_paths)}"
 
 
@@ -197,6 +205,7 @@ def load_settings(
     max_retries = int(problems.number(env, "VISION_MAX_RETRIES", DEFAULT_MAX_RETRIES, kind=int, low=0))
     # Zero or a negative TTL turns the cache off, as in the reference.
     cache_ttl = int(problems.number(env, "VISION_CACHE_TTL", DEFAULT_CACHE_TTL_S, kind=int, low=-(2**62)))
+    cache_max_mb = int(problems.number(env, "VISION_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, kind=int, low=1))
     side_raw = env.get("VISION_MAX_IMAGE_SIDE", "").strip()
     max_side = int(problems.number(env, "VISION_MAX_IMAGE_SIDE", 0, kind=int, low=16)) if side_raw else 0
 
@@ -231,6 +240,7 @@ def load_settings(
         max_retries=max_retries,
         cache_ttl_s=max(0, cache_ttl),
         cache_dir=cache_dir,
+        cache_max_bytes=cache_max_mb * 1024 * 1024,
         allowed_paths=allowed,
         allow_hosts=hosts,
         max_image_side=max_side or None,

@@ -5,11 +5,16 @@ a ``data:image/*;base64,`` URL, or the word ``clipboard`` (also ``clip``, ``past
 
 The pure part (:func:`classify`, :func:`decode_data_url`, :func:`sniff_mime`) has no I/O. The
 :class:`ImageLoader` is the I/O face: it reads local files inside the allowed paths (opened
-beneath them by descriptor, regular files only, byte-capped), reads the clipboard, lets a URL go
-to the provider only when mcpguard would fetch it itself (host, DNS answers and address classes
-checked), and downloads URLs through mcpguard's :class:`~docab_mcpguard.GuardedClient`
-(loopback, private and metadata addresses refused on every redirect hop unless a host is
-explicitly allowed).
+beneath them by descriptor, regular files only, byte-capped), reads the clipboard, and downloads
+image URLs through mcpguard's :class:`~docab_mcpguard.GuardedClient` (loopback, private and
+metadata addresses refused on every redirect hop and at connect time unless a host is explicitly
+allowed; the decoded body capped).
+
+An image URL is never handed to the provider: the bridge downloads it and sends the bytes. A
+provider given a URL fetches it again, following redirects, from its own network; a check made
+here of each hop cannot bind what the server answers that second fetch (it may redirect the
+provider, and only the provider, to an internal address, or its name may resolve elsewhere). Only
+the bytes fetched under the guard are what was checked.
 """
 
 from __future__ import annotations
@@ -57,11 +62,15 @@ class InputKind(StrEnum):
 
 @dataclass(frozen=True)
 class ImageBytes:
-    """An image held in memory. ``origin`` names it in messages ("photo.png", "clipboard", ...)."""
+    """An image held in memory. ``origin`` names it in messages ("photo.png", "clipboard", ...).
+
+    ``redirects``: for an image downloaded from a URL, the redirect hops followed (each checked);
+    None for an image that was not downloaded."""
 
     data: bytes
     origin: str
     declared_mime: str | None = None
+    redirects: int | None = None
 
     @cached_property
     def sha256(self) -> str:
@@ -75,7 +84,8 @@ class ImageBytes:
 
 @dataclass(frozen=True)
 class ImageUrl:
-    """A remote image passed to the provider by URL (downloaded only if the provider cannot)."""
+    """A remote image, its URL well-formed and allowed in form; the service downloads it (every
+    hop checked) before anything is sent to the provider."""
 
     url: str
 
@@ -85,7 +95,8 @@ class ImageUrl:
 
     @property
     def identity(self) -> str:
-        # The provider fetches it, so its content is unknown here: the URL stands for it.
+        # Before the download its content is unknown: the URL stands for it (the cache is keyed
+        # by the downloaded bytes instead).
         return "url:" + self.url
 
 
@@ -214,20 +225,14 @@ class ImageLoader:
         return await asyncio.to_thread(self._read_local, raw.strip(), paths or self._paths)
 
     async def _checked_url(self, url: str) -> str:
-        """The URL, if the guard would fetch it itself: the provider fetches what it is given, so
-        a URL of an internal address (loopback, private, link-local, cloud metadata), or of a
-        name resolving to one, would make the provider reach its own network. Refused with the
-        sentence a download of it would fail with; VISION_ALLOW_HOSTS lets an exact host through."""
-        from docab_mcpguard import FetchError, HostDenied, check_target
+        """The URL, if its form is allowed (scheme, no embedded credentials). Its host, addresses
+        and every redirect hop are checked when it is downloaded (:meth:`download`)."""
+        from docab_mcpguard import HostDenied
 
         try:
             parsed = self._host_policy.check_url(url)
         except HostDenied as exc:  # the scheme, embedded credentials, not a URL at all
             raise input_error(str(exc)) from None
-        try:
-            await check_target(url, policy=self._host_policy, resolver=self._resolver)
-        except FetchError as exc:
-            raise _download_failure(exc) from None
         return str(parsed)
 
     def _read_local(self, raw: str, paths: PathPolicy) -> ImageBytes:
@@ -286,7 +291,12 @@ class ImageLoader:
                     raise _download_failure(exc) from None
                 if not fetched.content:
                     raise input_error(f"{_shorten(url)} sent an empty body, not an image")
-                return ImageBytes(fetched.content, _shorten(url), declared_mime=fetched.content_type or None)
+                return ImageBytes(
+                    fetched.content,
+                    _shorten(url),
+                    declared_mime=fetched.content_type or None,
+                    redirects=len(fetched.redirects),
+                )
 
             images = await asyncio.gather(*(one(u) for u in unique))
         return dict(zip(unique, images, strict=True))

@@ -7,11 +7,12 @@ method returns a :class:`ToolOutcome` (never raises for a user-facing failure): 
 One call, step by step:
 
 1. refuse at once what the backend cannot do (analyze/compare on Tesseract);
-2. load the images (local file, data URL, clipboard; URLs stay URLs when the provider fetches them);
+2. load the images (local file, data URL, clipboard) and download image URLs through the guarded
+   client (every redirect hop checked, the decoded body capped): a provider is never handed a
+   URL, only the bytes that were checked (why: :mod:`vision_bridge.inputs`);
 3. look the answer up in the cache (key: image content hashes, prompt, options, backend, model);
 4. prepare the images for the provider (convert or downscale what it would refuse);
-5. ask the backend; when the provider could not fetch an image URL, download the URLs through the
-   guarded client and ask again with the images inline, once;
+5. ask the backend;
 6. store the answer.
 
 ``VISION_TIMEOUT`` bounds all of it; a timeout says which step ran out of time.
@@ -29,13 +30,11 @@ from typing import TYPE_CHECKING, Any
 from vision_bridge.backends.base import (
     Detail,
     ImagePart,
-    ProviderError,
-    ResponseTooLarge,
     Task,
+    UnreadableResponse,
     VisionAnswer,
     VisionBackend,
     VisionRequest,
-    is_url_fetch_failure,
 )
 from vision_bridge.cache import ResultCache, cache_key
 from vision_bridge.errors import ErrorCause, VisionError, input_error
@@ -83,7 +82,7 @@ class ToolOutcome:
 Progress = Callable[[float, float | None, str], None]
 """Told how a call is going: (step done, steps in all or None, what it is doing now)."""
 
-_STEPS = 6  # reading, cache, preparing, asking, (downloading, asking again), writing the cache
+_STEPS = 6  # reading, (downloading), cache, preparing, asking, writing the cache
 
 
 @dataclass
@@ -95,7 +94,6 @@ class _Call:
     tool: str
     progress: Progress | None = None
     images: list[dict[str, Any]] = field(default_factory=list)
-    url_fallback: bool = False
     _phase: str = "starting"
     _steps: int = 0
 
@@ -239,7 +237,7 @@ class VisionService:
             return self._failure(call, error, self.clock() - started, meter)
         except VisionError as failure:
             return self._failure(call, failure, self.clock() - started, meter)
-        except ResponseTooLarge as exc:
+        except UnreadableResponse as exc:  # too large (declared, sent or decoded), or undecodable
             return self._failure(call, VisionError(ErrorCause.API, str(exc)), self.clock() - started, meter)
         except Exception as exc:  # a bug here must not kill the server or leak a traceback to the model
             log.exception("unexpected failure in %s", job.tool)
@@ -279,7 +277,7 @@ class VisionService:
 
         call.phase = "reading the images"
         resolved = list(await asyncio.gather(*(self.loader.load(raw, job.paths) for raw in job.raw_images)))
-        if not self.backend.accepts_urls and any(isinstance(r, ImageUrl) for r in resolved):
+        if any(isinstance(r, ImageUrl) for r in resolved):
             resolved = await self._download_all(resolved, call, deadline)
 
         identity = self.backend.identity
@@ -297,33 +295,18 @@ class VisionService:
             return VisionAnswer(cached.text, cached.usage, cached.answer_from), True  # type: ignore[arg-type]
 
         request = await self._request(job, resolved, call)
-        answer = await self._ask(request, job, resolved, call, deadline)
+        answer = await self._ask(request, call, deadline)
         call.phase = "writing the cache"
         self.cache.put(key, text=answer.text, usage=answer.usage, answer_from=answer.answer_from)
         return answer, False
 
-    async def _ask(
-        self, request: VisionRequest, job: _Job, resolved: list[ResolvedImage], call: _Call, deadline: float
-    ) -> VisionAnswer:
+    async def _ask(self, request: VisionRequest, call: _Call, deadline: float) -> VisionAnswer:
         call.phase = (
             "running Tesseract"
             if self.backend.identity.backend == "tesseract"
             else "waiting for the vision model"
         )
-        try:
-            return await self.backend.answer(request, timeout_s=self._remaining(deadline))
-        except ProviderError as error:
-            if not (request.has_urls and is_url_fetch_failure(error)):
-                raise
-            log.info(
-                "the provider could not fetch an image URL (%s); sending the images inline", error.message
-            )
-        # The provider could not fetch a URL: fetch it here (guarded) and send it inline, once.
-        call.url_fallback = True
-        inline = await self._download_all(resolved, call, deadline)
-        retry = await self._request(job, inline, call)
-        call.phase = "waiting for the vision model (images sent inline)"
-        return await self.backend.answer(retry, timeout_s=self._remaining(deadline))
+        return await self.backend.answer(request, timeout_s=self._remaining(deadline))
 
     async def _download_all(
         self, resolved: list[ResolvedImage], call: _Call, deadline: float
@@ -347,21 +330,21 @@ class VisionService:
         call.images = []
         for index, (image, inline) in enumerate(zip(resolved, ready, strict=True), start=1):
             label = f"Image {index}" if job.labelled else None
-            if inline is None:
-                assert isinstance(image, ImageUrl)
-                parts.append(ImagePart(url=image.url, label=label))
-                call.images.append({"origin": image.origin, "sent": "url"})
-            else:
-                parts.append(ImagePart(inline=inline, label=label))
-                info = {
-                    "origin": image.origin,
-                    "sent": "inline",
-                    "mime": inline.mime,
-                    "size": [inline.width, inline.height],
-                }
-                if inline.note:
-                    info["changed"] = inline.note
-                call.images.append(info)
+            # Every URL was downloaded before this step: the provider gets bytes only.
+            assert isinstance(image, ImageBytes) and inline is not None
+            parts.append(ImagePart(inline=inline, label=label))
+            info: dict[str, Any] = {
+                "origin": image.origin,
+                "sent": "inline",
+                "mime": inline.mime,
+                "size": [inline.width, inline.height],
+            }
+            if image.redirects is not None:
+                info["downloaded"] = True
+                info["redirects"] = image.redirects
+            if inline.note:
+                info["changed"] = inline.note
+            call.images.append(info)
         return VisionRequest(
             task=job.task,
             prompt=job.prompt,
@@ -380,8 +363,6 @@ class VisionService:
         details: dict[str, Any] = {"backend": self.backend.identity.backend, "tool": call.tool}
         if call.images:
             details["images"] = call.images
-        if call.url_fallback:
-            details["url_fallback"] = True
         details.update(extra)
         return details
 
@@ -414,7 +395,12 @@ def create_service(
     loader = loader or ImageLoader(
         allowed_paths=settings.allowed_paths, allow_hosts=settings.allow_hosts, url_images=settings.url_images
     )
-    cache = ResultCache(settings.cache_dir, settings.cache_ttl_s, clock=cache_clock or time.time)
+    cache = ResultCache(
+        settings.cache_dir,
+        settings.cache_ttl_s,
+        clock=cache_clock or time.time,
+        max_bytes=settings.cache_max_bytes,
+    )
     return VisionService(
         backend, loader, cache, timeout_s=settings.timeout_s, max_image_side=settings.max_image_side
     )

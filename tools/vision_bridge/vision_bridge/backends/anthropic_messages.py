@@ -19,6 +19,7 @@ from vision_bridge.backends.base import (
     Task,
     VisionAnswer,
     VisionRequest,
+    sdk_client,
     translate_sdk_error,
 )
 from vision_bridge.cache import BackendIdentity
@@ -76,7 +77,6 @@ def read_message(message: Any, *, max_tokens: int) -> VisionAnswer:
 
 
 class AnthropicMessagesBackend:
-    accepts_urls = True
     tasks: frozenset[Task] = frozenset({"analyze", "ocr", "compare"})
 
     def __init__(
@@ -105,13 +105,18 @@ class AnthropicMessagesBackend:
                 from vision_bridge.backends.transport import capped_http_client
 
                 base_url, api_key, timeout_s, max_retries, limits = self._settings
-                self._client = anthropic.AsyncAnthropic(
-                    base_url=base_url,
-                    api_key=api_key,
-                    timeout=timeout_s,
-                    max_retries=max_retries,
-                    default_headers={"x-api-key": api_key},
-                    http_client=capped_http_client(base_url, timeout_s, limits),
+                self._client = sdk_client(
+                    "anthropic",
+                    lambda: anthropic.AsyncAnthropic(
+                        base_url=base_url,
+                        api_key=api_key,
+                        timeout=timeout_s,
+                        max_retries=max_retries,
+                        default_headers={"x-api-key": api_key},
+                        http_client=capped_http_client(
+                            base_url, timeout_s, limits, sdk_error=anthropic.AnthropicError
+                        ),
+                    ),
                 )
             return self._client
 

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from vision_bridge.cache import BackendIdentity
 from vision_bridge.errors import ErrorCause, VisionError
 from vision_bridge.prepare import ImageLimits, PreparedImage
 from vision_bridge.prompts import OcrFormat
 from vision_bridge.usage import TokenUsage
+
+SDK_FLOORS = {"openai": "2.47", "anthropic": "1.0"}
+"""The oldest SDK releases that accept an ``httpx2`` client (``http_client``), as pyproject declares
+them; older ones raise TypeError. Checked in CI by ``.ci/check-sdk-floors``: one call of each format
+at these versions against the loopback stub, and the sentence below just under them."""
 
 Task = Literal["analyze", "ocr", "compare"]
 Detail = Literal["auto", "high", "low"]
@@ -37,9 +42,19 @@ class ResponseLimits:
 DEFAULT_RESPONSE_LIMITS = ResponseLimits()
 
 
-class ResponseTooLarge(Exception):
-    def __init__(self, limit: int, declared: int | None = None) -> None:
-        detail = f"declared {declared:,} bytes" if declared is not None else "sent more"
+class UnreadableResponse(Exception):
+    """A provider's response refused before the SDK parses it; ``str()`` is the sentence to show.
+    Raised inside the HTTP transport: the SDKs let it through unwrapped and do not retry it."""
+
+
+class ResponseTooLarge(UnreadableResponse):
+    def __init__(self, limit: int, declared: int | None = None, *, decoded: bool = False) -> None:
+        if declared is not None:
+            detail = f"declared {declared:,} bytes"
+        elif decoded:
+            detail = "decodes to more"  # Content-Encoding: the decoded bytes are counted
+        else:
+            detail = "sent more"
         super().__init__(f"the provider's response {detail}, over the limit of {limit:,} bytes")
         self.limit = limit
 
@@ -50,7 +65,10 @@ ERROR_DETAIL_CHARS = 2000
 
 @dataclass(frozen=True)
 class ImagePart:
-    """One image of a request: ``inline`` bytes, or a ``url`` for the provider to fetch."""
+    """One image of a request: ``inline`` bytes, or a ``url`` for the provider to fetch.
+
+    The service sends ``inline`` only (it downloads image URLs itself, under the guard); ``url``
+    serves Python callers that build requests for a backend directly."""
 
     inline: PreparedImage | None = None
     url: str | None = None
@@ -99,7 +117,6 @@ class ProviderError(VisionError):
 class VisionBackend(Protocol):
     identity: BackendIdentity
     image_limits: ImageLimits
-    accepts_urls: bool  # False: URLs are downloaded and sent inline before the call
     tasks: frozenset[Task]
 
     async def answer(self, request: VisionRequest, *, timeout_s: float) -> VisionAnswer: ...
@@ -110,22 +127,7 @@ class VisionBackend(Protocol):
     async def aclose(self) -> None: ...
 
 
-# A provider that could not fetch an image URL says so in words like these; the service then
-# downloads the image itself and sends it inline, once.
-_FETCH_WORDS = re.compile(
-    r"download|fetch|retriev|could not (?:load|access|process|read)|unable to (?:load|access|process|read)"
-    r"|failed to (?:load|access|process|read)|image[ _]?url|\burl\b|media",
-    re.IGNORECASE,
-)
 _JSON_MESSAGE = re.compile(r'^\s*\{.*?"message"\s*:\s*"((?:[^"\\]|\\.)*)', re.DOTALL)
-_NOT_ABOUT_FETCHING = frozenset({401, 403, 404, 408, 429})
-
-
-def is_url_fetch_failure(error: ProviderError) -> bool:
-    """Did the provider fail because it could not fetch an image URL (so inlining could help)?"""
-    if error.status is None or not 400 <= error.status < 500 or error.status in _NOT_ABOUT_FETCHING:
-        return False
-    return bool(_FETCH_WORDS.search(error.detail or error.message))
 
 
 def provider_message(body: object) -> str:
@@ -193,3 +195,33 @@ def translate_sdk_error(provider: str, exc: BaseException, sdk: Any) -> Provider
     if isinstance(exc, sdk.APIResponseValidationError | sdk.APIError):
         return ProviderError(ErrorCause.API, f"{provider} sent a response that could not be read")
     return None
+
+
+_Client = TypeVar("_Client")
+
+
+def sdk_rejects_client(sdk: str, installed: str) -> VisionError:
+    """The one sentence for an SDK too old for the ``httpx2`` client it is given."""
+    floor = SDK_FLOORS[sdk]
+    return VisionError(
+        ErrorCause.API,
+        f"the installed {sdk} {installed} rejects vision-bridge's httpx2 HTTP client; vision-bridge needs "
+        f"{sdk}>={floor} (pip install --upgrade '{sdk}>={floor}')",
+    )
+
+
+def sdk_client(sdk: str, make: Callable[[], _Client]) -> _Client:
+    """``make()`` builds the SDK's client; an SDK that rejects the ``http_client`` it is handed
+    (a TypeError naming it) becomes :func:`sdk_rejects_client`, not an unexplained TypeError."""
+    try:
+        return make()
+    except TypeError as exc:
+        if "http_client" not in str(exc):
+            raise
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version(sdk)
+        except PackageNotFoundError:
+            installed = "(version unknown)"
+        raise sdk_rejects_client(sdk, installed) from None

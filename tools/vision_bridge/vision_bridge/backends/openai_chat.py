@@ -20,6 +20,7 @@ from vision_bridge.backends.base import (
     Task,
     VisionAnswer,
     VisionRequest,
+    sdk_client,
     translate_sdk_error,
 )
 from vision_bridge.cache import BackendIdentity
@@ -93,7 +94,6 @@ def _asks_for_max_completion_tokens(error: ProviderError) -> bool:
 
 
 class OpenAIChatBackend:
-    accepts_urls = True
     tasks: frozenset[Task] = frozenset({"analyze", "ocr", "compare"})
 
     def __init__(
@@ -123,12 +123,17 @@ class OpenAIChatBackend:
                 from vision_bridge.backends.transport import capped_http_client
 
                 base_url, api_key, timeout_s, max_retries, limits = self._settings
-                self._client = openai.AsyncOpenAI(
-                    base_url=base_url,
-                    api_key=api_key,
-                    timeout=timeout_s,
-                    max_retries=max_retries,
-                    http_client=capped_http_client(base_url, timeout_s, limits),
+                self._client = sdk_client(
+                    "openai",
+                    lambda: openai.AsyncOpenAI(
+                        base_url=base_url,
+                        api_key=api_key,
+                        timeout=timeout_s,
+                        max_retries=max_retries,
+                        http_client=capped_http_client(
+                            base_url, timeout_s, limits, sdk_error=openai.OpenAIError
+                        ),
+                    ),
                 )
             return self._client
 

@@ -131,7 +131,6 @@ def _flatten_for_ocr(picture: Any) -> Any:
 
 
 class TesseractBackend:
-    accepts_urls = False
     tasks: frozenset[Task] = frozenset({"ocr"})
     image_limits = ImageLimits(accepted_mimes=None)
 
