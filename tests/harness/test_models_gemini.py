@@ -506,3 +506,12 @@ def test_calls_without_ids_get_ids_unique_across_replies() -> None:
     first, second = parse_gemini_reply(reply("r1")), parse_gemini_reply(reply("r2"))
     assert first.tool_calls[0].id != second.tool_calls[0].id
     assert first.tool_calls[0].id.startswith("gemini_call_")
+
+
+def test_a_request_is_plain_json_so_the_response_cache_can_key_it(stub: GeminiStub) -> None:
+    import json
+
+    model = make_model(stub)
+    history = [Message(role="user", blocks=(Text("see"), png(2, 2)))]
+    request = model.build_request("sys", history, [GREP], 100)
+    assert json.loads(json.dumps(request)) == request

@@ -48,8 +48,14 @@ _NOT_WIRE = {"sdk_http_response", "automatic_function_calling_history", "parsed"
 def _signature_part(reasoning: Sequence[Reasoning], key: str) -> dict[str, Any]:
     for item in reasoning:
         if item.field == SIGNATURE_FIELD + key and item.signature:
-            return {"thought_signature": base64.b64decode(item.signature)}
+            return {"thought_signature": item.signature}  # base64, as the wire carries it
     return {}
+
+
+def _inline(image: Image) -> dict[str, Any]:
+    return {
+        "inline_data": {"mime_type": image.media_type, "data": base64.b64encode(image.data).decode("ascii")}
+    }
 
 
 def _images_note(images: Sequence[tuple[str, str, int]]) -> str:
@@ -58,7 +64,8 @@ def _images_note(images: Sequence[tuple[str, str, int]]) -> str:
 
 
 def to_gemini_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """The neutral conversation as Gemini ``contents`` (the SDK's dict form: snake_case, bytes)."""
+    """The neutral conversation as Gemini ``contents``: the SDK's field names (snake_case), plain
+    JSON (bytes in base64, as on the wire), so a request hashes for the response cache."""
     wire: list[dict[str, Any]] = []
     names: dict[str, str] = {}
     pending: list[tuple[str, tuple[Image, ...]]] = []  # images of the current run of tool results
@@ -75,7 +82,7 @@ def to_gemini_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
         note = [(call_id, names.get(call_id, "tool"), len(images)) for call_id, images in pending]
         parts: list[dict[str, Any]] = [{"text": _images_note(note)}]
         for _, images in pending:
-            parts.extend({"inline_data": {"mime_type": i.media_type, "data": i.data}} for i in images)
+            parts.extend(_inline(i) for i in images)
         add("user", parts)
         pending.clear()
 
@@ -89,7 +96,7 @@ def to_gemini_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     if block.text:
                         parts.append({"text": block.text})
                 else:
-                    parts.append({"inline_data": {"mime_type": block.media_type, "data": block.data}})
+                    parts.append(_inline(block))
             add("user", parts or [{"text": "(empty message)"}])
         elif message.role == "assistant":
             parts = []
@@ -220,7 +227,10 @@ class GeminiModel(ProviderModel):
         # Typed, not dicts: the SDK copies a dict's nested keys to the wire as written (snake_case).
         response = await self._client.aio.models.generate_content(
             model=request["model"],
-            contents=[types.Content.model_validate(content) for content in request["contents"]],
+            # From JSON, so the SDK reads the base64 of images and signatures back into bytes.
+            contents=[
+                types.Content.model_validate_json(json.dumps(content)) for content in request["contents"]
+            ],
             config=types.GenerateContentConfig.model_validate(request["config"]),
         )
         data = response.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=_NOT_WIRE)
