@@ -162,9 +162,9 @@ def test_inspect_logs_carry_total_cost(tmp_path: Path) -> None:
     ]
     folder = write_run(tmp_path / "run", records)
     assert main(["export", str(folder), "--format", "inspect"]) == 0
-    log = inspect_log.read_eval_log(str(folder / "inspect" / "fs.eval"))
+    log = inspect_log.read_eval_log(str(next((folder / "inspect").glob("fs-*.eval"))))
     assert log.stats.model_usage["openai/gpt-4o"].total_cost == pytest.approx((3000 * 2.5 + 300 * 10) / 1e6)
     first = next(s for s in log.samples or [] if s.id == "q1")
     assert first.model_usage["openai/gpt-4o"].total_cost == pytest.approx((1000 * 2.5 + 100 * 10) / 1e6)
-    unpriced = inspect_log.read_eval_log(str(folder / "inspect" / "x.eval"))
+    unpriced = inspect_log.read_eval_log(str(next((folder / "inspect").glob("x-*.eval"))))
     assert unpriced.stats.model_usage["openai/unpriced"].total_cost is None

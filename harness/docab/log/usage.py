@@ -11,6 +11,9 @@ harnesses:
   ``output_tokens_details.reasoning_tokens``.
 - Anthropic Messages: ``input_tokens`` EXCLUDES the cache; ``cache_read_input_tokens`` and
   ``cache_creation_input_tokens`` come separately; ``output_tokens`` includes thinking.
+- Gemini (``usageMetadata``): ``promptTokenCount`` INCLUDES ``cachedContentTokenCount``;
+  ``toolUsePromptTokenCount`` (tool-use prompts) comes on top of it; ``candidatesTokenCount``
+  EXCLUDES ``thoughtsTokenCount``, which is billed as output too.
 
 Here every input token is counted exactly once: ``input_total = input_uncached + cache_read +
 cache_write``, and ``output`` includes ``reasoning`` (which is reported for information only).
@@ -130,6 +133,30 @@ class Usage:
             cache_read=_int(_get(raw, "cache_read_input_tokens")),
             cache_write=_int(_get(raw, "cache_creation_input_tokens")),
             output=_int(_get(raw, "output_tokens")),
+            role=role,
+            model=model,
+            raw=dict(raw) if raw else None,
+        )
+
+    @classmethod
+    def from_gemini(
+        cls, raw: Mapping[str, Any] | None, *, role: UsageRole = "agent", model: str = ""
+    ) -> Usage:
+        """The Gemini API's ``usageMetadata`` (wire names; the SDK's snake_case names also read)."""
+
+        def count(camel: str, snake: str) -> int:
+            return _int(_get(raw, camel) if _get(raw, camel) is not None else _get(raw, snake))
+
+        total_in = count("promptTokenCount", "prompt_token_count") + count(
+            "toolUsePromptTokenCount", "tool_use_prompt_token_count"
+        )
+        cached = min(total_in, count("cachedContentTokenCount", "cached_content_token_count"))
+        thoughts = count("thoughtsTokenCount", "thoughts_token_count")
+        return cls(
+            input_uncached=total_in - cached,
+            cache_read=cached,
+            output=count("candidatesTokenCount", "candidates_token_count") + thoughts,
+            reasoning=thoughts,
             role=role,
             model=model,
             raw=dict(raw) if raw else None,

@@ -1,7 +1,7 @@
 """The model configuration: one schema for every provider, read from a run config's TOML table.
 
     [model]
-    name = "openai/gpt-4o"          # provider/model: openai/..., anthropic/..., baseline/keyword
+    name = "openai/gpt-4o"          # provider/model: openai/..., anthropic/..., google/..., baseline/keyword
     temperature = 0
     max_output_tokens = 1024
     # base_url = "http://localhost:8000/v1"   # any OpenAI-compatible server: vLLM, Ollama, llama.cpp
@@ -49,13 +49,14 @@ from pydantic_core import ErrorDetails
 from docab.errors import ConfigError
 from docab.pricing import Price
 
-PROVIDERS = ("openai", "anthropic", "baseline")
+PROVIDERS = ("openai", "anthropic", "google", "baseline")
 # The platforms a provider's models can also be reached on, named as the name's second segment.
 PLATFORMS: dict[str, tuple[str, ...]] = {"openai": ("azure",), "anthropic": ("bedrock", "vertex")}
 # The variable holding the credential of each route when the config names none ("" for none).
 DEFAULT_KEY_ENV = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
+    "google": "GEMINI_API_KEY",
     "openai/azure": "AZURE_OPENAI_API_KEY",
     "anthropic/bedrock": "AWS_BEARER_TOKEN_BEDROCK",  # a Bedrock API key; else AWS credentials (SigV4)
     "anthropic/vertex": "",  # else Google Application Default Credentials
@@ -302,18 +303,17 @@ class ModelConfig(BaseModel):
         ):
             if delay < 0:
                 raise ValueError(f"{key} must not be negative")
-        if provider != "anthropic":
-            if self.prompt_cache:
-                raise ValueError(
-                    "prompt_cache applies to anthropic/ models; OpenAI caches long prompts automatically"
-                )
-            if self.thinking_budget is not None:
-                raise ValueError(
-                    "thinking_budget applies to anthropic/ models; for OpenAI-compatible reasoning "
-                    "models use reasoning_effort"
-                )
+        if provider != "anthropic" and self.prompt_cache:
+            raise ValueError(
+                "prompt_cache applies to anthropic/ models; OpenAI caches long prompts automatically"
+            )
+        if provider not in ("anthropic", "google") and self.thinking_budget is not None:
+            raise ValueError(
+                "thinking_budget applies to anthropic/ and google/ models; for OpenAI-compatible "
+                "reasoning models use reasoning_effort"
+            )
         self._check_platform_options(provider, platform)
-        if provider == "anthropic" and self.reasoning_effort is not None:
+        if provider in ("anthropic", "google") and self.reasoning_effort is not None:
             raise ValueError("reasoning_effort applies to openai/ models; use thinking_budget")
         if provider == "anthropic" and self.temperature is not None:
             # API version 2026-10-21 (the anthropic SDK 2.x default) answers 400 to any sampling

@@ -130,6 +130,12 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
             records[record.key] = record
     if duplicates:
         warnings.append(f"{duplicates} record(s) appeared more than once; the last copy of each was kept")
+    if manifest is not None and manifest.merged_from:
+        from docab.log.merge import merged_coverage
+
+        coverage = merged_coverage(manifest)
+        if not coverage.complete:
+            warnings.append(f"a partial run (docab merge --allow-partial): {coverage.describe()}")
     if not records:
         raise ReportError(f"no run records in {', '.join(str(s) for s in sources)}")
     return RunData(sources, manifest or Manifest(), tuple(records.values()), tuple(warnings))
@@ -152,7 +158,7 @@ def load_inspect_logs(sources: Sequence[Path]) -> RunData:
         raise ReportError(f"no samples in the Inspect logs {', '.join(str(s) for s in sources)}")
     manifest = Manifest(
         run_id=logs.run_id,
-        arms=tuple(ArmManifest(name=arm) for arm in logs.arms),
+        arms=logs.arm_configs or tuple(ArmManifest(name=arm) for arm in logs.arms),
         models=ModelsInfo(agent=logs.models[0] if len(logs.models) == 1 else ", ".join(logs.models)),
     )
     return RunData(tuple(sources), manifest, logs.records, logs.warnings)
