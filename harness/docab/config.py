@@ -33,6 +33,9 @@ changes the config changes its hash.
     [prompt]   system, user  (templates; see DEFAULT_SYSTEM)
     [mcp_servers.NAME]  command, args, env, scope, tools, timeouts
     [[arms]]   name, tools = ["fs"], mcp_servers = [...], prompt
+    [breaker]  enabled = true, failures = 5, window_s = 300: stop the run (exit 3) when that many
+               model calls in a row, from 2 or more samples, fail with a connection error within
+               window_s seconds (docab.runner.breaker); a run control, not hashed
 
 The schema is validated once, when the file is read, into typed sections (the model too); it holds
 values only and imports no agent or runner code: the runner turns sections into the agent's objects
@@ -181,6 +184,15 @@ class ArmConfig(_Section):
         return value
 
 
+class BreakerConfig(_Section):
+    """``[breaker]``: stop the run when the endpoint is gone (docab.runner.breaker). A run control,
+    not part of the run's identity: it decides when a run stops, not what a record means."""
+
+    enabled: bool = True
+    failures: int = Field(default=5, ge=2)  # consecutive model calls failing with a connection error
+    window_s: float = Field(default=300.0, gt=0)  # ... all within this many seconds
+
+
 class RunConfig(_Section):
     name: str
     description: str = ""
@@ -190,6 +202,7 @@ class RunConfig(_Section):
     # The share of samples that may end in error or timeout (a model call, an MCP server or the
     # harness failed; wrong answers and limits hit do not count) before `docab run` exits 1.
     max_error_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    breaker: BreakerConfig = Field(default_factory=BreakerConfig)
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     model: ModelConfig  # a table or a bare name; see harness/docab/models/README.md for every option
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
@@ -280,7 +293,7 @@ class RunConfig(_Section):
         return self.prompt.user.replace("{question}", question)
 
 
-RUN_CONTROLS = ("concurrency", "epochs", "description", "max_error_share")
+RUN_CONTROLS = ("concurrency", "epochs", "description", "max_error_share", "breaker")
 
 
 def identity_of(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,9 @@ from docab.log.usage import Usage
 from docab.models.base import Model, ModelError, Turn
 
 Clock = Callable[[], float]
+# Told the outcome of every model call: None for a reply, the ModelError of a failed call (after the
+# client's retries). The runner's circuit breaker listens (docab.runner.breaker).
+CallObserver = Callable[[ModelError | None], None]
 
 
 @dataclass
@@ -88,6 +91,7 @@ async def run_agent(
     budget: OutputBudget,
     tracker: ReadTracker | None = None,
     clock: Clock = time.monotonic,
+    on_call: CallObserver | None = None,
 ) -> AgentTrace:
     trace = AgentTrace()
     by_name: dict[str, Tool] = {}
@@ -119,7 +123,7 @@ async def run_agent(
                 raise _LimitHit("turns")
             if trace.agent_tokens() >= limits.max_tokens:
                 raise _LimitHit("tokens")
-            turn = await _model_turn(model, system, trace, specs, limits, remaining)
+            turn = await _model_turn(model, system, trace, specs, limits, remaining, on_call)
             if turn is None:
                 return trace
             trace.messages.append(turn.message())  # keeps the reasoning some providers need back
@@ -162,6 +166,7 @@ async def _model_turn(
     specs: list[Any],
     limits: SampleLimits,
     remaining: Callable[[], float],
+    on_call: CallObserver | None = None,
 ) -> Turn | None:
     """One model call; None when it failed (the trace then holds the error status)."""
     began = time.perf_counter()
@@ -179,6 +184,8 @@ async def _model_turn(
         trace.status = "timeout" if exc.kind == "timeout" else "error"
         trace.errors.append(f"model call failed ({exc.kind}): {exc}")
         trace.events.append(ModelErrorEvent(kind=exc.kind, error=str(exc), retries=exc.retries))
+        if on_call is not None:
+            on_call(exc)
         return None
     except Exception as exc:  # a bug in a client must not lose the sample: record it and stop
         trace.model_time_s += time.perf_counter() - began
@@ -188,6 +195,8 @@ async def _model_turn(
             ModelErrorEvent(kind="unexpected", error=f"{type(exc).__name__}: {exc}", retries=0)
         )
         return None
+    if on_call is not None:
+        on_call(None)
     trace.model_time_s += turn.latency_s
     trace.turns += 1
     trace.retries += turn.retries

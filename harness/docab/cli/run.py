@@ -39,7 +39,10 @@ that changes the config changes its hash, so give such a run its own name (--set
 
 exit status: 0 the run finished; 1 more samples ended in an error or timeout than allowed
 (--max-error-share; by default none), with a one-line account of the causes; 2 the run could not
-start (config, dataset, endpoint, MCP server, run folder, another process writing it).
+start (config, dataset, endpoint, MCP server, run folder, another process writing it); 3 the
+endpoint went down during the run: the circuit breaker ([breaker]: 5 model calls in a row from 2 or
+more samples failing with a connection error within 300 s, by default) stopped it, finished samples
+are kept, the ones in flight are not recorded, and the command that resumes it is printed.
 
 examples:
   docab run mmlongbench-openai --limit 20                      # 20 questions spread over the documents

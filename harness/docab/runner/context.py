@@ -10,6 +10,7 @@ sessions of MCP servers declared ``scope = "worker"``.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession
 from docab.config import ArmConfig, BudgetConfig, MCPServerConfig, RunConfig
 from docab.log.store import RunStore
 from docab.models.base import Model
+from docab.runner.breaker import CircuitBreaker
 from docab.runner.progress import ProgressSink
 from docab.runner.workspace import DocumentPool, WorkspaceSlot
 
@@ -81,6 +83,10 @@ class RunContext:
     # Samples run again (--retry-errors): how many records each already has. A retry's transcript
     # goes to a file of its own, so the errored attempt's transcript is kept.
     attempts: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # Watches every model call and stops the run when the endpoint is gone (docab.runner.breaker);
+    # None: never stops (library callers that drive samples themselves).
+    breaker: CircuitBreaker | None = None
+    clock: Callable[[], float] = time.monotonic
     budget: OutputBudget = field(init=False)
     _logs: dict[str, TextIO] = field(default_factory=dict)
     _closing: set[asyncio.Task[None]] = field(default_factory=set)

@@ -50,6 +50,7 @@ from docab.models.base import Model, ModelError
 from docab.models.completion_adapter import CompletionAdapter
 from docab.models.preflight import check_endpoints, describe
 from docab.models.registry import build_model
+from docab.runner.breaker import BreakerSettings, CircuitBreaker
 from docab.runner.context import RunContext, Scorer, server_specs
 from docab.runner.dataset import Dataset, Sample, load_dataset
 from docab.runner.failures import ERRORED, ErrorTally, tally_errors
@@ -462,6 +463,7 @@ async def _run_work(
         server_specs=specs,
         attempts=dict(attempts),
         on_scratch=lock.add_scratch,
+        breaker=breaker_for(config),
     )
     ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, questions, epochs), kept))
     try:
@@ -475,6 +477,12 @@ async def _run_work(
         store.write_manifest((store.read_manifest() or manifest).finished(utc_now()))
     records = newest_per_key(r for r in store.records() if r.key in wanted)
     return RunOutcome(request.folder, records, todo, len(kept), retried=len(redo))
+
+
+def breaker_for(config: RunConfig) -> CircuitBreaker:
+    """The run's circuit breaker, from ``[breaker]``."""
+    table = config.breaker
+    return CircuitBreaker(BreakerSettings(table.enabled, table.failures, table.window_s))
 
 
 def _take(lock: RunLock, request: RunRequest, say: Say) -> None:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from docab.agent.answer import NOT_ANSWERABLE, Extraction
 from docab.agent.evidence import PageMap, ReadTracker, page_spans
-from docab.agent.loop import AgentTrace, run_agent
+from docab.agent.loop import AgentTrace, CallObserver, run_agent
 from docab.agent.toolbox.base import Tool
 from docab.agent.toolbox.mcp_session import MCPSession, MCPStartError
 from docab.config import ArmConfig
@@ -42,6 +42,7 @@ from docab.log.events import AnswerEvent, json_value
 from docab.log.records import RunRecord, Status
 from docab.log.store import SampleTranscript, utc_now
 from docab.log.transcript import transcript_path
+from docab.models.base import ModelError
 from docab.runner.context import RunContext, Worker
 from docab.runner.dataset import Sample
 from docab.runner.workspace import WorkspaceError
@@ -197,7 +198,23 @@ async def run_the_agent(ctx: RunContext, state: SampleRun) -> AgentTrace:
         limits=ctx.config.limits,
         budget=ctx.budget,
         tracker=state.tracker,
+        on_call=call_observer(ctx, (state.arm.name, state.sample.qid, state.epoch)),
     )
+
+
+def call_observer(ctx: RunContext, key: tuple[str, str, int]) -> CallObserver | None:
+    """Tells the run's circuit breaker how each model call of the sample ``key`` went."""
+    breaker = ctx.breaker
+    if breaker is None:
+        return None
+
+    def observe(error: ModelError | None) -> None:
+        if error is None:
+            breaker.success()
+        else:
+            breaker.failure(key, error.kind, str(error), ctx.clock())
+
+    return observe
 
 
 # -- 6. answer --------------------------------------------------------------------------------------
