@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 EXPORT_SCHEMA_VERSION = (
-    3  # 1: types guessed by pyarrow, the column ``tokens_tool-side``; 2: no page text_chars
+    4  # 1: types guessed by pyarrow, the column ``tokens_tool-side``; 2: no page text_chars;
+    # 3: no answer_path, extraction_failed
 )
 ROLES = ("agent", "tool-side", "extractor")
 CALLS_PREFIX = "calls_"
@@ -53,6 +54,7 @@ RECORD_COLUMNS_ADDED = {
     "tokens_<role>": "tokens of one role: tokens_agent, tokens_tool_side, tokens_extractor",
     "input_uncached, cache_read, cache_write, output, reasoning": "summed over the record's model calls",
     "tokens_cached_tool": "what the tool answers served from a cache originally cost (not spent here)",
+    "extraction_failed": 'the answer extraction ran and its reply could not be parsed ("Failed to extract")',
     "model_calls": "model calls of every role",
     "tool_call_count": "tool calls of the record",
     "calls_<tool>": "calls of one tool (0 when the arm never called it)",
@@ -118,8 +120,10 @@ RECORDS_SCHEMA = pa.schema(
         ("doc_type", _TEXT),
         ("transcript", _TEXT),  # null when the run kept none
         ("started_at", _TEXT),
+        ("answer_path", _TEXT),  # "prose-fallback", or "" for the protocol's own path
         ("version", _INT),
         # derived (RECORD_COLUMNS_ADDED)
+        ("extraction_failed", _BOOL),  # the answer extraction's reply could not be parsed
         ("tokens", _INT),
         ("tokens_agent", _INT),
         ("tokens_tool_side", _INT),
@@ -248,6 +252,7 @@ def record_row(record: RunRecord) -> dict[str, Any]:
         for share in record.page_shares
     ]
     row["tokens_cached_tool"] = record.cached_tokens()
+    row["extraction_failed"] = record.extraction_failed
     row["tokens"] = record.tokens()
     for role in ROLES:
         row[role_column(role)] = record.tokens(role)

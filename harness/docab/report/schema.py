@@ -27,7 +27,9 @@ Versions (``SUMMARY_VERSION``, the ``version`` field):
 4. this schema (issue 24): evidence ``recall`` counts pages read calls opened (no longer pages
    only search results showed) and ``recall_seen`` counts search results too; below 30 documents
    paired differences and ratios use the sign-flip test (method ``sign-flip``, ``sign_flip``);
-   ``prompt_cache`` compares tokens under each provider's prompt caching (estimates).
+   ``prompt_cache`` compares tokens under each provider's prompt caching (estimates). Later,
+   without a version bump (optional, defaulting to zeros): an arm's ``extraction`` counts the
+   answer extraction's unparsable replies and the prose answers taken through it (issue 23).
 
 Reading a file: :func:`parse_summary` (raises :class:`SummaryFormatError` with a message fit to show).
 
@@ -139,6 +141,21 @@ class EvidenceSummary(SchemaModel):
     tokens_per_evidence_page: Number  # all tokens over evidence pages found; None when none found
 
 
+class ExtractionSummary(SchemaModel):
+    """The benchmark's answer extraction in an arm (role ``extractor``): how many records it ran
+    on (``of``), how many of its replies could not be parsed (``failed``: the record is ``ok``,
+    its answer "Failed to extract", score 0), and how many were a ``submit_tool`` sample's prose
+    answer taken through it after the model never submitted (``prose_fallback``)."""
+
+    of: int = 0
+    failed: int = 0
+    prose_fallback: int = 0
+
+    @property
+    def failed_share(self) -> float:
+        return self.failed / self.of if self.of else 0.0
+
+
 class NotAnswerableSummary(SchemaModel):
     """How an arm used the answer "Not answerable" (epochs averaged per question)."""
 
@@ -201,6 +218,8 @@ class ArmSummary(SchemaModel):
     tool_calls: ToolCallSummary
     retries: int  # model-call retries over the arm's records
     answer_protocols: dict[str, int]  # records by answer path (submit_tool, extraction)
+    # The answer extraction's failures and prose fallbacks; optional (summaries written before it read as 0).
+    extraction: ExtractionSummary = ExtractionSummary()
 
 
 # -- paired comparisons -----------------------------------------------------------------------------------
