@@ -27,7 +27,8 @@ changes the config changes its hash.
     [dataset]  source = "suite" | "mmlongbench", path, corpus, filters
     [model]    name = "openai/gpt-4o" | "anthropic/..." | "baseline/keyword", base_url, ...
                (docab.models.config.ModelConfig; see harness/docab/models/README.md)
-    [answer]   protocol = "submit_tool" | "extraction", extractor (a [model] table)
+    [answer]   protocol = "submit_tool" | "extraction", extractor (a [model] table),
+               prose_fallback_after = 2 (submit_tool: reminders before prose is extracted; 0 never)
     [limits]   max_turns, max_tokens, max_wall_s, max_output_tokens (docab.limits.SampleLimits)
     [output_budget]  limit, unit = "chars" | "tokens", image_cost
     [prompt]   system, user  (templates; see DEFAULT_SYSTEM)
@@ -132,9 +133,16 @@ class DatasetConfig(_Section):
         return self
 
 
+PROSE_FALLBACK_AFTER = 2  # the default of answer.prose_fallback_after
+
+
 class AnswerConfig(_Section):
     protocol: AnswerProtocol = "submit_tool"
     extractor: ModelConfig | None = None  # a [model] table, for "extraction"; default: the run's model
+    # Under submit_tool: after this many reminders to call submit_answer, a model that still answers
+    # in prose has its last prose answer taken through the benchmark's answer extraction (the
+    # record's answer_path "prose-fallback"), so a weak model is scored, not zeroed. 0: never.
+    prose_fallback_after: int = Field(default=PROSE_FALLBACK_AFTER, ge=0, le=100)
 
 
 class BudgetConfig(_Section):
@@ -310,7 +318,10 @@ def identity_of(config: Mapping[str, Any]) -> dict[str, Any]:
         identity["model"] = _without_transport(identity["model"])
     answer = identity.get("answer")
     if isinstance(answer, Mapping) and isinstance(answer.get("extractor"), Mapping):
-        identity["answer"] = {**answer, "extractor": _without_transport(answer["extractor"])}
+        identity["answer"] = answer = {**answer, "extractor": _without_transport(answer["extractor"])}
+    if isinstance(answer, Mapping) and answer.get("prose_fallback_after") == PROSE_FALLBACK_AFTER:
+        # At its default it is left out, so configs written before it existed keep their hash.
+        identity["answer"] = {k: v for k, v in answer.items() if k != "prose_fallback_after"}
     return identity
 
 

@@ -7,7 +7,9 @@ The loop is the same for every arm and every model (LLM clients and the offline 
    one :class:`OutputBudget`, images are replaced by a note for a text-only model, tool-side token
    use is read from the result's ``_meta``, and the pages shown are tracked;
 3. stop when the answer protocol is satisfied (``submit_answer`` called, or a reply without tool
-   calls under the extraction protocol), or when a limit is hit.
+   calls under the extraction protocol), or when a limit is hit. Under ``submit_tool`` a reply in
+   prose gets a reminder; after ``prose_fallback_after`` reminders (0: never) the next prose reply
+   ends the loop with ``prose_fallback`` set, and the runner extracts the answer from it.
 
 Limits (turns, agent tokens, wall time) are checked before each model call, and the wall time
 also bounds every await; a limit that is hit is recorded, with status ``limit``. A model failure
@@ -56,6 +58,8 @@ class AgentTrace:
     wall_time_s: float = 0.0
     turns: int = 0
     retries: int = 0
+    nudges: int = 0  # reminders to call submit_answer after a reply in prose
+    prose_fallback: bool = False  # stopped on a prose answer after ``prose_fallback_after`` nudges
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
@@ -92,6 +96,7 @@ async def run_agent(
     tracker: ReadTracker | None = None,
     clock: Clock = time.monotonic,
     on_call: CallObserver | None = None,
+    prose_fallback_after: int = 0,
 ) -> AgentTrace:
     trace = AgentTrace()
     by_name: dict[str, Tool] = {}
@@ -132,6 +137,10 @@ async def run_agent(
             if not turn.tool_calls:
                 if protocol == "extraction":
                     return trace
+                if prose_fallback_after and trace.nudges >= prose_fallback_after and turn.text.strip():
+                    trace.prose_fallback = True  # its prose is taken through the answer extraction
+                    return trace
+                trace.nudges += 1
                 trace.messages.append(Message.user(REMINDER))
                 trace.events.append(MessageEvent.of(trace.messages[-1]))
                 continue

@@ -292,6 +292,7 @@ async def launch_async(
     extractor = (
         _build_extractor(config, model, dataset.extraction_prompt, injected=injected)
         if config.answer.protocol == "extraction"
+        or (config.answer.prose_fallback_after and not model.is_baseline)
         else None
     )
     models = _distinct([model, extractor.model if extractor else None])
