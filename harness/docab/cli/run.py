@@ -43,7 +43,10 @@ exit status: 0 the run finished; 1 more samples ended in an error or timeout tha
 (--max-error-share; by default none), with a one-line account of the causes; 2 the run could not
 start (config, dataset, endpoint, MCP server, run folder, another process writing it); 3 the spend
 cap (--max-cost) stopped it before its last sample (the samples done are kept; a higher cap
-resumes it).
+resumes it), or the endpoint went down during the run: the circuit breaker ([breaker]: 5 model
+calls in a row from 2 or more samples failing with a connection error within 300 s, by default)
+stopped it, finished samples are kept, the ones in flight are not recorded, and the command that
+resumes it is printed.
 
 examples:
   docab run mmlongbench-openai --limit 20                      # 20 questions spread over the documents

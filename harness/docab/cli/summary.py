@@ -7,8 +7,9 @@ tool calls, paired differences), written into the run folder as ``report.md`` an
 
 from __future__ import annotations
 
+import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,21 +36,35 @@ def print_summary(run_dir: Path) -> None:
 SPEND_CAP_EXIT = 3
 
 
+def resume_command(argv: Sequence[str] | None = None) -> str:
+    """The command that resumes this run: the same words again (``argv`` default ``sys.argv``)."""
+    words = list(sys.argv if argv is None else argv)
+    return shlex.join(["docab", *words[1:]])
+
+
 def launch_and_report(
     request: RunRequest,
     *,
     max_error_share: float = 0.0,
     command: str = "docab run",
     resume: Callable[[float], str] | None = None,
+    argv: Sequence[str] | None = None,
 ) -> int:
     """Run ``request``, then print and write its report. Returns the exit status: 3 when the
     spend cap stopped the run (saying what it spent and, through ``resume``, the command that
-    resumes it under a cap high enough); 1 when more than ``max_error_share`` of the samples
-    ended in an error or timeout (with a one-line account of the causes on stderr); else 0."""
+    resumes it under a cap high enough) or when the circuit breaker stopped it (the endpoint is
+    gone: the message and the command that resumes it on stderr); 1 when more than
+    ``max_error_share`` of the samples ended in an error or timeout (with a one-line account of
+    the causes on stderr); else 0."""
+    from docab.runner.breaker import RunStopped
     from docab.runner.launch import launch
 
     try:
         outcome = launch(request)
+    except RunStopped as exc:
+        print(f"{command}: {exc}", file=sys.stderr)
+        print(f"resume with: {resume_command(argv)}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted: finished samples are saved; re-run the same command to resume", file=sys.stderr)
         raise

@@ -360,6 +360,12 @@ def eval_sample(
                 explanation=(
                     f"status {record.status}; answer {record.raw_answer!r} read as "
                     f"{record.extracted_answer!r}, gold {record.gold!r} ({record.answer_format})"
+                    + (
+                        "; answer extraction failed (unparsable extractor reply)"
+                        if record.extraction_failed
+                        else ""
+                    )
+                    + (f"; answer path {record.answer_path}" if record.answer_path else "")
                 ),
             )
         },

@@ -42,6 +42,10 @@ LITTLE_TEXT_CHARS = 40
 
 Status = Literal["ok", "error", "timeout", "limit"]
 AnswerProtocol = Literal["submit_tool", "extraction"]
+# The benchmark's prediction when its extractor's reply has no answer marker (it scores 0):
+# ``docab_benchmark.mmlongbench.extraction.UNPARSABLE_PREDICTION``, repeated to keep this module light.
+EXTRACTION_FAILED = "Failed to extract"
+PROSE_FALLBACK = "prose-fallback"  # RunRecord.answer_path of a prose answer taken through extraction
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,9 @@ class RunRecord:
     # USD per role at the prices in force when it was written (docab.pricing); None in records
     # written before prices were (readers price their usage instead: docab.pricing.sample_cost).
     cost: SampleCost | None = None
+    # How the scored answer was obtained when not by the protocol's own path: "prose-fallback" for
+    # a submit_tool sample that answered in prose and had it extracted (docab.agent.answer); "" else.
+    answer_path: str = ""
     version: int = RECORD_VERSION
 
     @property
@@ -144,6 +151,21 @@ class RunRecord:
     def cached_tokens(self) -> int:
         """What the cached tool answers of this sample originally cost (not spent here)."""
         return sum(u.total for u in self.cached_tool_usage)
+
+    @property
+    def extraction_failed(self) -> bool:
+        """The extractor ran but its reply could not be parsed: the sample is ``ok`` and scores 0,
+        with ``extracted_answer`` "Failed to extract". An answer extraction that went wrong, not a
+        wrong answer of the model (an extractor that could not be reached makes an ``error``)."""
+        return self.status == "ok" and self.extracted_answer == EXTRACTION_FAILED and self.extraction_ran
+
+    @property
+    def extraction_ran(self) -> bool:
+        """The benchmark's answer extraction produced ``extracted_answer`` (the extraction
+        protocol's ``ok`` samples, and prose taken as the answer under ``submit_tool``)."""
+        return self.status == "ok" and (
+            self.answer_protocol == "extraction" or self.answer_path == PROSE_FALLBACK
+        )
 
     @property
     def reads_by_share(self) -> bool:

@@ -43,8 +43,9 @@ from docab.report.summary import (
 if TYPE_CHECKING:
     import pandas as pd
 
-# 1: types guessed by pyarrow, the column ``tokens_tool-side``; 2: no page text_chars; 3: no cost
-EXPORT_SCHEMA_VERSION = 4
+# 1: types guessed by pyarrow, the column ``tokens_tool-side``; 2: no page text_chars; 3: no cost;
+# 4: cost, or answer_path and extraction_failed, but not both
+EXPORT_SCHEMA_VERSION = 5
 ROLES = ("agent", "tool-side", "extractor")
 CALLS_PREFIX = "calls_"
 
@@ -54,6 +55,7 @@ RECORD_COLUMNS_ADDED = {
     "input_uncached, cache_read, cache_write, output, reasoning": "summed over the record's model calls",
     "tokens_cached_tool": "what the tool answers served from a cache originally cost (not spent here)",
     "tokens_cached_model": "what the model replies served from docab's response cache originally cost (not spent here)",
+    "extraction_failed": 'the answer extraction ran and its reply could not be parsed ("Failed to extract")',
     "model_calls": "model calls of every role",
     "tool_call_count": "tool calls of the record",
     "calls_<tool>": "calls of one tool (0 when the arm never called it)",
@@ -125,8 +127,10 @@ RECORDS_SCHEMA = pa.schema(
         ("transcript", _TEXT),  # null when the run kept none
         ("started_at", _TEXT),
         ("cost", _FLOAT),  # USD, every role; null when a price is unknown
+        ("answer_path", _TEXT),  # "prose-fallback", or "" for the protocol's own path
         ("version", _INT),
         # derived (RECORD_COLUMNS_ADDED)
+        ("extraction_failed", _BOOL),  # the answer extraction's reply could not be parsed
         ("tokens", _INT),
         ("tokens_agent", _INT),
         ("tokens_tool_side", _INT),
@@ -264,6 +268,7 @@ def record_row(record: RunRecord) -> dict[str, Any]:
     ]
     row["tokens_cached_tool"] = record.cached_tokens()
     row["tokens_cached_model"] = sum(u.total for u in record.cached_model_usage)
+    row["extraction_failed"] = record.extraction_failed
     row["tokens"] = record.tokens()
     for role in ROLES:
         row[role_column(role)] = record.tokens(role)

@@ -230,6 +230,15 @@ def _arms_section(arms: Sequence[ArmSummary], references: Sequence[ReferenceRow]
             notes.append(f"{arm.arm}: limits hit: {hits}.")
         if arm.retries:
             notes.append(f"{arm.arm}: {arm.retries} model-call retries.")
+        if arm.extraction.of:
+            notes.append(f"{arm.arm}: extraction failed: {arm.extraction.failed} of {arm.extraction.of}.")
+        if arm.extraction.prose_fallback:
+            total = arm.records or 1
+            notes.append(
+                f"{arm.arm}: prose fallback: {arm.extraction.prose_fallback} of {arm.records} answers "
+                f"({arm.extraction.prose_fallback / total:.0%}) were prose taken through the answer extraction "
+                "after the model never called submit_answer."
+            )
     return Section(
         "Arms",
         [
@@ -719,7 +728,8 @@ def print_console(summary: Summary, console: Console | None = None) -> None:
         console.print(Panel(f"Floor: an arm in this run is an {summary.label}.", style="yellow"))
     print_sections(sections(summary), console)
     for warning in summary.warnings:
-        console.print(f"warning: {warning}", style="yellow")
+        loud = warning.startswith("EXTRACTION FAILED")
+        console.print(f"warning: {warning}", style="bold red" if loud else "yellow")
     console.print(METHOD_NOTE, style="dim")
 
 

@@ -31,6 +31,8 @@ Versions (``SUMMARY_VERSION``, the ``version`` field):
    ``prompt_cache`` compares tokens under each provider's prompt caching (estimates).
 5. this schema (issue 28): US dollars: an arm's ``cost``, a comparison's ``cost`` (B/A ratio with
    its interval, as for tokens) and the summary's ``prices`` (each model's price, source and date).
+   Also (issue 23, optional, defaulting to zeros): an arm's ``extraction`` counts the answer
+   extraction's unparsable replies and the prose answers taken through it.
 
 Reading a file: :func:`parse_summary` (raises :class:`SummaryFormatError` with a message fit to show).
 
@@ -142,6 +144,21 @@ class EvidenceSummary(SchemaModel):
     tokens_per_evidence_page: Number  # all tokens over evidence pages found; None when none found
 
 
+class ExtractionSummary(SchemaModel):
+    """The benchmark's answer extraction in an arm (role ``extractor``): how many records it ran
+    on (``of``), how many of its replies could not be parsed (``failed``: the record is ``ok``,
+    its answer "Failed to extract", score 0), and how many were a ``submit_tool`` sample's prose
+    answer taken through it after the model never submitted (``prose_fallback``)."""
+
+    of: int = 0
+    failed: int = 0
+    prose_fallback: int = 0
+
+    @property
+    def failed_share(self) -> float:
+        return self.failed / self.of if self.of else 0.0
+
+
 class NotAnswerableSummary(SchemaModel):
     """How an arm used the answer "Not answerable" (epochs averaged per question)."""
 
@@ -232,6 +249,8 @@ class ArmSummary(SchemaModel):
     retries: int  # model-call retries over the arm's records
     answer_protocols: dict[str, int]  # records by answer path (submit_tool, extraction)
     cost: CostSummary | None = None  # USD (version 5 on)
+    # The answer extraction's failures and prose fallbacks; optional (summaries written before it read as 0).
+    extraction: ExtractionSummary = ExtractionSummary()
 
 
 # -- paired comparisons -----------------------------------------------------------------------------------

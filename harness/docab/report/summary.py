@@ -42,7 +42,7 @@ import numpy as np
 from docab.interchange import is_inspect_source
 from docab.log.cost import SampleCost
 from docab.log.manifest import ArmManifest, Manifest, ManifestError, ModelsInfo, load_manifest
-from docab.log.records import RunRecord
+from docab.log.records import PROSE_FALLBACK, RunRecord
 from docab.pricing import manifest_prices, record_cost
 from docab.report import prompt_cache, schema, signflip, stats
 
@@ -470,6 +470,7 @@ def arm_summary(
         retries=sum(r.retries for r in records),
         answer_protocols=dict(Counter(r.answer_protocol for r in records)),
         cost=cost_summary(items, records),
+        extraction=extraction_summary(records),
     )
 
 
@@ -527,6 +528,30 @@ def price_rows(records: Iterable[RunRecord], manifest: Manifest) -> list[schema.
             )
         )
     return rows
+
+
+def extraction_summary(records: Sequence[RunRecord]) -> schema.ExtractionSummary:
+    """How the benchmark's answer extraction went in an arm's records (every epoch counted)."""
+    return schema.ExtractionSummary(
+        of=sum(r.extraction_ran for r in records),
+        failed=sum(r.extraction_failed for r in records),
+        prose_fallback=sum(r.answer_path == PROSE_FALLBACK for r in records),
+    )
+
+
+EXTRACTION_WARN_SHARE = 0.10  # above this share of extracted answers unparsable, the report warns
+
+
+def extraction_warnings(arms: Sequence[schema.ArmSummary]) -> list[str]:
+    """A loud warning per arm whose answer extraction failed on more than 10 % of its answers:
+    a misconfigured extractor looks like a model scoring 0."""
+    return [
+        f"EXTRACTION FAILED on {arm.extraction.failed} of {arm.extraction.of} answers of arm {arm.arm} "
+        f'({arm.extraction.failed_share:.0%}): they score 0 as "Failed to extract"; check the extractor '
+        "model ([answer] extractor) and its replies in the transcripts before reading the scores"
+        for arm in arms
+        if arm.extraction.of and arm.extraction.failed_share > EXTRACTION_WARN_SHARE
+    ]
 
 
 def not_answerable_summary(answered: np.ndarray, answerable: np.ndarray) -> schema.NotAnswerableSummary:
@@ -1038,7 +1063,7 @@ def build_report(
     arm_summaries = [arm_summary(a, outcomes[a], by_arm[a], run.manifest) for a in order]
     comparisons = [compare_arms(reference, a, outcomes[reference], outcomes[a]) for a in order[1:]]
     floor = any(s.floor for s in arm_summaries)
-    warnings = list(run.warnings)
+    warnings = list(run.warnings) + extraction_warnings(arm_summaries)
     absent = [a for a in run.manifest.arm_names if a not in outcomes]
     if absent and not arms:
         warnings.append(

@@ -10,6 +10,7 @@ sessions of MCP servers declared ``scope = "worker"``.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from docab.config import ArmConfig, BudgetConfig, MCPServerConfig, RunConfig
 from docab.log.store import RunStore
 from docab.models.base import Model
 from docab.pricing import PriceBook
+from docab.runner.breaker import CircuitBreaker
 from docab.runner.progress import ProgressSink
 from docab.runner.spend import SpendGuard
 from docab.runner.workspace import DocumentPool, WorkspaceSlot
@@ -96,6 +98,10 @@ class RunContext:
     prices: PriceBook | None = None
     # The spend cap's book-keeping (docab.runner.spend), when the run has one.
     spend: SpendGuard | None = None
+    # Watches every model call and stops the run when the endpoint is gone (docab.runner.breaker);
+    # None: never stops (library callers that drive samples themselves).
+    breaker: CircuitBreaker | None = None
+    clock: Callable[[], float] = time.monotonic
     budget: OutputBudget = field(init=False)
     _logs: dict[str, TextIO] = field(default_factory=dict)
     _closing: set[asyncio.Task[None]] = field(default_factory=set)

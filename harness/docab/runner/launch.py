@@ -53,9 +53,10 @@ from docab.models.completion_adapter import CompletionAdapter
 from docab.models.preflight import check_endpoints, describe
 from docab.models.registry import build_model
 from docab.pricing import PriceBook
+from docab.runner.breaker import BreakerSettings, CircuitBreaker
 from docab.runner.context import RunContext, Scorer, price_book, server_specs
 from docab.runner.dataset import Dataset, Sample, load_dataset
-from docab.runner.failures import ERRORED, ErrorTally, tally_errors
+from docab.runner.failures import ErrorTally, counts_as_error, tally_errors
 from docab.runner.progress import ProgressSink, ProgressState, progress_for, totals_per_arm
 from docab.runner.schedule import WorkUnit, in_shard, newest_per_key, plan, spread_over_documents
 from docab.runner.spend import SpendGuard, SpendStop
@@ -305,6 +306,7 @@ async def launch_async(
     extractor = (
         _build_extractor(config, model, dataset.extraction_prompt, injected=injected)
         if config.answer.protocol == "extraction"
+        or (config.answer.prose_fallback_after and not model.is_baseline)
         else None
     )
     models = _distinct([model, extractor.model if extractor else None])
@@ -486,6 +488,7 @@ async def _run_work(
         on_scratch=lock.add_scratch,
         prices=prices,
         spend=spend,
+        breaker=breaker_for(config),
     )
     ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, questions, epochs), kept))
     try:
@@ -533,6 +536,12 @@ def spend_guard(
     )
 
 
+def breaker_for(config: RunConfig) -> CircuitBreaker:
+    """The run's circuit breaker, from ``[breaker]``."""
+    table = config.breaker
+    return CircuitBreaker(BreakerSettings(table.enabled, table.failures, table.window_s))
+
+
 def _take(lock: RunLock, request: RunRequest, say: Say) -> None:
     """Hold the folder's lock; after a run that was killed, say so and remove its workspaces."""
     try:
@@ -554,10 +563,13 @@ def _take(lock: RunLock, request: RunRequest, say: Say) -> None:
 def _nothing_to_run(
     store: RunStore, manifest: Manifest, session: Session, request: RunRequest, work: _Work, say: Say
 ) -> RunOutcome:
-    errored = sum(r.status in ERRORED for r in work.recorded)
-    retry = (
-        f"; {errored} of them ended in an error or timeout: --retry-errors runs them again" if errored else ""
+    errored = sum(counts_as_error(r) for r in work.recorded)
+    how = (
+        "an error, a timeout or a failed answer extraction"
+        if any(r.extraction_failed for r in work.recorded)
+        else "an error or timeout"
     )
+    retry = f"; {errored} of them ended in {how}: --retry-errors runs them again" if errored else ""
     begun = _begin(store, manifest, session, request)
     store.write_manifest(begun.finished(utc_now()))
     say(f"{request.folder}: all {len(work.recorded)} samples are already recorded; nothing to run{retry}")
@@ -588,7 +600,7 @@ def _work_left(
 ) -> _Work:
     written = [r for r in store.records() if r.key in wanted]
     recorded = newest_per_key(written)
-    redo = {r.key for r in recorded if r.status in ERRORED} if retry_errors else set()
+    redo = {r.key for r in recorded if counts_as_error(r)} if retry_errors else set()
     kept = [r for r in recorded if r.key not in redo]
     units = plan(samples, arms, epochs=epochs, seed=seed, done={r.key for r in kept})
     return _Work(written, recorded, redo, kept, units, sum(len(u.arms) for u in units))

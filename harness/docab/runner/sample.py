@@ -34,14 +34,15 @@ from pathlib import Path
 
 from docab.agent.answer import NOT_ANSWERABLE, Extraction
 from docab.agent.evidence import PageMap, ReadTracker, page_spans
-from docab.agent.loop import AgentTrace, run_agent
+from docab.agent.loop import AgentTrace, CallObserver, run_agent
 from docab.agent.toolbox.base import Tool
 from docab.agent.toolbox.mcp_session import MCPSession, MCPStartError
 from docab.config import ArmConfig
 from docab.log.events import AnswerEvent, json_value
-from docab.log.records import RunRecord, Status
+from docab.log.records import PROSE_FALLBACK, RunRecord, Status
 from docab.log.store import SampleTranscript, utc_now
 from docab.log.transcript import transcript_path
+from docab.models.base import ModelError
 from docab.models.cache import EPOCH
 from docab.pricing import PriceBook
 from docab.runner.context import RunContext, Worker
@@ -57,6 +58,7 @@ class Answer:
     extracted: str = ""
     extraction: Extraction | None = None  # under the extraction protocol, when the extractor ran
     error: str | None = None  # the extractor failed: the sample is an error
+    path: str = ""  # RunRecord.answer_path: "prose-fallback", or "" for the protocol's own path
 
 
 @dataclass
@@ -201,18 +203,41 @@ async def run_the_agent(ctx: RunContext, state: SampleRun) -> AgentTrace:
         limits=ctx.config.limits,
         budget=ctx.budget,
         tracker=state.tracker,
+        on_call=call_observer(ctx, (state.arm.name, state.sample.qid, state.epoch)),
+        prose_fallback_after=ctx.config.answer.prose_fallback_after if ctx.extractor is not None else 0,
     )
+
+
+def call_observer(ctx: RunContext, key: tuple[str, str, int]) -> CallObserver | None:
+    """Tells the run's circuit breaker how each model call of the sample ``key`` went."""
+    breaker = ctx.breaker
+    if breaker is None:
+        return None
+
+    def observe(error: ModelError | None) -> None:
+        if error is None:
+            breaker.success()
+        else:
+            breaker.failure(key, error.kind, str(error), ctx.clock())
+
+    return observe
 
 
 # -- 6. answer --------------------------------------------------------------------------------------
 
 
 async def obtain_answer(ctx: RunContext, sample: Sample, trace: AgentTrace) -> Answer:
-    """The answer by the run's protocol. A sample that did not finish keeps what it said last."""
+    """The answer by the run's protocol. A sample that did not finish keeps what it said last. Under
+    ``submit_tool``, a model that kept answering in prose past its reminders has its last prose
+    answer extracted (answer path ``prose-fallback``)."""
     if trace.status != "ok":
         if trace.submission is not None:
             return Answer(raw=trace.submission.answer)
         return Answer(raw=trace.final_text)
+    if ctx.config.answer.protocol == "submit_tool" and trace.prose_fallback:
+        assert ctx.extractor is not None  # the loop falls back to prose only with an extractor
+        extraction = await ctx.extractor.extract(sample.question, trace.final_text)
+        return Answer(trace.final_text, extraction.answer, extraction, extraction.error, PROSE_FALLBACK)
     if ctx.config.answer.protocol == "submit_tool":
         assert trace.submission is not None  # an ok trace under submit_tool has submitted
         submission = trace.submission
@@ -277,6 +302,7 @@ def build_record(ctx: RunContext, state: SampleRun, *, now: float) -> RunRecord:
         transcript=sample_transcript_path(ctx, state.arm.name, sample.qid, state.epoch),
         started_at=state.started_at,
         cost=prices.sample_cost(usage, cached_tool_usage + cached_model_usage),
+        answer_path=state.answer.path,
     )
 
 

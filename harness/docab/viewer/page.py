@@ -69,8 +69,9 @@ from docab.report.summary import (
 )
 
 VIEWER_FORMAT = "docab-viewer/1"
-OUTCOMES = ("correct", "partial", "wrong", "error", "timeout", "limit")
-"""What became of one sample: its status when not ``ok``, else its score (1, between, 0)."""
+OUTCOMES = ("correct", "partial", "wrong", "unextracted", "error", "timeout", "limit")
+"""What became of one sample: its status when not ``ok``, ``unextracted`` when the answer
+extraction's reply could not be parsed ("Failed to extract", scored 0), else its score (1, between, 0)."""
 FILTER_DIMENSIONS = ("evidence source", "evidence pages", "document type", "answer format")
 QUESTION_PREVIEW_CHARS = 2000
 IMAGE_PATH = re.compile(r"images/[0-9a-f]{64}\.(?:png|jpg|gif|webp|bin)")
@@ -364,6 +365,8 @@ def question_text(events: Sequence[Mapping[str, Any]]) -> str:
 def outcome(record: RunRecord) -> str:
     if record.status != "ok":
         return record.status
+    if record.extraction_failed:  # the answer extraction could not parse its reply: scored 0
+        return "unextracted"
     if record.score >= 1:
         return "correct"
     return "wrong" if record.score <= 0 else "partial"
@@ -391,6 +394,8 @@ def _epoch(record: RunRecord, transcript: TranscriptEntry | None) -> dict[str, A
         "protocol": record.answer_protocol,
         "raw_answer": record.raw_answer,
         "extracted_answer": record.extracted_answer,
+        "extraction_failed": record.extraction_failed,
+        "answer_path": record.answer_path,
         "limit_hit": record.limit_hit,
         "errors": list(record.errors),
         "tokens": record.tokens(),

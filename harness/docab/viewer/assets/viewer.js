@@ -11,7 +11,7 @@
   const BY_QID = new Map(QUESTIONS.map((q, i) => [q.qid, i]));
   const OUTCOME_LABELS = {
     correct: "correct", partial: "partial", wrong: "wrong", error: "error", timeout: "timeout",
-    limit: "limit hit", mixed: "mixed", missing: "not run",
+    limit: "limit hit", mixed: "mixed", missing: "not run", unextracted: "extraction failed",
   };
 
   // -- small helpers ----------------------------------------------------------------------------
