@@ -3,9 +3,10 @@
 Everything that can change a result is in the config (and hashed into the run's manifest): the
 dataset and its filters, the model, the answer protocol, the limits, the output budget, the
 prompts, the MCP servers and the arms. Run controls that only change how fast or how much is run,
-or when a run counts as failed (``concurrency``, ``epochs``, ``max_error_share``, a run's
-``limit`` and ``shard``) are left out of the hash, so re-running with more epochs or another
-concurrency resumes the same run. So is the transport of the model tables (``base_url``,
+or when a run counts as failed (``concurrency``, ``epochs``, ``max_error_share``, ``max_cost``, a
+run's ``limit`` and ``shard``) are left out of the hash, so re-running with more epochs or another
+concurrency resumes the same run; so are the models' ``price`` and ``cache``
+(:data:`UNHASHED_MODEL_OPTIONS`). So is the transport of the model tables (``base_url``,
 ``api_key_env``, ``headers``, ``region``, ``project``, ``concurrency``, ``http_backend``, timeouts
 and retries: :data:`docab.models.config.TRANSPORT_OPTIONS`): where an endpoint lives and how it is
 reached do not change what a record means, so a run resumed at another URL is the same run.
@@ -27,12 +28,16 @@ changes the config changes its hash.
     [dataset]  source = "suite" | "mmlongbench", path, corpus, filters
     [model]    name = "openai/gpt-4o" | "anthropic/..." | "baseline/keyword", base_url, ...
                (docab.models.config.ModelConfig; see harness/docab/models/README.md)
-    [answer]   protocol = "submit_tool" | "extraction", extractor (a [model] table)
+    [answer]   protocol = "submit_tool" | "extraction", extractor (a [model] table),
+               prose_fallback_after = 2 (submit_tool: reminders before prose is extracted; 0 never)
     [limits]   max_turns, max_tokens, max_wall_s, max_output_tokens (docab.limits.SampleLimits)
     [output_budget]  limit, unit = "chars" | "tokens", image_cost
     [prompt]   system, user  (templates; see DEFAULT_SYSTEM)
     [mcp_servers.NAME]  command, args, env, scope, tools, timeouts
     [[arms]]   name, tools = ["fs"], mcp_servers = [...], prompt
+    [breaker]  enabled = true, failures = 5, window_s = 300: stop the run (exit 3) when that many
+               model calls in a row, from 2 or more samples, fail with a connection error within
+               window_s seconds (docab.runner.breaker); a run control, not hashed
 
 The schema is validated once, when the file is read, into typed sections (the model too); it holds
 values only and imports no agent or runner code: the runner turns sections into the agent's objects
@@ -129,9 +134,16 @@ class DatasetConfig(_Section):
         return self
 
 
+PROSE_FALLBACK_AFTER = 2  # the default of answer.prose_fallback_after
+
+
 class AnswerConfig(_Section):
     protocol: AnswerProtocol = "submit_tool"
     extractor: ModelConfig | None = None  # a [model] table, for "extraction"; default: the run's model
+    # Under submit_tool: after this many reminders to call submit_answer, a model that still answers
+    # in prose has its last prose answer taken through the benchmark's answer extraction (the
+    # record's answer_path "prose-fallback"), so a weak model is scored, not zeroed. 0: never.
+    prose_fallback_after: int = Field(default=PROSE_FALLBACK_AFTER, ge=0, le=100)
 
 
 class BudgetConfig(_Section):
@@ -181,6 +193,15 @@ class ArmConfig(_Section):
         return value
 
 
+class BreakerConfig(_Section):
+    """``[breaker]``: stop the run when the endpoint is gone (docab.runner.breaker). A run control,
+    not part of the run's identity: it decides when a run stops, not what a record means."""
+
+    enabled: bool = True
+    failures: int = Field(default=5, ge=2)  # consecutive model calls failing with a connection error
+    window_s: float = Field(default=300.0, gt=0)  # ... all within this many seconds
+
+
 class RunConfig(_Section):
     name: str
     description: str = ""
@@ -190,6 +211,10 @@ class RunConfig(_Section):
     # The share of samples that may end in error or timeout (a model call, an MCP server or the
     # harness failed; wrong answers and limits hit do not count) before `docab run` exits 1.
     max_error_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    # USD the run may spend in all (every session of it): `docab run` starts no sample that its
+    # estimate says would exceed it (docab.runner.spend). A run control: not part of the hash.
+    max_cost: float | None = Field(default=None, gt=0)
+    breaker: BreakerConfig = Field(default_factory=BreakerConfig)
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     model: ModelConfig  # a table or a bare name; see harness/docab/models/README.md for every option
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
@@ -280,7 +305,11 @@ class RunConfig(_Section):
         return self.prompt.user.replace("{question}", question)
 
 
-RUN_CONTROLS = ("concurrency", "epochs", "description", "max_error_share")
+RUN_CONTROLS = ("concurrency", "epochs", "description", "max_error_share", "max_cost", "breaker")
+# Model options that change what a run cost or whether a reply is replayed, never what a record
+# means: a price (docab.pricing) and the response cache (docab.models.cache). Left out of the hash,
+# so correcting a price or turning the cache on resumes the run.
+UNHASHED_MODEL_OPTIONS = ("price", "cache")
 
 
 def identity_of(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -297,7 +326,10 @@ def identity_of(config: Mapping[str, Any]) -> dict[str, Any]:
         identity["model"] = _without_transport(identity["model"])
     answer = identity.get("answer")
     if isinstance(answer, Mapping) and isinstance(answer.get("extractor"), Mapping):
-        identity["answer"] = {**answer, "extractor": _without_transport(answer["extractor"])}
+        identity["answer"] = answer = {**answer, "extractor": _without_transport(answer["extractor"])}
+    if isinstance(answer, Mapping) and answer.get("prose_fallback_after") == PROSE_FALLBACK_AFTER:
+        # At its default it is left out, so configs written before it existed keep their hash.
+        identity["answer"] = {k: v for k, v in answer.items() if k != "prose_fallback_after"}
     return identity
 
 
@@ -308,7 +340,7 @@ def identity_hash(config: Mapping[str, Any]) -> str:
 
 
 def _without_transport(model: Mapping[str, Any]) -> dict[str, Any]:
-    table = dict(model)
+    table = {key: value for key, value in model.items() if key not in UNHASHED_MODEL_OPTIONS}
     for key in TRANSPORT_OPTIONS:
         if key in LATER_OPTIONS:  # written out only when set: at its default it is absent
             table.pop(key, None)

@@ -170,7 +170,7 @@ def test_exports_of_two_runs_concatenate(tmp_path: Path, level: str) -> None:
     for table in tables:
         assert table.schema.field("limit_hit" if level == "records" else "limits").type != pa.null()
         assert [table.schema.field(name).type for name in fixed.names] == list(fixed.types)
-        assert table.schema.metadata[b"docab.export"] == f"{level}/3".encode()
+        assert table.schema.metadata[b"docab.export"] == f"{level}/5".encode()
     # Only the calls_<tool> columns differ (the second run called md_read): Arrow fills them in.
     merged = pa.concat_tables(tables, promote_options="default")
     assert merged.num_rows == sum(t.num_rows for t in tables)
@@ -190,7 +190,7 @@ def test_export_schema_declares_every_field_and_only_identifiers() -> None:
     from docab.report.frames import QUESTIONS_SCHEMA, RECORDS_SCHEMA
     from docab.report.summary import QuestionOutcome
 
-    skipped = {"usage", "cached_tool_usage", "tool_calls"}
+    skipped = {"usage", "cached_tool_usage", "cached_model_usage", "tool_calls"}
     fields = [f for f in RunRecord.__dataclass_fields__ if f not in skipped]
     assert fields == RECORDS_SCHEMA.names[: len(fields)]
     per_role = {

@@ -30,6 +30,14 @@ inspect_log = pytest.importorskip("inspect_ai.log", reason="inspect-ai is a dev 
 from docab.interchange.inspect_files import log_file_name  # noqa: E402  (needs inspect_ai)
 
 
+def arm_log(folder: Path, arm: str) -> Path:
+    """The one log of ``arm`` in ``folder``: ``<arm>-<eval id>.eval``, as the README names it."""
+    (found,) = [
+        p for p in folder.glob("*.eval") if p.name.rsplit("-", 1)[0] == log_file_name(arm, "eval", "x")[:-7]
+    ]
+    return found
+
+
 def _accuracy_per_arm_from_inspect(paths: list[Path]) -> dict[str, float]:
     """Accuracy as Inspect's own reader gives it: per question the mean over epochs, then the mean."""
     found: dict[str, float] = {}
@@ -57,7 +65,7 @@ def test_the_demos_export_reads_back_with_the_reports_accuracy(demo_run: Path, t
     expected = {arm.arm: arm.accuracy.value for arm in report.arms}
     assert _accuracy_per_arm_from_inspect(paths) == pytest.approx(expected)
 
-    log = inspect_log.read_eval_log(str(out / "fs.eval"))
+    log = inspect_log.read_eval_log(str(arm_log(out, "fs")))
     assert log.status == "success" and log.eval.model == "baseline/keyword" and len(log.samples or []) == 29
     sample = (log.samples or [])[0]
     roles = [m.role for m in sample.messages]
@@ -67,9 +75,9 @@ def test_the_demos_export_reads_back_with_the_reports_accuracy(demo_run: Path, t
     assert sample.model_usage["baseline/keyword"].input_tokens > 0 and sample.target
     assert sample.metadata["doc_id"] and sample.total_time is not None
     # What inspect view reads first: the header alone and the sample summaries.
-    header = inspect_log.read_eval_log(str(out / "fs.eval"), header_only=True)
+    header = inspect_log.read_eval_log(str(arm_log(out, "fs")), header_only=True)
     assert header.samples is None and header.results is not None
-    assert len(inspect_log.read_eval_log_sample_summaries(str(out / "fs.eval"))) == 29
+    assert len(inspect_log.read_eval_log_sample_summaries(str(arm_log(out, "fs")))) == 29
 
     # docab reads its own export back: the same records, so the same report.
     again = build_report(load_run(out)).summary
@@ -99,7 +107,7 @@ def test_export_round_trips_every_record_and_warns_of_missing_transcripts(
     assert "inspect view --log-dir" in err
     back = load_run(folder / "inspect")
     assert sorted(back.records, key=lambda r: r.key) == sorted(records, key=lambda r: r.key)
-    log = inspect_log.read_eval_log(str(folder / "inspect" / "fs.eval"))
+    log = inspect_log.read_eval_log(str(arm_log(folder / "inspect", "fs")))
     limited = next(s for s in log.samples or [] if s.id == "q1" and s.epoch == 1)
     assert limited.limit is not None and limited.limit.type == "turn"
     errored = next(s for s in log.samples or [] if s.id == "q2")
@@ -153,8 +161,9 @@ def test_inspect_view_lists_and_serves_the_exported_logs(tmp_path: Path) -> None
                 time.sleep(0.5)
         assert listing is not None, server.stderr.read().decode() if server.stderr else "no server"
         names = {Path(entry["name"]).name: entry["name"] for entry in listing["files"]}
-        assert sorted(names) == sorted(["fs.eval", log_file_name("fs+md-vision", "eval")])
-        served = urllib.parse.quote(names["fs.eval"].removeprefix("file://"))
+        fs_log = arm_log(folder / "inspect", "fs").name
+        assert sorted(names) == sorted([fs_log, arm_log(folder / "inspect", "fs+md-vision").name])
+        served = urllib.parse.quote(names[fs_log].removeprefix("file://"))
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/logs/{served}", timeout=30) as response:
             log = json.loads(response.read())
         assert log["status"] == "success" and len(log["samples"]) == 6

@@ -41,7 +41,7 @@ def test_model_key_is_accepted_as_an_alias_for_name() -> None:
     [
         ("gpt-4o", "provider/model"),
         ("openai/", "provider/model"),
-        ("google/gemini", "unknown model provider 'google'"),
+        ("cohere/command-r", "unknown model provider 'cohere'"),
         ({"name": "openai/m", "temprature": 0}, "unknown model option(s) temprature"),
         ({"name": "openai/m", "api_key": "sk-secret"}, "environment variable"),
         ({"temperature": 0}, "needs a name"),

@@ -208,7 +208,7 @@ def test_summary_is_strict_json(tmp_path: Path) -> None:
     folder = random_run(tmp_path / "r", documents=1, per_document=2)  # one document: NaN intervals
     summary = build_report(load_run(folder)).summary
     text = json.dumps(summary.model_dump(mode="json"), allow_nan=False)  # raises if a NaN slipped through
-    assert json.loads(text)["version"] == SUMMARY_VERSION == 4
+    assert json.loads(text)["version"] == SUMMARY_VERSION == 5
     itt = summary.comparisons[0].itt
     assert itt is not None and itt.accuracy.difference.low is None  # undefined, not NaN
     assert "NaN" not in summary.model_dump_json() and "Infinity" not in summary.model_dump_json()
@@ -400,6 +400,7 @@ def test_summary_round_trips_through_json_and_the_model(tiny_run: Path) -> None:
         "breakdowns",
         "breakdown_note",
         "warnings",
+        "prices",
     }
     accuracy = data["arms"][0]["accuracy"]
     assert set(accuracy) == {"value", "low", "high", "method"} and accuracy["value"] == 0.5
@@ -420,10 +421,11 @@ def test_a_summary_with_undefined_figures_round_trips(tmp_path: Path) -> None:
         ("{not json", "is not JSON"),
         ("[1, 2]", "has another layout (not a JSON object)"),
         ('{"arms": []}', "has another layout (no schema version)"),
-        ('{"version": 1, "arms": []}', "is of schema version 1 (this docab reads version 4)"),
-        ('{"version": 2, "arms": []}', "is of schema version 2 (this docab reads version 4)"),
-        ('{"version": 3, "arms": []}', "is of schema version 3 (this docab reads version 4)"),
-        ('{"version": 4, "arms": [{"arm": "fs"}]}', "has another layout ("),
+        ('{"version": 1, "arms": []}', "is of schema version 1 (this docab reads version 5)"),
+        ('{"version": 2, "arms": []}', "is of schema version 2 (this docab reads version 5)"),
+        ('{"version": 3, "arms": []}', "is of schema version 3 (this docab reads version 5)"),
+        ('{"version": 4, "arms": []}', "is of schema version 4 (this docab reads version 5)"),
+        ('{"version": 5, "arms": [{"arm": "fs"}]}', "has another layout ("),
     ],
 )
 def test_text_that_is_not_a_summary_of_this_version_is_named(text: str, message: str) -> None:

@@ -500,7 +500,7 @@ def test_a_summary_of_another_layout_is_recomputed(run_dir: Path) -> None:
     [
         (
             lambda data: {**data, "version": 1},
-            "summary.json is of schema version 1 (this docab reads version 4)",
+            "summary.json is of schema version 1 (this docab reads version 5)",
         ),
         (
             lambda data: {**data, "arms": [{**data["arms"][0], "accuracy": "high"}]},

@@ -115,10 +115,12 @@ def test_structured_content_beside_the_text(folders: tuple[Path, Path, Path]) ->
                 "path": str(inside / "doc.md"),
                 "lines": 7,
                 "chars": size,
-                "headings": [
-                    {"heading": "# Inside", "line": 1, "images": 1, "chars": size},
-                    {"heading": "## Part", "line": 5, "images": 0, "chars": 14},
-                ],
+                "headings": {
+                    "heading": ["# Inside", "## Part"],
+                    "line": [1, 5],
+                    "images": [1, 0],
+                    "chars": [size, 14],
+                },
                 "error": "",
             }
         ],

@@ -151,7 +151,7 @@ def test_an_overview_pages_structured_content_holds_the_headings_its_text_shows(
     for file in files:
         # The text lists 8 top-level headings and counts the rest: the structure, no more (it
         # was every top-level heading, ten times the page's budget).
-        headings = [row["heading"] for row in file["headings"]]
+        headings = file["headings"]["heading"]
         number = int(Path(file["path"]).stem[3:])
         assert headings == [f"# Doc {number}", *(f"## Part {part}" for part in range(7))]
 

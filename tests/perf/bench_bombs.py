@@ -11,13 +11,22 @@ Then the hostile SVGs of issue 26 (tests/md_vision/test_svg_hostile.py) against 
 in a markdown file as a file and as a data: URI: the time of each read, its note, the server's
 peak resident memory, and the largest resident size of its SVG render children seen (sampled
 every 10 ms).
+Then hostile markdown against md-vision (issue 26 item 3), each on a fresh server so that each
+peak is its own: ``index_md`` of images in one paragraph, of reference definitions and their uses,
+of 10 MB of setext and of empty ATX headings; the time of the first and of a second call (the
+cache), the answer, and the server's peak memory. ``--only markdown`` runs just these.
+
+Last, a 300 MB JSON-RPC line to each server over raw pipes (issue 26 item 7; ``--only message``):
+the time to its error, the error, whether the next request is answered, and the peak memory.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -57,10 +66,156 @@ async def _run(params: StdioServerParameters, pidfile: Path, tool: str, warm: li
         return baseline, peak_rss_mb(pid_of(pidfile)), rows
 
 
+MARKDOWN_BOMBS: list[tuple[str, str]] = [
+    ("880 KB: 80,000 images, one paragraph", "# Images\n\n" + "![](x.png)\n" * 80_000),
+    (
+        "40,000 reference definitions + uses",
+        "# Refs\n\n"
+        + "".join(f"[r{i}]: x{i}.png\n" for i in range(40_000))
+        + "\n"
+        + "".join(f"![a][r{i}]\n" for i in range(40_000)),
+    ),
+    ("10 MB: 2,000,000 setext headings", "ab\n=\n" * 2_000_000),
+    ("10 MB: 2,500,000 empty ATX headings", "###\n" * 2_500_000),
+]
+
+
+async def _markdown_case(params: StdioServerParameters, pidfile: Path, uri: str):
+    async with Client(tracked(params, pidfile)) as client:
+        await client.call_tool("index_md", {"uri": uri.replace("bomb.md", "warm.md")})
+        baseline = peak_rss_mb(pid_of(pidfile))
+        times, texts = [], []
+        for _ in range(2):
+            started = time.monotonic()
+            result = await client.call_tool("index_md", {"uri": uri})
+            times.append(time.monotonic() - started)
+            texts.append(" ".join(block.text for block in result.content if block.type == "text"))
+        alive = bool((await client.list_tools()).tools)
+        return baseline, peak_rss_mb(pid_of(pidfile)), times, texts[0], alive
+
+
+def markdown_bombs() -> None:
+    print(f"{'md-vision index_md':40} {'first s':>8} {'second s':>8} {'peak MB':>8}  answer")
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        (root / "warm.md").write_text("# Warm\n")
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch}
+        for number, (name, text) in enumerate(MARKDOWN_BOMBS):
+            (root / "bomb.md").write_text(text)
+            params = StdioServerParameters(
+                command=str(BIN / "md-vision"),
+                args=["--allow-path", scratch, "--allow-host", "none", "--workers", "1"],
+                env=env,
+            )
+            baseline, peak, times, text_shown, alive = asyncio.run(
+                _markdown_case(params, root / f"md{number}.pid", str(root / "bomb.md"))
+            )
+            answer = " ".join(text_shown.split())[:60]
+            print(
+                f"{name:40} {times[0]:8.2f} {times[1]:8.2f} {peak:8.0f}  {answer}"
+                f"{'' if alive else '  (server gone)'} [baseline {baseline:.0f} MB]"
+            )
+
+
 def main(argv: list[str] | None = None) -> None:
-    argparse.ArgumentParser(
+    parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    ).parse_args(argv)  # no options: --help explains, a stray argument is refused
+    )
+    parser.add_argument(
+        "--only", choices=["decompression", "svg", "markdown", "message"], help="run one part"
+    )
+    only = parser.parse_args(argv).only
+    if only in (None, "decompression"):
+        decompression_bombs()
+    if only in (None, "svg"):
+        svg_bombs()
+    if only in (None, "markdown"):
+        markdown_bombs()
+    if only in (None, "message"):
+        message_bombs()
+
+
+def _rpc_answer(stdout, request_id: int) -> dict:
+    while True:
+        line = stdout.readline()
+        if not line:
+            return {"error": {"message": "(the server closed its output)"}}
+        message = json.loads(line)
+        if message.get("id") == request_id:
+            return message
+
+
+def message_bombs(megabytes: int = 300) -> None:
+    print(f"\n{'server':14} {'line':>8} {'seconds':>8} {'peak MB':>8}  next request / error")
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch}
+        commands = {
+            "md-vision": [
+                str(BIN / "md-vision"),
+                "--allow-path",
+                scratch,
+                "--allow-host",
+                "none",
+                "--workers",
+                "1",
+            ],
+            "markfetch": [str(BIN / "markfetch"), "--allow-path", scratch],
+            "vision-bridge": [str(BIN / "vision-bridge")],
+        }
+        extra = {
+            "vision-bridge": {
+                "VISION_API_BASE_URL": "http://127.0.0.1:9/v1",
+                "VISION_API_KEY": "k",
+                "VISION_MODEL": "m",
+                "VISION_ALLOWED_PATHS": scratch,
+                "VISION_LOG_LEVEL": "WARNING",
+            }
+        }
+        chunk = b"x" * 1_000_000
+        for name, command in commands.items():
+            process = subprocess.Popen(
+                command,
+                env={**env, **extra.get(name, {})},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            initialize = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "b", "version": "1"},
+                },
+            }
+            process.stdin.write(json.dumps(initialize).encode() + b"\n")
+            process.stdin.flush()
+            _rpc_answer(process.stdout, 1)
+            process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+            started = time.monotonic()
+            process.stdin.write(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"pad": "')
+            for _ in range(megabytes):
+                process.stdin.write(chunk)
+            process.stdin.write(b'"}}\n')
+            process.stdin.flush()
+            refused = _rpc_answer(process.stdout, 2)
+            seconds = time.monotonic() - started
+            process.stdin.write(b'{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}\n')
+            process.stdin.flush()
+            answered = "result" in _rpc_answer(process.stdout, 3)
+            peak = peak_rss_mb(process.pid)
+            process.stdin.close()
+            process.wait(timeout=30)
+            error = refused.get("error", {}).get("message", "(no error)")
+            print(
+                f"{name:14} {megabytes:6} MB {seconds:8.2f} {peak:8.0f}  "
+                f"{'answered' if answered else 'NOT answered'} / {error[:70]}"
+            )
+
+
+def decompression_bombs() -> None:
     with tempfile.TemporaryDirectory() as scratch, LocalServer() as site, LLMStub() as stub:
         root = Path(scratch)
         (root / "local.md").write_text("# Local\n")
@@ -231,4 +386,3 @@ def svg_bombs() -> None:
 
 if __name__ == "__main__":
     main()
-    svg_bombs()

@@ -7,7 +7,9 @@ The loop is the same for every arm and every model (LLM clients and the offline 
    one :class:`OutputBudget`, images are replaced by a note for a text-only model, tool-side token
    use is read from the result's ``_meta``, and the pages shown are tracked;
 3. stop when the answer protocol is satisfied (``submit_answer`` called, or a reply without tool
-   calls under the extraction protocol), or when a limit is hit.
+   calls under the extraction protocol), or when a limit is hit. Under ``submit_tool`` a reply in
+   prose gets a reminder; after ``prose_fallback_after`` reminders (0: never) the next prose reply
+   ends the loop with ``prose_fallback`` set, and the runner extracts the answer from it.
 
 Limits (turns, agent tokens, wall time) are checked before each model call, and the wall time
 also bounds every await; a limit that is hit is recorded, with status ``limit``. A model failure
@@ -36,6 +38,9 @@ from docab.log.usage import Usage
 from docab.models.base import Model, ModelError, Turn
 
 Clock = Callable[[], float]
+# Told the outcome of every model call: None for a reply, the ModelError of a failed call (after the
+# client's retries). The runner's circuit breaker listens (docab.runner.breaker).
+CallObserver = Callable[[ModelError | None], None]
 
 
 @dataclass
@@ -53,13 +58,17 @@ class AgentTrace:
     wall_time_s: float = 0.0
     turns: int = 0
     retries: int = 0
+    nudges: int = 0  # reminders to call submit_answer after a reply in prose
+    prose_fallback: bool = False  # stopped on a prose answer after ``prose_fallback_after`` nudges
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)  # the transcript, in order (``docab.log.events``)
 
     def agent_tokens(self) -> int:
-        return sum(u.total for u in self.usage if u.role == "agent")
+        """The agent's tokens as the token limit counts them: a reply served from the response
+        cache counts what it cost when it was made, so a replay stops where the original run did."""
+        return sum((u.cached_original() or u).total for u in self.usage if u.role == "agent")
 
 
 class _LimitHit(Exception):
@@ -88,6 +97,8 @@ async def run_agent(
     budget: OutputBudget,
     tracker: ReadTracker | None = None,
     clock: Clock = time.monotonic,
+    on_call: CallObserver | None = None,
+    prose_fallback_after: int = 0,
 ) -> AgentTrace:
     trace = AgentTrace()
     by_name: dict[str, Tool] = {}
@@ -119,7 +130,7 @@ async def run_agent(
                 raise _LimitHit("turns")
             if trace.agent_tokens() >= limits.max_tokens:
                 raise _LimitHit("tokens")
-            turn = await _model_turn(model, system, trace, specs, limits, remaining)
+            turn = await _model_turn(model, system, trace, specs, limits, remaining, on_call)
             if turn is None:
                 return trace
             trace.messages.append(turn.message())  # keeps the reasoning some providers need back
@@ -128,6 +139,10 @@ async def run_agent(
             if not turn.tool_calls:
                 if protocol == "extraction":
                     return trace
+                if prose_fallback_after and trace.nudges >= prose_fallback_after and turn.text.strip():
+                    trace.prose_fallback = True  # its prose is taken through the answer extraction
+                    return trace
+                trace.nudges += 1
                 trace.messages.append(Message.user(REMINDER))
                 trace.events.append(MessageEvent.of(trace.messages[-1]))
                 continue
@@ -162,6 +177,7 @@ async def _model_turn(
     specs: list[Any],
     limits: SampleLimits,
     remaining: Callable[[], float],
+    on_call: CallObserver | None = None,
 ) -> Turn | None:
     """One model call; None when it failed (the trace then holds the error status)."""
     began = time.perf_counter()
@@ -179,6 +195,8 @@ async def _model_turn(
         trace.status = "timeout" if exc.kind == "timeout" else "error"
         trace.errors.append(f"model call failed ({exc.kind}): {exc}")
         trace.events.append(ModelErrorEvent(kind=exc.kind, error=str(exc), retries=exc.retries))
+        if on_call is not None:
+            on_call(exc)
         return None
     except Exception as exc:  # a bug in a client must not lose the sample: record it and stop
         trace.model_time_s += time.perf_counter() - began
@@ -188,6 +206,8 @@ async def _model_turn(
             ModelErrorEvent(kind="unexpected", error=f"{type(exc).__name__}: {exc}", retries=0)
         )
         return None
+    if on_call is not None:
+        on_call(None)
     trace.model_time_s += turn.latency_s
     trace.turns += 1
     trace.retries += turn.retries

@@ -26,8 +26,9 @@ RECORDS_SCHEMA, QUESTIONS_SCHEMA), so the parquet files of different runs concat
 role are tokens_agent, tokens_tool_side and tokens_extractor.
 
 --format inspect writes one Inspect AI eval log per arm (RUN_DIR/inspect/<arm>-<id>.eval, the
-arm's name made safe for a file name, or into the folder -o names): messages and tool calls from the transcripts, scores, tokens per role, timing and
-the record of each sample, so `inspect view --log-dir RUN_DIR/inspect` shows the run and docab report
+arm's name made safe for a file name and the log's eval id, or into the folder -o names): messages
+and tool calls from the transcripts, scores, tokens per model (the extractor's too) and per role,
+timing and the record of each sample, so `inspect view --log-dir RUN_DIR/inspect` shows the run and docab report
 or docab compare read the logs back. It needs the inspect-ai package.
 
 examples:

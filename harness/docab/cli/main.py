@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "docab.cli.export",
     "docab.cli.view",
     "docab.cli.calibrate",
+    "docab.cli.cache",
 )
 
 EPILOG = """\
@@ -86,6 +87,7 @@ def _run(argv: Sequence[str] | None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # worded by the command's own parser, so the usage shown is the command's
         _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed, for a command to repeat
     handler = getattr(args, "func", None)
     if handler is None:
         parser.print_help()

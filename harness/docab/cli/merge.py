@@ -8,7 +8,9 @@ from pathlib import Path
 HELP = """\
 Join run folders made with --shard i/N (or any runs of the same config) into one: records are
 united by (arm, question, epoch) with duplicates dropped, transcripts and images copied, and the
-manifest lists the parts. The parts must share one config hash.
+manifest lists the parts. The parts must share one config hash. Shards must make up the whole
+run, each once: a missing or repeated shard is refused unless --allow-partial, and the report of
+a partial merge names the shards it lacks (merging a late shard into the output later completes it).
 
 example:
   docab merge results/my-run.shard-1-of-2 results/my-run.shard-2-of-2 --out results/my-run
@@ -24,13 +26,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("parts", nargs="+", type=Path, help="run folders to join")
     parser.add_argument("--out", type=Path, required=True, help="the merged run folder (created)")
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="merge even when shards are missing or given twice (the report says which are missing)",
+    )
     parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     from docab.log.merge import merge_runs
 
-    result = merge_runs(args.parts, args.out)  # a MergeError is printed as one line by docab.cli.main
+    # A MergeError is printed as one line by docab.cli.main.
+    result = merge_runs(args.parts, args.out, allow_partial=args.allow_partial)
     print(
         f"{args.out}: {result.records} records from {len(args.parts)} parts"
         + (f" ({result.duplicates} duplicates dropped)" if result.duplicates else "")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +41,12 @@ that changes the config changes its hash, so give such a run its own name (--set
 
 exit status: 0 the run finished; 1 more samples ended in an error or timeout than allowed
 (--max-error-share; by default none), with a one-line account of the causes; 2 the run could not
-start (config, dataset, endpoint, MCP server, run folder, another process writing it).
+start (config, dataset, endpoint, MCP server, run folder, another process writing it); 3 the spend
+cap (--max-cost) stopped it before its last sample (the samples done are kept; a higher cap
+resumes it), or the endpoint went down during the run: the circuit breaker ([breaker]: 5 model
+calls in a row from 2 or more samples failing with a connection error within 300 s, by default)
+stopped it, finished samples are kept, the ones in flight are not recorded, and the command that
+resumes it is printed.
 
 examples:
   docab run mmlongbench-openai --limit 20                      # 20 questions spread over the documents
@@ -47,6 +54,8 @@ examples:
       --set answer.extractor.name=openai/qwen2.5-vl --set name=qwen    # the extractor follows base_url
   docab run my.toml --set limits.max_turns=10 --set 'dataset.doc_types=["Brochure"]'
   docab run my.toml --retry-errors        # after fixing what failed: only the errored samples run
+  docab run my.toml --max-cost 25         # stop before the run would spend more than 25 USD in all
+  docab run my.toml --cache               # replay replies already made for the same requests, store new ones
   docab run my.toml --shard 1/4           # on machine 1 of 4; then: docab merge results/my.shard-*
   docab run my.toml --shard auto          # in a Slurm array task or a Kubernetes Indexed Job pod
   docab run demo                          # a shipped config, by name
@@ -94,6 +103,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SHARE",
         help="exit 1 when more than this share of samples ends in an error or timeout: 0.05 or 5%% "
         "(default: the config's max_error_share, 0: any)",
+    )
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="serve model replies from docab's response cache and store new ones (model.cache=true): "
+        "a reply is keyed by the route, model, messages, tools, parameters and, unless temperature is "
+        "0, the epoch; a hit costs nothing and its original cost is recorded apart. Folder: "
+        "$DOCAB_CACHE_DIR or the platform's cache folder; see docab cache info",
+    )
+    parser.add_argument(
+        "--max-cost",
+        type=usd_amount,
+        metavar="USD",
+        help="the most the whole run may spend, in US dollars: no sample starts that the estimate "
+        "(the mean cost of the samples done so far) says would pass it; samples in flight finish, and "
+        "the run exits 3 with the command that resumes it under a higher cap (default: the config's "
+        "max_cost, none). Needs a known price for every model (docab.pricing, or [model] price)",
     )
     parser.add_argument(
         "--no-preflight",
@@ -172,11 +198,40 @@ def error_share(text: str) -> float:
     return value
 
 
+def usd_amount(text: str) -> float:
+    """``25``, ``25.50`` or ``$25`` as a positive amount of US dollars (an argparse type)."""
+    try:
+        value = float(text.strip().removeprefix("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an amount of US dollars such as 25, got {text!r}"
+        ) from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive amount of US dollars, got {text!r}")
+    return value
+
+
+def resume_command(argv: Sequence[str], cap: float) -> str:
+    """The command line ``argv`` (after ``docab``) with ``--max-cost`` set to ``cap``."""
+    words: list[str] = []
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--max-cost":
+            skip = True
+        elif not word.startswith("--max-cost="):
+            words.append(word)
+    return shlex.join(["docab", *words, "--max-cost", f"{math.ceil(cap * 100) / 100:.2f}"])
+
+
 def overrides_from(args: argparse.Namespace) -> list[str]:
-    """``--model``, ``--base-url`` and every ``--set``, as KEY=VALUE in the order they apply."""
+    """``--model``, ``--base-url``, ``--cache`` and every ``--set``, as KEY=VALUE in the order they apply."""
     changes = [f"model.name={args.model}"] if getattr(args, "model", None) else []
     if getattr(args, "base_url", None):
         changes.append(f"model.base_url={args.base_url}")
+    if getattr(args, "cache", False):
+        changes.append("model.cache=true")
     return changes + list(getattr(args, "overrides", []))
 
 
@@ -220,6 +275,7 @@ def request_from(
         preflight=not getattr(args, "no_preflight", False),
         overrides=tuple(overrides_from(args)),
         wait=getattr(args, "wait", False),
+        max_cost=getattr(args, "max_cost", None),
     )
 
 
@@ -229,4 +285,7 @@ def main(args: argparse.Namespace) -> int:
 
     config = load_config(args.config, overrides=overrides_from(args))
     share = args.max_error_share if args.max_error_share is not None else config.max_error_share
-    return launch_and_report(request_from(args, config), max_error_share=share)
+    argv = list(getattr(args, "argv", sys.argv[1:]))
+    return launch_and_report(
+        request_from(args, config), max_error_share=share, resume=lambda cap: resume_command(argv, cap)
+    )

@@ -7,7 +7,9 @@ tool calls, paired differences), written into the run folder as ``report.md`` an
 
 from __future__ import annotations
 
+import shlex
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,16 +33,38 @@ def print_summary(run_dir: Path) -> None:
     write_report_files(report, run_dir, plots=False)
 
 
+SPEND_CAP_EXIT = 3
+
+
+def resume_command(argv: Sequence[str] | None = None) -> str:
+    """The command that resumes this run: the same words again (``argv`` default ``sys.argv``)."""
+    words = list(sys.argv if argv is None else argv)
+    return shlex.join(["docab", *words[1:]])
+
+
 def launch_and_report(
-    request: RunRequest, *, max_error_share: float = 0.0, command: str = "docab run"
+    request: RunRequest,
+    *,
+    max_error_share: float = 0.0,
+    command: str = "docab run",
+    resume: Callable[[float], str] | None = None,
+    argv: Sequence[str] | None = None,
 ) -> int:
-    """Run ``request``, then print and write its report. Returns the exit status: 1 when more
-    than ``max_error_share`` of the samples ended in an error or timeout (with a one-line account
-    of the causes on stderr), else 0."""
+    """Run ``request``, then print and write its report. Returns the exit status: 3 when the
+    spend cap stopped the run (saying what it spent and, through ``resume``, the command that
+    resumes it under a cap high enough) or when the circuit breaker stopped it (the endpoint is
+    gone: the message and the command that resumes it on stderr); 1 when more than
+    ``max_error_share`` of the samples ended in an error or timeout (with a one-line account of
+    the causes on stderr); else 0."""
+    from docab.runner.breaker import RunStopped
     from docab.runner.launch import launch
 
     try:
         outcome = launch(request)
+    except RunStopped as exc:
+        print(f"{command}: {exc}", file=sys.stderr)
+        print(f"resume with: {resume_command(argv)}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted: finished samples are saved; re-run the same command to resume", file=sys.stderr)
         raise
@@ -49,6 +73,11 @@ def launch_and_report(
         f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); "
         f"plots: docab report {outcome.run_dir}; transcripts: docab view {outcome.run_dir}"
     )
+    stop = outcome.spend_stop
+    if stop is not None:
+        again = f"; to go on, raise the cap: {resume(stop.needed())}" if resume else ""
+        print(f"{command}: {stop.message()}{again}", file=sys.stderr)
+        return SPEND_CAP_EXIT
     errors = outcome.errors()
     if errors.exceeds(max_error_share):
         print(

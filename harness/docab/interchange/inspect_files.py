@@ -2,7 +2,7 @@
 
 The thin file layer around :mod:`docab.interchange.inspect_log` (which converts, and does no I/O):
 
-- :func:`write_run_logs` writes one log per arm, ``<arm>.eval`` (or ``.json``), reading each record's
+- :func:`write_run_logs` writes one log per arm, ``<arm>-<eval id>.eval``, reading each record's
   transcript and images from the run folder it came from;
 - :func:`read_logs` reads such sources into records, one arm per log.
 """
@@ -16,13 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from inspect_ai.log import EvalLog
 from pydantic import ValidationError
 
 from docab.errors import DocabError
 from docab.interchange import is_log_file
-from docab.interchange.inspect_log import data_url, eval_log, log_arm, log_arm_index, records_from_log
+from docab.interchange.inspect_log import (
+    DOCAB_KEY,
+    data_url,
+    eval_log,
+    log_arm,
+    log_arm_index,
+    records_from_log,
+)
 from docab.log.events import Transcript
-from docab.log.manifest import Manifest
+from docab.log.manifest import ArmManifest, Manifest
 from docab.log.records import RunRecord
 
 LogFormat = Literal["eval", "json"]
@@ -34,12 +42,14 @@ class InspectLogError(DocabError):
     """Inspect logs that cannot be written or read; the message names the file and the cause."""
 
 
-def log_file_name(arm: str, fmt: LogFormat) -> str:
-    """``<arm>.<fmt>``, the arm's name made safe for a file (with a hash of it when it had to change)."""
+def log_file_name(arm: str, fmt: LogFormat, eval_id: str) -> str:
+    """``<arm>-<eval id>.<fmt>``, the arm's name made safe for a file (with a hash of it when it had
+    to change) and the log's own ``eval_id`` (the same for the same run and arm, so exporting again
+    replaces the file)."""
     safe = _UNSAFE.sub("_", arm).strip("._") or "arm"
     if safe != arm:
         safe += "-" + hashlib.sha256(arm.encode()).hexdigest()[:8]
-    return f"{safe}.{fmt}"
+    return f"{safe}-{eval_id}.{fmt}"
 
 
 class RunFiles:
@@ -110,7 +120,7 @@ def write_run_logs(
         log = eval_log(
             arm, arm_records, manifest=manifest, transcript_of=files.transcript, image_url=files.image_url
         )
-        target = out_dir / log_file_name(arm, fmt)
+        target = out_dir / log_file_name(arm, fmt, log.eval.eval_id)
         try:
             write_eval_log(log, str(target), format=fmt)
         except OSError as exc:
@@ -139,6 +149,9 @@ class InspectRun:
     models: tuple[str, ...]
     records: tuple[RunRecord, ...]
     warnings: tuple[str, ...]
+    # Each arm as docab's export declared it (``eval.metadata["docab"]["arm_config"]``: its tools
+    # and what their definitions cost per call), else its name alone.
+    arm_configs: tuple[ArmManifest, ...] = ()
 
 
 def read_logs(sources: Sequence[Path]) -> InspectRun:
@@ -158,6 +171,7 @@ def read_logs(sources: Sequence[Path]) -> InspectRun:
             raise InspectLogError(f"{path} is not a readable Inspect log ({first[:200]})") from None
     logs.sort(key=lambda item: (log_arm_index(item[1]), item[1].eval.created, str(item[0])))
     arms: list[str] = []
+    arm_configs: list[ArmManifest] = []
     models: list[str] = []
     run_ids: list[str] = []
     records: list[RunRecord] = []
@@ -174,10 +188,30 @@ def read_logs(sources: Sequence[Path]) -> InspectRun:
                 "docab compare)"
             )
         arms.append(arm)
+        arm_configs.append(declared_arm(log, arm))
         models.append(log.eval.model)
         run_ids.append(log.eval.run_id)
         found, problems = records_from_log(log)
         records += found
         warnings += [f"{path.name}: {p}" for p in problems]
     run_id = run_ids[0] if len(set(run_ids)) == 1 else " + ".join(dict.fromkeys(run_ids))
-    return InspectRun(run_id, tuple(arms), tuple(dict.fromkeys(models)), tuple(records), tuple(warnings))
+    return InspectRun(
+        run_id,
+        tuple(arms),
+        tuple(dict.fromkeys(models)),
+        tuple(records),
+        tuple(warnings),
+        tuple(arm_configs),
+    )
+
+
+def declared_arm(log: EvalLog, arm: str) -> ArmManifest:
+    """The arm as a docab export declared it in the log's metadata, else its name alone."""
+    meta = (log.eval.metadata or {}).get(DOCAB_KEY)
+    declared = meta.get("arm_config") if isinstance(meta, dict) else None
+    if isinstance(declared, dict) and declared.get("name") == arm:
+        try:
+            return ArmManifest.model_validate(declared)
+        except ValidationError:
+            pass
+    return ArmManifest(name=arm)

@@ -14,9 +14,11 @@ Inspect                           docab
 ``output``                        the last assistant turn
 ``scores["docab"]``               ``value``: the record's score (0 for every status but ok);
                                   ``answer``: the extracted answer
-``model_usage`` / ``role_usage``  the agent's tokens / tokens per docab role (agent, tool-side,
+``model_usage`` / ``role_usage``  the tokens of each model the eval called (the agent's and the
+                                  answer extractor's) / tokens per docab role (agent, tool-side,
                                   extractor), in Inspect's convention (``input_tokens`` excludes
-                                  cache reads and writes, as docab's ``input_uncached``)
+                                  cache reads and writes, as docab's ``input_uncached``); the same
+                                  in ``stats`` for the arm
 ``total_time``, ``working_time``  wall time, model + tool time
 ``error`` / ``limit``             status error or timeout / status limit
 ``metadata``                      ``doc_id``, ``doc_type``, ``answer_format``, ``evidence_pages``,
@@ -24,7 +26,8 @@ Inspect                           docab
                                   (``RunRecord.to_dict``), so reading the log back loses nothing
 ================================  ==================================================================
 
-The log's ``results`` hold docab's accuracy (per question with epochs averaged, then over questions,
+Each arm is its own task (``task_id``; one log per arm); the answer extractor is the eval's
+``grader`` model role (``model_roles``), as in the docab Inspect task. The log's ``results`` hold docab's accuracy (per question with epochs averaged, then over questions,
 intention-to-treat): Inspect shows the accuracy ``docab report`` prints.
 
 **Import** (:func:`records_from_log`; ``docab report`` and ``docab compare`` on Inspect logs through
@@ -78,6 +81,7 @@ from inspect_ai.model import (
     ModelOutput,
     ModelUsage,
 )
+from inspect_ai.model import ModelConfig as InspectModelConfig
 from inspect_ai.scorer import Score, value_to_float
 from inspect_ai.tool import ToolCall as InspectToolCall
 from inspect_ai.tool import ToolCallError
@@ -95,6 +99,7 @@ from docab.log.events import (
 from docab.log.manifest import Manifest
 from docab.log.records import RECORD_VERSION, AnswerProtocol, PageShare, RunRecord, Status, ToolCallRecord
 from docab.log.usage import Usage, totals_by_role
+from docab.pricing import PriceBook, manifest_prices
 
 DOCAB_KEY = "docab"  # metadata key (eval, sample, score) and score name
 SCORE_NAME = "docab"
@@ -179,9 +184,11 @@ class QuestionInfo(BaseModel):
 # -- export ---------------------------------------------------------------------------------------------
 
 
-def inspect_usage(usages: Iterable[Usage]) -> ModelUsage:
-    """docab usage records summed in Inspect's convention (``input_tokens`` without the cache)."""
+def inspect_usage(usages: Iterable[Usage], prices: PriceBook | None = None) -> ModelUsage:
+    """docab usage records summed in Inspect's convention (``input_tokens`` without the cache);
+    with ``prices``, ``total_cost`` in US dollars too (None when a model's price is unknown)."""
     total = ModelUsage()
+    cost: float | None = 0.0
     for usage in usages:
         total = total + ModelUsage(
             input_tokens=usage.input_uncached,
@@ -191,7 +198,27 @@ def inspect_usage(usages: Iterable[Usage]) -> ModelUsage:
             input_tokens_cache_write=usage.cache_write,
             reasoning_tokens=usage.reasoning,
         )
-    return total
+        if prices is not None:
+            usd = prices.usd(usage)
+            cost = None if cost is None or usd is None else cost + usd
+    return total.model_copy(update={"total_cost": cost if prices is not None else None})
+
+
+MODEL_ROLES = ("agent", "extractor")  # roles whose tokens are calls the eval made to a model
+GRADER_ROLE = "grader"  # Inspect's name for the model that reads answers (the docab task's extractor)
+
+
+def usage_by_model(
+    usages: Iterable[Usage], default_model: str, prices: PriceBook | None = None
+) -> dict[str, ModelUsage]:
+    """Inspect's ``model_usage``: the tokens of every model the eval called (the agent's and the
+    answer extractor's; a tool's own model is not the eval's), keyed by model name, in Inspect's
+    convention. A model that plays both roles gets the sum."""
+    grouped: dict[str, list[Usage]] = {}
+    for usage in usages:
+        if usage.role in MODEL_ROLES:
+            grouped.setdefault(usage.model or default_model, []).append(usage)
+    return {model: inspect_usage(found, prices) for model, found in grouped.items()}
 
 
 def _content(blocks: Sequence[TextBlock | ImageBlock], image_url: ImageURL) -> list[Content]:
@@ -290,8 +317,11 @@ def eval_sample(
     image_url: ImageURL,
     *,
     limits: dict[str, Any] | None = None,
+    prices: PriceBook | None = None,
 ) -> EvalSample:
-    """One record (and its transcript, when kept) as an Inspect sample."""
+    """One record (and its transcript, when kept) as an Inspect sample; ``prices`` (default: the
+    shipped table) give its usage's ``total_cost`` in US dollars."""
+    prices = prices or PriceBook()
     messages = transcript_messages(transcript, image_url) if transcript is not None else []
     if not messages:
         messages = [ChatMessageUser(content=_question_text(None, record))]
@@ -299,7 +329,7 @@ def eval_sample(
     output = ModelOutput(
         model=record.model,
         choices=[ChatCompletionChoice(message=last, stop_reason="stop")] if last is not None else [],
-        usage=inspect_usage(u for u in record.usage if u.role == "agent"),
+        usage=inspect_usage((u for u in record.usage if u.role == "agent"), prices),
     )
     question = QuestionInfo(
         doc_id=record.doc_id,
@@ -330,6 +360,12 @@ def eval_sample(
                 explanation=(
                     f"status {record.status}; answer {record.raw_answer!r} read as "
                     f"{record.extracted_answer!r}, gold {record.gold!r} ({record.answer_format})"
+                    + (
+                        "; answer extraction failed (unparsable extractor reply)"
+                        if record.extraction_failed
+                        else ""
+                    )
+                    + (f"; answer path {record.answer_path}" if record.answer_path else "")
                 ),
             )
         },
@@ -337,8 +373,11 @@ def eval_sample(
             **question.model_dump(),
             DOCAB_KEY: {"version": EXPORT_VERSION, "record": record.to_dict()},
         },
-        model_usage={record.model: inspect_usage(u for u in record.usage if u.role == "agent")},
-        role_usage={role: inspect_usage(u for u in record.usage if u.role == role) for role in sorted(roles)},
+        model_usage=usage_by_model(record.usage, record.model, prices)
+        or {record.model: inspect_usage((), prices)},
+        role_usage={
+            role: inspect_usage((u for u in record.usage if u.role == role), prices) for role in sorted(roles)
+        },
         started_at=record.started_at or None,
         completed_at=_end_time(record.started_at, record.wall_time_s) if record.started_at else None,
         total_time=record.wall_time_s,
@@ -363,6 +402,18 @@ def _eval_id(run_id: str, arm: str) -> str:
     return hashlib.sha256(f"{run_id}\n{arm}".encode()).hexdigest()[:22]
 
 
+def _model_roles(
+    records: Sequence[RunRecord], manifest: Manifest
+) -> dict[str, InspectModelConfig | list[InspectModelConfig]] | None:
+    """The answer extractor as Inspect's ``grader`` role (the docab task's name for it): the model
+    its records name, else the manifest's; None for a run without one (the submit tool)."""
+    used = sorted({u.model for r in records for u in r.usage if u.role == "extractor" and u.model})
+    extractor = used[0] if len(used) == 1 else manifest.models.extractor
+    if not extractor:
+        return None
+    return {GRADER_ROLE: InspectModelConfig(model=extractor)}
+
+
 def eval_log(
     arm: str,
     records: Sequence[RunRecord],
@@ -377,8 +428,11 @@ def eval_log(
     run_id = manifest.run_id or records[0].run_id
     model = records[0].model
     limits = manifest.config.get("limits")
+    prices = manifest_prices(manifest)
     samples = [
-        eval_sample(r, transcript_of(r), image_url, limits=limits if isinstance(limits, dict) else None)
+        eval_sample(
+            r, transcript_of(r), image_url, limits=limits if isinstance(limits, dict) else None, prices=prices
+        )
         for r in sorted(records, key=lambda r: (r.epoch, r.qid))
     ]
     qids = sorted({r.qid for r in records})
@@ -397,7 +451,7 @@ def eval_log(
             run_id=run_id,
             created=created,
             task=f"docab/{config_name or run_id}",
-            task_id=_eval_id(run_id, "task"),
+            task_id=_eval_id(run_id, f"task\n{arm}"),  # each arm is its own task (one log each)
             task_display_name=f"{run_id}: {arm}",
             task_args={"arm": arm},
             solver="docab",
@@ -408,6 +462,7 @@ def eval_log(
                 sample_ids=list(qids),
             ),
             model=model,
+            model_roles=_model_roles(records, manifest),
             config=EvalConfig(epochs=max(r.epoch for r in records) + 1),
             revision=EvalRevision(type="git", origin="", commit=git.commit, dirty=git.dirty)
             if git.commit
@@ -450,9 +505,10 @@ def eval_log(
         stats=EvalStats(
             started_at=started[0] if started else "",
             completed_at=manifest.updated_at or "",
-            model_usage={model: inspect_usage(u for r in records for u in r.usage if u.role == "agent")},
+            model_usage=usage_by_model((u for r in records for u in r.usage), model, prices)
+            or {model: inspect_usage((), prices)},
             role_usage={
-                role: inspect_usage(u for r in records for u in r.usage if u.role == role)
+                role: inspect_usage((u for r in records for u in r.usage if u.role == role), prices)
                 for role in sorted(usage_by_role)
             },
         ),

@@ -10,7 +10,9 @@ output folder's lock (``run.lock``, :mod:`docab.log.lock`) is held while writing
 run is live is refused, and a part still being written is named in a warning. Transcripts of the kept
 records and every image are copied; the merged manifest keeps the first part's config and lists
 the parts with their own manifests' sessions. Merging into a folder that already holds the same
-run adds to it, so merging again after a late shard finishes is safe.
+run adds to it, so merging again after a late shard finishes is safe. Shards (the manifests'
+``shard`` records) must make up the run, each once: a missing or repeated shard is refused unless
+``allow_partial`` (``--allow-partial``), and the report of such a run names the missing shards.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from docab.errors import DocabError
 from docab.log.lock import RunBusy, RunLock, busy_message
-from docab.log.manifest import Manifest, MergedPart
+from docab.log.manifest import Manifest, MergedPart, ShardInfo
 from docab.log.records import RunRecord
 from docab.log.store import (
     MANIFEST,
@@ -40,6 +42,75 @@ from docab.log.store import (
 RETRIED = ("error", "timeout")  # statuses a newer record of the same sample replaces as a retry
 
 
+@dataclass(frozen=True)
+class ShardCoverage:
+    """Which shards of a sharded run a set of parts holds (from their manifests' ``shard`` records)."""
+
+    count: int  # N of "i/N"; 0 when no part is a shard
+    present: tuple[int, ...] = ()
+    missing: tuple[int, ...] = ()
+    duplicated: tuple[int, ...] = ()  # shards given more than once among the new parts
+    counts: tuple[int, ...] = ()  # every N seen: more than one means parts of different splits
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.duplicated and len(self.counts) <= 1
+
+    def describe(self) -> str:
+        """``shard 2 of 3 is missing``, ``shard 1 of 2 is given twice``, ... in one sentence."""
+        said = []
+        if len(self.counts) > 1:
+            said.append(
+                "the parts split the run differently (into " + " and ".join(map(str, self.counts)) + ")"
+            )
+        if self.missing:
+            said.append(
+                f"{_shards(self.missing)} of {self.count} {'is' if len(self.missing) == 1 else 'are'} missing"
+            )
+        if self.duplicated:
+            said.append(
+                f"{_shards(self.duplicated)} of {self.count} {'is' if len(self.duplicated) == 1 else 'are'} given twice"
+            )
+        return "; ".join(said)
+
+
+def _shards(indices: Sequence[int]) -> str:
+    return ("shard " if len(indices) == 1 else "shards ") + ", ".join(map(str, indices))
+
+
+def shard_coverage(
+    new: Sequence[ShardInfo | None], earlier: Sequence[ShardInfo | None] = ()
+) -> ShardCoverage:
+    """The shards ``new`` parts hold, with those an output already merged (``earlier``: merging a
+    late shard into it again is no duplicate). Pure: parts that are not shards are not counted."""
+    shards = [s for s in (*earlier, *new) if s is not None]
+    if not shards:
+        return ShardCoverage(count=0)
+    counts = tuple(sorted({s.count for s in shards}))
+    count = max(counts)
+    present = sorted({s.index for s in shards})
+    seen: set[int] = set()
+    duplicated: set[int] = set()
+    for shard in new:
+        if shard is None:
+            continue
+        if shard.index in seen:
+            duplicated.add(shard.index)
+        seen.add(shard.index)
+    return ShardCoverage(
+        count=count,
+        present=tuple(present),
+        missing=tuple(i for i in range(1, count + 1) if i not in present),
+        duplicated=tuple(sorted(duplicated)),
+        counts=counts,
+    )
+
+
+def merged_coverage(manifest: Manifest) -> ShardCoverage:
+    """The shard coverage of a merged run, from its manifest's parts (for the report)."""
+    return shard_coverage([], [part.shard for part in manifest.merged_from])
+
+
 class MergeError(DocabError):
     """The parts cannot be merged; the message says why."""
 
@@ -49,6 +120,7 @@ class MergeResult:
     records: int
     duplicates: int
     warnings: list[str] = field(default_factory=list)
+    missing_shards: tuple[int, ...] = ()  # with allow_partial: the shards the merged run lacks
 
 
 def _manifest(folder: Path) -> Manifest:
@@ -61,7 +133,10 @@ def _manifest(folder: Path) -> Manifest:
     return manifest
 
 
-def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
+def merge_runs(parts: Sequence[Path], out: Path, *, allow_partial: bool = False) -> MergeResult:
+    """Merge ``parts`` into ``out``. Parts that are shards (``--shard i/N``) must make up the whole
+    run, each once (with the shards ``out`` already holds): a missing, repeated or differently split
+    shard is refused unless ``allow_partial``, and the result then names the missing shards."""
     if not parts:
         raise MergeError("give at least one run folder to merge")
     resolved_out = out.resolve()
@@ -86,6 +161,13 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
         sources.insert(0, out)
     elif out.exists() and any(out.iterdir()):
         raise MergeError(f"{out} exists and is not an empty folder or a run of this config")
+    merged_shards = [part.shard for part in existing.merged_from] if existing is not None else []
+    coverage = shard_coverage([m.shard for m in manifests], merged_shards)
+    if not coverage.complete and not allow_partial:
+        raise MergeError(
+            f"{coverage.describe()}; merge every shard once, or add --allow-partial to merge these "
+            "(the report then names the missing shards)"
+        )
 
     kept: dict[tuple[str, str, int], tuple[RunRecord, Path]] = {}
     duplicates = 0
@@ -120,8 +202,11 @@ def merge_runs(parts: Sequence[Path], out: Path) -> MergeResult:
         raise MergeError(str(exc).replace("add --wait to start", "merge again")) from None
     except OSError as exc:
         raise MergeError(f"could not write the merged run into {out}: {exc.strerror or exc}") from None
+    if not coverage.complete:
+        warnings.append(f"a partial run: {coverage.describe()}")
     try:
-        return _write_merged(parts, manifests, sources, out, existing, kept, duplicates, warnings)
+        result = _write_merged(parts, manifests, sources, out, existing, kept, duplicates, warnings)
+        return dataclasses.replace(result, missing_shards=coverage.missing)
     except OSError as exc:
         raise MergeError(f"could not write the merged run into {out}: {exc.strerror or exc}") from None
     finally:

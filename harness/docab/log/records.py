@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from docab.log.cost import SampleCost
 from docab.log.usage import Usage, totals_by_role
 
 RECORD_VERSION = 3
@@ -41,6 +42,10 @@ LITTLE_TEXT_CHARS = 40
 
 Status = Literal["ok", "error", "timeout", "limit"]
 AnswerProtocol = Literal["submit_tool", "extraction"]
+# The benchmark's prediction when its extractor's reply has no answer marker (it scores 0):
+# ``docab_benchmark.mmlongbench.extraction.UNPARSABLE_PREDICTION``, repeated to keep this module light.
+EXTRACTION_FAILED = "Failed to extract"
+PROSE_FALLBACK = "prose-fallback"  # RunRecord.answer_path of a prose answer taken through extraction
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,9 @@ class RunRecord:
     # What tool answers served from a cache cost when they were first computed (role tool-side);
     # not spent by this sample, so never part of ``usage`` or ``tokens()``.
     cached_tool_usage: tuple[Usage, ...] = ()
+    # What model replies served from docab's response cache cost when first made (each also has a
+    # zero-token entry in ``usage``, marked as a hit); not spent by this sample.
+    cached_model_usage: tuple[Usage, ...] = ()
     model_time_s: float = 0.0
     tool_time_s: float = 0.0
     wall_time_s: float = 0.0
@@ -124,6 +132,12 @@ class RunRecord:
     doc_type: str = ""
     transcript: str | None = None  # path of the transcript, relative to the run folder
     started_at: str = ""  # ISO 8601 UTC
+    # USD per role at the prices in force when it was written (docab.pricing); None in records
+    # written before prices were (readers price their usage instead: docab.pricing.sample_cost).
+    cost: SampleCost | None = None
+    # How the scored answer was obtained when not by the protocol's own path: "prose-fallback" for
+    # a submit_tool sample that answered in prose and had it extracted (docab.agent.answer); "" else.
+    answer_path: str = ""
     version: int = RECORD_VERSION
 
     @property
@@ -137,6 +151,21 @@ class RunRecord:
     def cached_tokens(self) -> int:
         """What the cached tool answers of this sample originally cost (not spent here)."""
         return sum(u.total for u in self.cached_tool_usage)
+
+    @property
+    def extraction_failed(self) -> bool:
+        """The extractor ran but its reply could not be parsed: the sample is ``ok`` and scores 0,
+        with ``extracted_answer`` "Failed to extract". An answer extraction that went wrong, not a
+        wrong answer of the model (an extractor that could not be reached makes an ``error``)."""
+        return self.status == "ok" and self.extracted_answer == EXTRACTION_FAILED and self.extraction_ran
+
+    @property
+    def extraction_ran(self) -> bool:
+        """The benchmark's answer extraction produced ``extracted_answer`` (the extraction
+        protocol's ``ok`` samples, and prose taken as the answer under ``submit_tool``)."""
+        return self.status == "ok" and (
+            self.answer_protocol == "extraction" or self.answer_path == PROSE_FALLBACK
+        )
 
     @property
     def reads_by_share(self) -> bool:
@@ -199,7 +228,9 @@ class RunRecord:
         ]
         data["usage"] = [u.to_dict() for u in self.usage]
         data["cached_tool_usage"] = [u.to_dict() for u in self.cached_tool_usage]
+        data["cached_model_usage"] = [u.to_dict() for u in self.cached_model_usage]
         data["usage_totals"] = {role: t.to_dict() for role, t in totals_by_role(self.usage).items()}
+        data["cost"] = self.cost.to_dict() if self.cost is not None else None
         return data
 
     @classmethod
@@ -208,6 +239,9 @@ class RunRecord:
         values = {k: v for k, v in data.items() if k in known}
         values["usage"] = tuple(Usage.from_dict(u) for u in data.get("usage", ()))
         values["cached_tool_usage"] = tuple(Usage.from_dict(u) for u in data.get("cached_tool_usage", ()))
+        values["cached_model_usage"] = tuple(Usage.from_dict(u) for u in data.get("cached_model_usage", ()))
+        cost = data.get("cost")
+        values["cost"] = SampleCost.from_dict(cost) if isinstance(cost, Mapping) else None
         values["page_shares"] = tuple(
             PageShare(
                 int(p["page"]),

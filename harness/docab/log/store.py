@@ -60,6 +60,7 @@ PACKAGES = (
     "mcp",
     "openai",
     "anthropic",
+    "google-genai",
     "pydantic",
     "pypdfium2",
     "rich",

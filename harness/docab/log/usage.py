@@ -11,6 +11,9 @@ harnesses:
   ``output_tokens_details.reasoning_tokens``.
 - Anthropic Messages: ``input_tokens`` EXCLUDES the cache; ``cache_read_input_tokens`` and
   ``cache_creation_input_tokens`` come separately; ``output_tokens`` includes thinking.
+- Gemini (``usageMetadata``): ``promptTokenCount`` INCLUDES ``cachedContentTokenCount``;
+  ``toolUsePromptTokenCount`` (tool-use prompts) comes on top of it; ``candidatesTokenCount``
+  EXCLUDES ``thoughtsTokenCount``, which is billed as output too.
 
 Here every input token is counted exactly once: ``input_total = input_uncached + cache_read +
 cache_write``, and ``output`` includes ``reasoning`` (which is reported for information only).
@@ -24,6 +27,7 @@ from typing import Any, Literal
 
 UsageRole = Literal["agent", "tool-side", "extractor"]
 
+RESPONSE_CACHE_KEY = "docab_response_cache"  # in ``raw`` of a reply docab's response cache served
 TOOL_USAGE_META_KEY = "io.github.docab/usage"
 """Where a tool reports the tokens it spent in a result's ``_meta`` (see docs/architecture.md)."""
 
@@ -135,6 +139,30 @@ class Usage:
         )
 
     @classmethod
+    def from_gemini(
+        cls, raw: Mapping[str, Any] | None, *, role: UsageRole = "agent", model: str = ""
+    ) -> Usage:
+        """The Gemini API's ``usageMetadata`` (wire names; the SDK's snake_case names also read)."""
+
+        def count(camel: str, snake: str) -> int:
+            return _int(_get(raw, camel) if _get(raw, camel) is not None else _get(raw, snake))
+
+        total_in = count("promptTokenCount", "prompt_token_count") + count(
+            "toolUsePromptTokenCount", "tool_use_prompt_token_count"
+        )
+        cached = min(total_in, count("cachedContentTokenCount", "cached_content_token_count"))
+        thoughts = count("thoughtsTokenCount", "thoughts_token_count")
+        return cls(
+            input_uncached=total_in - cached,
+            cache_read=cached,
+            output=count("candidatesTokenCount", "candidates_token_count") + thoughts,
+            reasoning=thoughts,
+            role=role,
+            model=model,
+            raw=dict(raw) if raw else None,
+        )
+
+    @classmethod
     def from_tool_meta(cls, meta: Mapping[str, Any] | None) -> Usage | None:
         """Read a sidecar's report (``_meta[TOOL_USAGE_META_KEY]``); None when the tool reported none."""
         report = _get(meta, TOOL_USAGE_META_KEY)
@@ -177,6 +205,25 @@ class Usage:
             }
         )
         return replace(counted, raw=dict(report)) if counted is not None else None
+
+    @classmethod
+    def cache_hit(cls, original: Usage) -> Usage:
+        """The usage of a reply served from docab's response cache: no tokens (nothing was spent),
+        with what the reply cost when it was first made kept in ``raw`` (:meth:`cached_original`)."""
+        return cls(
+            role=original.role,
+            model=original.model,
+            raw={RESPONSE_CACHE_KEY: "hit", "original_usage": original.to_dict()},
+        )
+
+    def cached_original(self) -> Usage | None:
+        """What a reply served from the response cache cost when first made; None for any other call."""
+        if not isinstance(self.raw, Mapping) or self.raw.get(RESPONSE_CACHE_KEY) != "hit":
+            return None
+        original = self.raw.get("original_usage")
+        if not isinstance(original, Mapping):
+            return None
+        return replace(Usage.from_dict(original), role=self.role, model=self.model)
 
     def with_role(self, role: UsageRole) -> Usage:
         return replace(self, role=role)

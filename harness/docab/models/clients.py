@@ -7,6 +7,7 @@ One function per provider, one branch per platform:
 | ``openai`` | ``AsyncOpenAI`` | ``$OPENAI_API_KEY`` (``api_key_env``) | ``base_url`` or api.openai.com |
 | ``openai/azure`` | ``AsyncAzureOpenAI`` | ``$AZURE_OPENAI_API_KEY``, ``$AZURE_OPENAI_AD_TOKEN`` | ``base_url`` or ``$AZURE_OPENAI_ENDPOINT``; ``api_version`` or ``$OPENAI_API_VERSION`` |
 | ``anthropic`` | ``AsyncAnthropic`` | ``$ANTHROPIC_API_KEY`` | ``base_url`` or api.anthropic.com |
+| ``google`` | ``google.genai.Client`` (``.aio``) | ``$GEMINI_API_KEY`` | ``base_url`` or generativelanguage.googleapis.com |
 | ``anthropic/bedrock`` | ``AsyncAnthropicBedrock`` | ``$AWS_BEARER_TOKEN_BEDROCK``, else AWS credentials (SigV4: ``$AWS_ACCESS_KEY_ID``/``$AWS_SECRET_ACCESS_KEY``, ``$AWS_PROFILE``, the machine's role) | ``base_url`` or the region's ``bedrock-runtime`` host; ``region`` or ``$AWS_REGION`` |
 | ``anthropic/vertex`` | ``AsyncAnthropicVertex`` | the token in ``api_key_env``, else Application Default Credentials | ``base_url`` or the region's host; ``region`` or ``$CLOUD_ML_REGION``, ``project`` or ``$ANTHROPIC_VERTEX_PROJECT_ID`` |
 
@@ -36,6 +37,7 @@ BEDROCK_URL_ENV = "ANTHROPIC_BEDROCK_BASE_URL"
 VERTEX_REGION_ENV = "CLOUD_ML_REGION"
 VERTEX_PROJECT_ENV = "ANTHROPIC_VERTEX_PROJECT_ID"
 VERTEX_URL_ENV = "ANTHROPIC_VERTEX_BASE_URL"
+GEMINI_API_VERSION = "v1beta"
 KEY_HINT = "the variable named by api_key_env in the model config"
 
 
@@ -131,7 +133,7 @@ def _construct(config: ModelConfig, role: str | None, factory: Any, **arguments:
     except (ValueError, TypeError, RuntimeError) as exc:
         raise ModelConfigError(f"{who(config, role)}: {shorten(str(exc))}") from None
     except Exception as exc:  # the SDKs' own error classes (OpenAIError, AnthropicError)
-        if type(exc).__module__.split(".")[0] in ("openai", "anthropic"):
+        if type(exc).__module__.split(".")[0] in ("openai", "anthropic", "google"):
             raise ModelConfigError(f"{who(config, role)}: {shorten(str(exc))}") from None
         raise
 
@@ -308,3 +310,37 @@ def _vertex_client(
         **_common(config, anthropic, env, role),
     )
     return ClientSetup(client, anthropic, access)
+
+
+def gemini_client(config: ModelConfig, env: Mapping[str, str], *, role: str | None = None) -> ClientSetup:
+    """``google.genai.Client`` for the Gemini API (never Vertex AI, whatever the environment says),
+    with the key, ``base_url``, headers and timeout of the config; the SDK's retries stay off (its
+    default without ``retry_options``) and its transport is aiohttp when installed, as for the others;
+    ``http_backend = "httpx"`` hands it an httpx client instead."""
+    from google import genai
+    from google.genai import types
+
+    key = resolve_api_key(config, env, role=role)
+    headers = resolve_headers(config.headers, env, who=who(config, role))
+    # v1beta, pinned (the SDK's default is v1, and $GOOGLE_GENAI_API_VERSION would change it): the
+    # version with parametersJsonSchema, thinkingConfig and function-call ids.
+    options: dict[str, Any] = {
+        "api_version": GEMINI_API_VERSION,
+        "timeout": int(config.timeout * 1000),
+        "headers": headers or None,
+    }
+    if config.base_url:
+        options["base_url"] = config.base_url
+    if config.http_backend == "httpx":
+        import httpx
+
+        options["httpx_async_client"] = httpx.AsyncClient(timeout=config.timeout)
+    client = _construct(
+        config,
+        role,
+        genai.Client,
+        api_key=key,
+        vertexai=False,
+        http_options=types.HttpOptions(**options),
+    )
+    return ClientSetup(client, genai, _key_access(config, key))

@@ -1,7 +1,7 @@
 """The model configuration: one schema for every provider, read from a run config's TOML table.
 
     [model]
-    name = "openai/gpt-4o"          # provider/model: openai/..., anthropic/..., baseline/keyword
+    name = "openai/gpt-4o"          # provider/model: openai/..., anthropic/..., google/..., baseline/keyword
     temperature = 0
     max_output_tokens = 1024
     # base_url = "http://localhost:8000/v1"   # any OpenAI-compatible server: vLLM, Ollama, llama.cpp
@@ -10,6 +10,8 @@
     # headers = { "X-Gateway-Key" = "${GATEWAY_KEY}" }  # sent with every request; ${VAR} from the env
     # text_only = true                        # strip images, say where they were
     # concurrency = 16                        # requests in flight at this endpoint, all models together
+    # price = { input = 2.5, cached_input = 1.25, output = 10 }  # USD per million tokens (docab.pricing)
+    # cache = true                            # serve replies from docab's response cache (docab.models.cache)
 
 A name may carry a platform between provider and model, as Inspect AI names them:
 ``openai/azure/<deployment>`` (Azure OpenAI: ``api_version``, endpoint in ``base_url`` or
@@ -45,14 +47,16 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from docab.errors import ConfigError
+from docab.pricing import Price
 
-PROVIDERS = ("openai", "anthropic", "baseline")
+PROVIDERS = ("openai", "anthropic", "google", "baseline")
 # The platforms a provider's models can also be reached on, named as the name's second segment.
 PLATFORMS: dict[str, tuple[str, ...]] = {"openai": ("azure",), "anthropic": ("bedrock", "vertex")}
 # The variable holding the credential of each route when the config names none ("" for none).
 DEFAULT_KEY_ENV = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
+    "google": "GEMINI_API_KEY",
     "openai/azure": "AZURE_OPENAI_API_KEY",
     "anthropic/bedrock": "AWS_BEARER_TOKEN_BEDROCK",  # a Bedrock API key; else AWS credentials (SigV4)
     "anthropic/vertex": "",  # else Google Application Default Credentials
@@ -80,6 +84,8 @@ LATER_OPTIONS: dict[str, object] = {
     "region": None,
     "project": None,
     "headers": {},
+    "price": None,
+    "cache": False,
 }
 # Where the endpoint lives, how it authenticates and how calls reach it: none of these changes what
 # a record means, so the run's identity (``docab.config.identity_of``) leaves them at their
@@ -159,6 +165,12 @@ class ModelConfig(BaseModel):
     thinking_budget: int | None = None
     # Passed through as the request body's extra fields (vendor options such as vLLM's).
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    # USD per million tokens, for a model the price table lacks or prices otherwise (a gateway, a
+    # contract); ``price = 0``: free. Not part of the config hash: correcting a price resumes the run.
+    price: Price | None = None
+    # Serve replies from docab's response cache (docab.models.cache; `docab run --cache`). Not part
+    # of the config hash: turning it on resumes the run.
+    cache: bool = False
 
     @property
     def provider(self) -> str:
@@ -201,6 +213,7 @@ class ModelConfig(BaseModel):
         if self.route != run_model.route or self.base_url is not None:
             return self
         return self.replace(
+            cache=self.cache or run_model.cache,
             base_url=run_model.base_url,
             api_key_env=self.api_key_env or run_model.api_key_env,
             api_version=self.api_version or run_model.api_version,
@@ -243,6 +256,14 @@ class ModelConfig(BaseModel):
         for key, choices in _CHOICES.items():
             if key in values and values[key] not in choices:
                 raise ValueError(f"{key} must be one of {', '.join(choices)}")
+        price = values.get("price")
+        if isinstance(price, int | float) and not isinstance(price, bool):
+            if price != 0:
+                raise ValueError(
+                    "price must be a table, e.g. price = { input = 2.5, output = 10 } (USD per million "
+                    "tokens), or 0 for a free model"
+                )
+            values["price"] = {"input": 0.0, "output": 0.0}
         return values
 
     @model_validator(mode="after")
@@ -282,18 +303,17 @@ class ModelConfig(BaseModel):
         ):
             if delay < 0:
                 raise ValueError(f"{key} must not be negative")
-        if provider != "anthropic":
-            if self.prompt_cache:
-                raise ValueError(
-                    "prompt_cache applies to anthropic/ models; OpenAI caches long prompts automatically"
-                )
-            if self.thinking_budget is not None:
-                raise ValueError(
-                    "thinking_budget applies to anthropic/ models; for OpenAI-compatible reasoning "
-                    "models use reasoning_effort"
-                )
+        if provider != "anthropic" and self.prompt_cache:
+            raise ValueError(
+                "prompt_cache applies to anthropic/ models; OpenAI caches long prompts automatically"
+            )
+        if provider not in ("anthropic", "google") and self.thinking_budget is not None:
+            raise ValueError(
+                "thinking_budget applies to anthropic/ and google/ models; for OpenAI-compatible "
+                "reasoning models use reasoning_effort"
+            )
         self._check_platform_options(provider, platform)
-        if provider == "anthropic" and self.reasoning_effort is not None:
+        if provider in ("anthropic", "google") and self.reasoning_effort is not None:
             raise ValueError("reasoning_effort applies to openai/ models; use thinking_budget")
         if provider == "anthropic" and self.temperature is not None:
             # API version 2026-10-21 (the anthropic SDK 2.x default) answers 400 to any sampling

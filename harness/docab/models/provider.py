@@ -16,6 +16,7 @@ from typing import Any
 from docab.agent.messages import Message, Reasoning, ToolCall, ToolSpec
 from docab.log.usage import Usage
 from docab.models.base import ModelError, Turn
+from docab.models.cache import EPOCH, ResponseCache, response_key, shared_cache
 from docab.models.causes import credential_failure
 from docab.models.clients import Access
 from docab.models.config import ModelConfig, ModelConfigError
@@ -134,6 +135,21 @@ class ProviderModel:
         raise NotImplementedError
 
     # -- shared machinery ------------------------------------------------------------------------
+
+    def _response_cache(self, request: Mapping[str, Any]) -> tuple[ResponseCache | None, str]:
+        """The response cache and this request's key, when the model's config asks for the cache."""
+        if not self.config.cache:
+            return None, ""
+        key = response_key(
+            route=self.config.route,
+            url=self.url,
+            model=self.name,
+            api=self.config.api,
+            request={**request, **self.config.extra_body},
+            temperature=self.config.temperature,
+            epoch=EPOCH.get(),
+        )
+        return shared_cache(), key
 
     def with_options(self, **changes: Any) -> ProviderModel:
         """The same model (same client, same concurrency pool) with some options changed.
@@ -258,6 +274,24 @@ class ProviderModel:
         if self.config.max_output_tokens is not None:
             max_tokens = min(max_tokens, self.config.max_output_tokens)
         request = self.build_request(system, messages, tools, max_tokens)
+        cache, key = self._response_cache(request)
+        if cache is not None:
+            hit = await cache.aget(key)
+            if hit is not None:
+                try:
+                    parsed_hit = self.parse(hit)
+                except MalformedReply:
+                    pass  # an entry this version cannot read: call the model, and store its reply
+                else:
+                    return Turn(
+                        text=parsed_hit.text,
+                        tool_calls=parsed_hit.tool_calls,
+                        usage=Usage.cache_hit(self.usage(hit)),
+                        latency_s=0.0,
+                        stop_reason=parsed_hit.stop_reason,
+                        raw=hit,
+                        reasoning=parsed_hit.reasoning,
+                    )
         trace = RetryTrace()
         wasted: list[Usage] = []  # tokens billed for replies we could not use
 
@@ -283,6 +317,8 @@ class ProviderModel:
             context=self.caller,
         )
         latency = max(0.0, self._clock.monotonic() - started - trace.queued_s)
+        if cache is not None:
+            await cache.aput(key, raw, model=self.name)
         return Turn(
             text=parsed.text,
             tool_calls=parsed.tool_calls,

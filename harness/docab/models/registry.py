@@ -3,6 +3,7 @@
     model = build_model("openai/gpt-4o")
     model = build_model({"name": "openai/qwen2.5-vl", "base_url": "http://localhost:8000/v1"})
     model = build_model(ModelConfig(name="anthropic/claude-sonnet-4-5", prompt_cache=True))
+    model = build_model("google/gemini-2.5-flash")
 
 Providers are resolved by the prefix of the name. ``baseline/<policy>`` is the offline policy that
 lives in ``docab.models.baseline`` (imported only when asked for); that module provides
@@ -58,6 +59,10 @@ def build_model(
             from docab.models.openai_chat import build_openai_model
 
             return build_openai_model(config, **runtime)
+        if config.provider == "google":
+            from docab.models.gemini import build_gemini_model
+
+            return build_gemini_model(config, **runtime)
         from docab.models.anthropic_messages import build_anthropic_model
 
         return build_anthropic_model(config, **runtime)

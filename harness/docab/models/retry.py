@@ -139,29 +139,48 @@ def classify_sdk_error(
     if isinstance(exc, sdk.APIResponseValidationError):
         return Failure("malformed", "the reply cannot be read (it does not match the API's schema)", True)
     if isinstance(exc, sdk.APIStatusError):
-        status = int(exc.status_code)
         headers = getattr(getattr(exc, "response", None), "headers", None)
-        retry_after = parse_retry_after(headers, now)
-        detail = provider_message(exc)
-        if status == 429:
-            return Failure("rate_limit", f"HTTP 429 (rate limited): {detail}", True, status, retry_after)
-        if status >= 500 or status in RETRYABLE_STATUSES:
-            return Failure("server", f"HTTP {status}: {detail}", True, status, retry_after)
-        if status in (401, 403):
-            if credentials is None:
-                variable = f"the key in {key_variable}" if key_variable else "the API key"
-                credentials = f"{variable} (the variable named by api_key_env in the model config)"
-            return Failure(
-                "auth",
-                f"HTTP {status} (credentials refused): {detail}; check {credentials}",
-                retryable=False,
-                status=status,
-            )
-        hint = " (check the model name and base_url)" if status == 404 else ""
-        return Failure("api", f"HTTP {status}: {detail}{hint}", False, status)
+        return status_failure(
+            int(exc.status_code),
+            provider_message(exc),
+            headers=headers,
+            now=now,
+            key_variable=key_variable,
+            credentials=credentials,
+        )
     if isinstance(exc, sdk.APIError):
         return Failure("api", f"API error: {provider_message(exc)}", retryable=False)
     raise exc  # a bug in our code, not a provider failure: let it surface
+
+
+def status_failure(
+    status: int,
+    detail: str,
+    *,
+    headers: Mapping[str, str] | None,
+    now: float,
+    key_variable: str | None = None,
+    credentials: str | None = None,
+) -> Failure:
+    """An HTTP error answer as a Failure: 429 and 5xx (and 408, 409) retried, honouring
+    ``Retry-After``; 401 and 403 say which credentials to check; any other status is final."""
+    retry_after = parse_retry_after(headers, now)
+    if status == 429:
+        return Failure("rate_limit", f"HTTP 429 (rate limited): {detail}", True, status, retry_after)
+    if status >= 500 or status in RETRYABLE_STATUSES:
+        return Failure("server", f"HTTP {status}: {detail}", True, status, retry_after)
+    if status in (401, 403):
+        if credentials is None:
+            variable = f"the key in {key_variable}" if key_variable else "the API key"
+            credentials = f"{variable} (the variable named by api_key_env in the model config)"
+        return Failure(
+            "auth",
+            f"HTTP {status} (credentials refused): {detail}; check {credentials}",
+            retryable=False,
+            status=status,
+        )
+    hint = " (check the model name and base_url)" if status == 404 else ""
+    return Failure("api", f"HTTP {status}: {detail}{hint}", False, status)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from docab.log.records import RunRecord
+from docab.pricing import record_cost
 from docab.report.summary import (
     NOT_ANSWERABLE,
     QuestionOutcome,
@@ -42,9 +43,9 @@ from docab.report.summary import (
 if TYPE_CHECKING:
     import pandas as pd
 
-EXPORT_SCHEMA_VERSION = (
-    3  # 1: types guessed by pyarrow, the column ``tokens_tool-side``; 2: no page text_chars
-)
+# 1: types guessed by pyarrow, the column ``tokens_tool-side``; 2: no page text_chars; 3: no cost;
+# 4: cost, or answer_path and extraction_failed, but not both
+EXPORT_SCHEMA_VERSION = 5
 ROLES = ("agent", "tool-side", "extractor")
 CALLS_PREFIX = "calls_"
 
@@ -53,9 +54,16 @@ RECORD_COLUMNS_ADDED = {
     "tokens_<role>": "tokens of one role: tokens_agent, tokens_tool_side, tokens_extractor",
     "input_uncached, cache_read, cache_write, output, reasoning": "summed over the record's model calls",
     "tokens_cached_tool": "what the tool answers served from a cache originally cost (not spent here)",
+    "tokens_cached_model": "what the model replies served from docab's response cache originally cost (not spent here)",
+    "extraction_failed": 'the answer extraction ran and its reply could not be parsed ("Failed to extract")',
     "model_calls": "model calls of every role",
     "tool_call_count": "tool calls of the record",
     "calls_<tool>": "calls of one tool (0 when the arm never called it)",
+    "cost": "US dollars, every role (docab.pricing): the record's cost, or its usage priced by the table; "
+    "null when a model's price is unknown",
+    "cost_<role>": "US dollars of one role (cost_agent, cost_tool_side, cost_extractor); null when a price "
+    "is unknown",
+    "cost_saved_by_cache": "US dollars that answers served from a cache cost when first computed (not spent)",
     "evidence_recall": "share of the gold evidence pages read calls opened (NaN without evidence pages)",
     "evidence_recall_seen": "the same, counting pages search results showed most of too",
     "evidence_pages_kind": "single-page, cross-page or unanswerable: the first group the question counts in",
@@ -118,13 +126,17 @@ RECORDS_SCHEMA = pa.schema(
         ("doc_type", _TEXT),
         ("transcript", _TEXT),  # null when the run kept none
         ("started_at", _TEXT),
+        ("cost", _FLOAT),  # USD, every role; null when a price is unknown
+        ("answer_path", _TEXT),  # "prose-fallback", or "" for the protocol's own path
         ("version", _INT),
         # derived (RECORD_COLUMNS_ADDED)
+        ("extraction_failed", _BOOL),  # the answer extraction's reply could not be parsed
         ("tokens", _INT),
         ("tokens_agent", _INT),
         ("tokens_tool_side", _INT),
         ("tokens_extractor", _INT),
         ("tokens_cached_tool", _INT),
+        ("tokens_cached_model", _INT),
         ("input_uncached", _INT),
         ("cache_read", _INT),
         ("cache_write", _INT),
@@ -136,6 +148,10 @@ RECORDS_SCHEMA = pa.schema(
         ("evidence_recall_seen", _FLOAT),  # NaN without evidence pages
         ("evidence_pages_kind", _TEXT),
         ("evidence_pages_groups", _TEXTS),
+        ("cost_agent", _FLOAT),
+        ("cost_tool_side", _FLOAT),
+        ("cost_extractor", _FLOAT),
+        ("cost_saved_by_cache", _FLOAT),
     ]
 )
 """``records_frame``'s columns and their types; then one int64 ``calls_<tool>`` per tool, by name."""
@@ -175,6 +191,8 @@ QUESTIONS_SCHEMA = pa.schema(
         ("errors", _TEXTS),
         ("evidence_recall_seen", _FLOAT),
         ("tokens_estimated", _BOOL),  # the offline policy's estimated tokens
+        ("cost_usd", _FLOAT),  # NaN when a price is unknown
+        ("cost_saved_usd", _FLOAT),
         # derived: tokens per role (epochs averaged), the evidence-pages breakdown
         ("tokens_agent", _FLOAT),
         ("tokens_tool_side", _FLOAT),
@@ -233,7 +251,8 @@ def record_row(record: RunRecord) -> dict[str, Any]:
     row: dict[str, Any] = {
         name: getattr(record, name)
         for name in record.__dataclass_fields__
-        if name not in ("usage", "cached_tool_usage", "tool_calls", "page_shares", *_LISTS)
+        if name
+        not in ("usage", "cached_tool_usage", "cached_model_usage", "tool_calls", "page_shares", *_LISTS)
     }
     for name in _LISTS:
         row[name] = list(getattr(record, name))
@@ -248,6 +267,8 @@ def record_row(record: RunRecord) -> dict[str, Any]:
         for share in record.page_shares
     ]
     row["tokens_cached_tool"] = record.cached_tokens()
+    row["tokens_cached_model"] = sum(u.total for u in record.cached_model_usage)
+    row["extraction_failed"] = record.extraction_failed
     row["tokens"] = record.tokens()
     for role in ROLES:
         row[role_column(role)] = record.tokens(role)
@@ -257,6 +278,11 @@ def record_row(record: RunRecord) -> dict[str, Any]:
     row["tool_call_count"] = len(record.tool_calls)
     for name, calls in Counter(c.name for c in record.tool_calls).items():
         row[CALLS_PREFIX + name] = calls
+    cost = record_cost(record)
+    row["cost"] = cost.total
+    for role in ROLES:
+        row["cost_" + role.replace("-", "_")] = None if cost.unpriced else cost.by_role.get(role, 0.0)
+    row["cost_saved_by_cache"] = cost.cached_usd
     row["evidence_recall"] = evidence_recall(record)
     row["evidence_recall_seen"] = evidence_recall_seen(record)
     row.update(_evidence_pages_columns(len(record.evidence_pages), record.gold != NOT_ANSWERABLE))

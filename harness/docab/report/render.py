@@ -17,6 +17,7 @@ from docab.report.schema import (
     BreakdownDifference,
     Comparison,
     Estimate,
+    PriceRow,
     Ratio,
     ReferenceRow,
     Spread,
@@ -131,6 +132,30 @@ def median_p90(spread: Spread | None, fmt: Format = count) -> str:
     return f"{fmt(spread.median)} ({fmt(spread.p90)})"
 
 
+def usd(value: float | None) -> str:
+    """US dollars: ``$12.34``, ``$0.0123`` (three significant figures under a dollar), ``$0``."""
+    if not _ok(value):
+        return "–"
+    if value == 0:
+        return "$0"
+    magnitude = abs(value)
+    if magnitude >= 1000:
+        return f"${value:,.0f}"
+    if magnitude >= 1:
+        return f"${value:,.2f}"
+    digits = max(2, 2 - math.floor(math.log10(magnitude)))
+    return f"${value:.{digits}f}"
+
+
+def signed_usd(value: float | None) -> str:
+    return ("+" if _ok(value) and value > 0 else "-" if _ok(value) and value < 0 else "") + usd(
+        abs(value) if _ok(value) else value
+    )
+
+
+PRICE_UNKNOWN = "price unknown"
+
+
 def ratio(cell: Ratio) -> str:
     if not _ok(cell.value):
         return "–"
@@ -151,7 +176,12 @@ def title(summary: Summary) -> str:
 def sections(summary: Summary) -> list[Section]:
     arms = summary.arms
     result = [_arms_section(arms, summary.reference_rows), _answers_section(arms)]
-    result += [_tokens_section(arms), _time_section(arms), _tools_section(arms)]
+    result += [
+        _tokens_section(arms),
+        _cost_section(arms, summary.prices),
+        _time_section(arms),
+        _tools_section(arms),
+    ]
     by_name = {a.arm: a for a in arms}
     result += [_comparison_section(c, by_name) for c in summary.comparisons]
     if summary.breakdowns:
@@ -200,6 +230,15 @@ def _arms_section(arms: Sequence[ArmSummary], references: Sequence[ReferenceRow]
             notes.append(f"{arm.arm}: limits hit: {hits}.")
         if arm.retries:
             notes.append(f"{arm.arm}: {arm.retries} model-call retries.")
+        if arm.extraction.of:
+            notes.append(f"{arm.arm}: extraction failed: {arm.extraction.failed} of {arm.extraction.of}.")
+        if arm.extraction.prose_fallback:
+            total = arm.records or 1
+            notes.append(
+                f"{arm.arm}: prose fallback: {arm.extraction.prose_fallback} of {arm.records} answers "
+                f"({arm.extraction.prose_fallback / total:.0%}) were prose taken through the answer extraction "
+                "after the model never called submit_answer."
+            )
     return Section(
         "Arms",
         [
@@ -292,6 +331,74 @@ def _tokens_section(arms: Sequence[ArmSummary]) -> Section:
             "question). Cache read: the share of input tokens read from the provider's prompt cache."
         ],
     )
+
+
+def _cost_section(arms: Sequence[ArmSummary], prices: Sequence[PriceRow] = ()) -> Section:
+    """What each arm cost in US dollars, per role, and (when a cache served answers) what caches
+    saved; the prices as notes."""
+    roles = sorted({r for a in arms if a.cost for r in a.cost.by_role}, key=_role_order)
+    cached = any(a.cost is not None and a.cost.saved_by_cache > 0 for a in arms)
+    rows = []
+    for arm in arms:
+        cost = arm.cost
+        if cost is None:
+            rows.append([arm.arm, "not recorded", *["" for _ in roles], *(["", ""] if cached else [])])
+            continue
+        unknown = bool(cost.unpriced)
+        row = [
+            arm.arm,
+            PRICE_UNKNOWN if unknown else usd(cost.total),
+            PRICE_UNKNOWN if unknown else median_p90(cost.per_question, usd),
+            *[usd(cost.by_role[role]) if role in cost.by_role else "–" for role in roles],
+        ]
+        if cached:
+            row += [usd(cost.saved_by_cache), PRICE_UNKNOWN if unknown else usd(cost.uncached_total)]
+        rows.append(row)
+    notes = [price_note(row) for row in prices]
+    for arm in arms:
+        if arm.cost and arm.cost.unpriced:
+            notes.append(
+                f"{arm.arm}: price unknown for {', '.join(arm.cost.unpriced)}: give it one with [model] price "
+                "(USD per million tokens); the role columns count priced calls only."
+            )
+    notes.append(
+        "Cost (USD): every role's tokens at the prices above (docab.pricing), per role in all"
+        + (
+            "; saved by cache: what answers served from a cache cost when first computed, not spent by "
+            "this run; uncached cost: the two together."
+            if cached
+            else "."
+        )
+    )
+    headers = ["arm", "Cost (USD)", "per question median (p90)", *roles]
+    if cached:
+        headers += ["saved by cache", "uncached cost"]
+    return Section("Cost (USD)", headers, rows, notes)
+
+
+def _unpriced(arm: ArmSummary | None) -> bool:
+    return arm is not None and arm.cost is not None and bool(arm.cost.unpriced)
+
+
+def price_note(row: PriceRow) -> str:
+    """One model's price as a sentence citing its source and date."""
+    if row.origin == "unknown":
+        return f"{row.model}: price unknown (not in docab's price table; set [model] price)."
+    if row.origin in ("offline policy", "local server"):
+        return f"{row.model}: free ({row.origin})."
+    figures = (
+        f"${row.input:g} input, ${row.cached_input:g} cached input, ${row.cache_write:g} cache write, "
+        f"${row.output:g} output per million tokens"
+        if _ok(row.input) and _ok(row.cached_input) and _ok(row.cache_write) and _ok(row.output)
+        else "no figures"
+    )
+    where = (
+        "from the run's config"
+        if row.origin == "config" and not row.source
+        else f"source {row.source or 'not given'}, {row.date or 'undated'}"
+    )
+    note = f"; {row.note}" if row.note else ""
+    return f"{row.model}: {figures} ({where}{note})."
 
 
 def _time_section(arms: Sequence[ArmSummary]) -> Section:
@@ -403,6 +510,22 @@ def _comparison_section(
             ]
             for estimate in itt.prompt_cache
         ],
+    ]
+    if itt.cost is not None:
+        spent = itt.cost
+        rows.append(
+            [
+                "Cost (USD)/q (median)",
+                usd(spent.a.median),
+                usd(spent.b.median),
+                difference(spent.difference, signed_usd, "") + " (mean)",
+                f"Wilcoxon {p_value(spent.wilcoxon.p_value)}",
+                ratio(spent.ratio),
+            ]
+        )
+    elif any(_unpriced(arms.get(x)) for x in (a, b)):
+        rows.append(["Cost (USD)/q", PRICE_UNKNOWN, PRICE_UNKNOWN, "", "", ""])
+    rows += [
         [
             "Wall time/q (median)",
             seconds(latency.a.median),
@@ -605,7 +728,8 @@ def print_console(summary: Summary, console: Console | None = None) -> None:
         console.print(Panel(f"Floor: an arm in this run is an {summary.label}.", style="yellow"))
     print_sections(sections(summary), console)
     for warning in summary.warnings:
-        console.print(f"warning: {warning}", style="yellow")
+        loud = warning.startswith("EXTRACTION FAILED")
+        console.print(f"warning: {warning}", style="bold red" if loud else "yellow")
     console.print(METHOD_NOTE, style="dim")
 
 

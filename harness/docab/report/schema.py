@@ -9,7 +9,8 @@ Conventions, for every model below:
 - a number is None (JSON ``null``) where it is undefined: an interval from one document, a
   ratio without a usable pair, a median of nothing. NaN and infinities never reach the JSON;
 - every interval is at ``Summary.confidence`` (95 %) and names its ``method``;
-- tokens and seconds are per question, epochs averaged first, all roles unless a role is named.
+- tokens, seconds and US dollars are per question, epochs averaged first, all roles unless a role
+  is named.
 
 Versions (``SUMMARY_VERSION``, the ``version`` field):
 
@@ -24,10 +25,14 @@ Versions (``SUMMARY_VERSION``, the ``version`` field):
    evidence ``precision``; the MDE is ``{planned, observed, resolvable, bounded, statement}``; the
    sensitivity view drops every non-ok status and counts them (``dropped_by_status``);
    ``reference_rows`` and ``breakdown_note`` are new; ``resamples`` and ``seed`` are gone.
-4. this schema (issue 24): evidence ``recall`` counts pages read calls opened (no longer pages
+4. issue 24: evidence ``recall`` counts pages read calls opened (no longer pages
    only search results showed) and ``recall_seen`` counts search results too; below 30 documents
    paired differences and ratios use the sign-flip test (method ``sign-flip``, ``sign_flip``);
    ``prompt_cache`` compares tokens under each provider's prompt caching (estimates).
+5. this schema (issue 28): US dollars: an arm's ``cost``, a comparison's ``cost`` (B/A ratio with
+   its interval, as for tokens) and the summary's ``prices`` (each model's price, source and date).
+   Also (issue 23, optional, defaulting to zeros): an arm's ``extraction`` counts the answer
+   extraction's unparsable replies and the prose answers taken through it.
 
 Reading a file: :func:`parse_summary` (raises :class:`SummaryFormatError` with a message fit to show).
 
@@ -45,7 +50,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-SUMMARY_VERSION: Literal[4] = 4
+SUMMARY_VERSION: Literal[5] = 5
 
 
 def _finite_or_none(value: object) -> object:
@@ -139,6 +144,21 @@ class EvidenceSummary(SchemaModel):
     tokens_per_evidence_page: Number  # all tokens over evidence pages found; None when none found
 
 
+class ExtractionSummary(SchemaModel):
+    """The benchmark's answer extraction in an arm (role ``extractor``): how many records it ran
+    on (``of``), how many of its replies could not be parsed (``failed``: the record is ``ok``,
+    its answer "Failed to extract", score 0), and how many were a ``submit_tool`` sample's prose
+    answer taken through it after the model never submitted (``prose_fallback``)."""
+
+    of: int = 0
+    failed: int = 0
+    prose_fallback: int = 0
+
+    @property
+    def failed_share(self) -> float:
+        return self.failed / self.of if self.of else 0.0
+
+
 class NotAnswerableSummary(SchemaModel):
     """How an arm used the answer "Not answerable" (epochs averaged per question)."""
 
@@ -157,6 +177,33 @@ class TokenSummary(SchemaModel):
     tool_definition_tokens: (
         int | None
     )  # what the arm's tool definitions cost on every call (from the manifest)
+
+
+class CostSummary(SchemaModel):
+    """What an arm's model calls cost in US dollars (``docab.pricing``), per question epochs
+    averaged. Calls of a model without a known price count in no figure: ``unpriced`` names them,
+    and ``total`` and ``per_question`` are then None rather than a silent 0."""
+
+    total: Number  # USD over every record of the arm; None when a price is unknown
+    per_question: Spread | None  # USD per question; None when a price is unknown
+    by_role: dict[str, float]  # USD over the arm's records per role, priced calls only
+    unpriced: list[str]  # models whose calls have no known price
+    saved_by_cache: float  # USD that answers served from a cache cost when first computed
+    uncached_total: Number  # total + saved_by_cache: what the run would cost without the caches
+
+
+class PriceRow(SchemaModel):
+    """The price a model's calls were charged (USD per million tokens) and where it comes from."""
+
+    model: str
+    origin: Literal["config", "offline policy", "local server", "table", "unknown"]
+    input: Number = None
+    cached_input: Number = None
+    cache_write: Number = None
+    output: Number = None
+    source: str = ""
+    date: str = ""
+    note: str = ""
 
 
 class TimeSummary(SchemaModel):
@@ -201,6 +248,9 @@ class ArmSummary(SchemaModel):
     tool_calls: ToolCallSummary
     retries: int  # model-call retries over the arm's records
     answer_protocols: dict[str, int]  # records by answer path (submit_tool, extraction)
+    cost: CostSummary | None = None  # USD (version 5 on)
+    # The answer extraction's failures and prose fallbacks; optional (summaries written before it read as 0).
+    extraction: ExtractionSummary = ExtractionSummary()
 
 
 # -- paired comparisons -----------------------------------------------------------------------------------
@@ -328,6 +378,7 @@ class PairedResults(SchemaModel):
     # tokens again under each provider's prompt caching (estimates; uncached: ``tokens``)
     prompt_cache: list[PromptCacheEstimate] = []
     tokens_estimated: bool = False  # token counts are the offline policy's estimates
+    cost: CostComparison | None = None  # USD per question; None when a price is unknown (version 5 on)
 
 
 class DroppedStatus(SchemaModel):
@@ -414,7 +465,7 @@ class Breakdown(SchemaModel):
 class Summary(SchemaModel):
     """A run's report: ``summary.json``."""
 
-    version: Literal[4] = SUMMARY_VERSION
+    version: Literal[5] = SUMMARY_VERSION
     runs: list[str]  # the run folders it was computed from
     run_id: str
     floor: bool  # an arm is an offline baseline policy
@@ -427,6 +478,7 @@ class Summary(SchemaModel):
     breakdowns: list[Breakdown]  # empty when not computed (docab compare)
     breakdown_note: str  # how many cells, and that their intervals are unadjusted
     warnings: list[str]
+    prices: list[PriceRow] = []  # the price of every model the records used (version 5 on)
 
     def arm(self, name: str) -> ArmSummary | None:
         return next((a for a in self.arms if a.arm == name), None)

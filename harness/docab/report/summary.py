@@ -19,7 +19,9 @@ Conventions, from ../shared/specs/harness.md and mmlongbench.md:
   gold evidence pages the agent read, precision the share of the pages read that are evidence;
 - every interval is the cluster-robust t of :mod:`docab.report.stats`, with documents as clusters;
   breakdown cells are unadjusted for their number, and say so;
-- tokens are per question, all roles (agent, tool-side, extractor) unless a role is named;
+- tokens are per question, all roles (agent, tool-side, extractor) unless a role is named, and so
+  are US dollars (``docab.pricing``: a record's cost as written, or its usage priced by the table);
+  a model without a known price makes a cost unknown (None), never 0;
 - a run of an offline baseline policy (``baseline/...``) is labelled a floor everywhere.
 
 The summary's schema (``summary.json``, versioned) is :mod:`docab.report.schema`: this module is
@@ -38,8 +40,10 @@ from pathlib import Path
 import numpy as np
 
 from docab.interchange import is_inspect_source
+from docab.log.cost import SampleCost
 from docab.log.manifest import ArmManifest, Manifest, ManifestError, ModelsInfo, load_manifest
-from docab.log.records import RunRecord
+from docab.log.records import PROSE_FALLBACK, RunRecord
+from docab.pricing import manifest_prices, record_cost
 from docab.report import prompt_cache, schema, signflip, stats
 
 NOT_ANSWERABLE = "Not answerable"
@@ -126,6 +130,12 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
             records[record.key] = record
     if duplicates:
         warnings.append(f"{duplicates} record(s) appeared more than once; the last copy of each was kept")
+    if manifest is not None and manifest.merged_from:
+        from docab.log.merge import merged_coverage
+
+        coverage = merged_coverage(manifest)
+        if not coverage.complete:
+            warnings.append(f"a partial run (docab merge --allow-partial): {coverage.describe()}")
     if not records:
         raise ReportError(f"no run records in {', '.join(str(s) for s in sources)}")
     return RunData(sources, manifest or Manifest(), tuple(records.values()), tuple(warnings))
@@ -148,7 +158,7 @@ def load_inspect_logs(sources: Sequence[Path]) -> RunData:
         raise ReportError(f"no samples in the Inspect logs {', '.join(str(s) for s in sources)}")
     manifest = Manifest(
         run_id=logs.run_id,
-        arms=tuple(ArmManifest(name=arm) for arm in logs.arms),
+        arms=logs.arm_configs or tuple(ArmManifest(name=arm) for arm in logs.arms),
         models=ModelsInfo(agent=logs.models[0] if len(logs.models) == 1 else ", ".join(logs.models)),
     )
     return RunData(tuple(sources), manifest, logs.records, logs.warnings)
@@ -211,6 +221,8 @@ class QuestionOutcome:
     # Input-equivalent tokens under each provider's prompt caching (docab.report.prompt_cache)
     tokens_with_cache: dict[str, float] = field(default_factory=dict, compare=False)
     tokens_estimated: bool = False  # the usage is the offline policy's estimate, not a provider's
+    cost_usd: float = math.nan  # US dollars, every role (docab.pricing); NaN when a price is unknown
+    cost_saved_usd: float = 0.0  # what answers served from a cache cost when first computed
 
     @property
     def unfinished(self) -> str | None:
@@ -302,7 +314,13 @@ def summarise_question(records: Sequence[RunRecord]) -> QuestionOutcome:
             for name, rule in prompt_cache.PROMPT_CACHE_RULES.items()
         },
         tokens_estimated=any(prompt_cache.is_estimated(r.usage) for r in records),
+        cost_usd=per_epoch_mean(lambda r: _usd(record_cost(r))),
+        cost_saved_usd=per_epoch_mean(lambda r: record_cost(r).cached_usd),
     )
+
+
+def _usd(cost: SampleCost) -> float:
+    return math.nan if cost.total is None else cost.total
 
 
 def question_outcomes(records: Iterable[RunRecord]) -> dict[str, dict[str, QuestionOutcome]]:
@@ -451,7 +469,89 @@ def arm_summary(
         ),
         retries=sum(r.retries for r in records),
         answer_protocols=dict(Counter(r.answer_protocol for r in records)),
+        cost=cost_summary(items, records),
+        extraction=extraction_summary(records),
     )
+
+
+def cost_summary(items: Sequence[QuestionOutcome], records: Sequence[RunRecord]) -> schema.CostSummary:
+    """What an arm cost in US dollars: in all, per question, per role, and what caches saved."""
+    costs = [record_cost(r) for r in records]
+    unpriced = sorted({m for c in costs for m in c.unpriced})
+    by_role: dict[str, float] = {}
+    for cost in costs:
+        for role, usd in cost.by_role.items():
+            by_role[role] = by_role.get(role, 0.0) + usd
+    saved = sum(c.cached_usd for c in costs)
+    total = None if unpriced else sum(c.priced for c in costs)
+    return schema.CostSummary(
+        total=total,
+        per_question=None if unpriced else spread(o.cost_usd for o in items),
+        by_role=by_role,
+        unpriced=unpriced,
+        saved_by_cache=saved,
+        uncached_total=None if total is None else total + saved,
+    )
+
+
+def price_rows(records: Iterable[RunRecord], manifest: Manifest) -> list[schema.PriceRow]:
+    """The price of every model the records' calls used (cached answers' too), as the run's
+    config (manifest) and docab's price table give it."""
+    book = manifest_prices(manifest)
+    models = sorted(
+        {
+            u.model
+            for r in records
+            for u in (*r.usage, *r.cached_tool_usage, *r.cached_model_usage)
+            if u.model and (u.total or u.cached_original() is not None)  # a call of no tokens costs 0
+        }
+    )
+    rows = []
+    for model in models:
+        quote = book.quote(model)
+        price = quote.price
+        rows.append(
+            schema.PriceRow(
+                model=model,
+                origin=quote.origin,
+                input=price.input if price else None,
+                cached_input=(price.cached_input if price.cached_input is not None else price.input)
+                if price
+                else None,
+                cache_write=(price.cache_write if price.cache_write is not None else price.input)
+                if price
+                else None,
+                output=price.output if price else None,
+                source=price.source if price else "",
+                date=price.date if price else "",
+                note=price.note if price else "",
+            )
+        )
+    return rows
+
+
+def extraction_summary(records: Sequence[RunRecord]) -> schema.ExtractionSummary:
+    """How the benchmark's answer extraction went in an arm's records (every epoch counted)."""
+    return schema.ExtractionSummary(
+        of=sum(r.extraction_ran for r in records),
+        failed=sum(r.extraction_failed for r in records),
+        prose_fallback=sum(r.answer_path == PROSE_FALLBACK for r in records),
+    )
+
+
+EXTRACTION_WARN_SHARE = 0.10  # above this share of extracted answers unparsable, the report warns
+
+
+def extraction_warnings(arms: Sequence[schema.ArmSummary]) -> list[str]:
+    """A loud warning per arm whose answer extraction failed on more than 10 % of its answers:
+    a misconfigured extractor looks like a model scoring 0."""
+    return [
+        f"EXTRACTION FAILED on {arm.extraction.failed} of {arm.extraction.of} answers of arm {arm.arm} "
+        f'({arm.extraction.failed_share:.0%}): they score 0 as "Failed to extract"; check the extractor '
+        "model ([answer] extractor) and its replies in the transcripts before reading the scores"
+        for arm in arms
+        if arm.extraction.of and arm.extraction.failed_share > EXTRACTION_WARN_SHARE
+    ]
 
 
 def not_answerable_summary(answered: np.ndarray, answerable: np.ndarray) -> schema.NotAnswerableSummary:
@@ -519,6 +619,19 @@ def paired_data(
         latency_a=column(a, "wall_time_s"),
         latency_b=column(b, "wall_time_s"),
     )
+
+
+def paired_cost(
+    a: Mapping[str, QuestionOutcome], b: Mapping[str, QuestionOutcome], qids: Sequence[str]
+) -> schema.CostComparison | None:
+    """US dollars per question of both arms on the paired questions, with the B/A ratio and its
+    cluster-robust interval; None when a question's cost is unknown in either arm."""
+    cost_a = np.array([a[q].cost_usd for q in qids])
+    cost_b = np.array([b[q].cost_usd for q in qids])
+    if not qids or not (np.isfinite(cost_a).all() and np.isfinite(cost_b).all()):
+        return None
+    clusters = np.array([a[q].doc_id for q in qids], dtype=object)
+    return cost_comparison(stats.compare_costs(cost_a, cost_b, clusters))
 
 
 def mde_statement(analysis: stats.PairedAnalysis, plan: stats.PlanningAssumptions | None = None) -> str:
@@ -656,9 +769,11 @@ def compare_arms(
         )
     analysis = stats.paired_analysis(paired_data(a, b, common))
     evidence = evidence_comparison(a, b, common)
+    usd = paired_cost(a, b, common)
     overhead = [b[q].first_call_input - a[q].first_call_input for q in common]
     itt = paired_results(analysis, evidence).model_copy(
         update={
+            "cost": usd,
             "prompt_cache": prompt_cache_estimates(a, b, common),
             "tokens_estimated": any(a[q].tokens_estimated or b[q].tokens_estimated for q in common),
         }
@@ -948,7 +1063,7 @@ def build_report(
     arm_summaries = [arm_summary(a, outcomes[a], by_arm[a], run.manifest) for a in order]
     comparisons = [compare_arms(reference, a, outcomes[reference], outcomes[a]) for a in order[1:]]
     floor = any(s.floor for s in arm_summaries)
-    warnings = list(run.warnings)
+    warnings = list(run.warnings) + extraction_warnings(arm_summaries)
     absent = [a for a in run.manifest.arm_names if a not in outcomes]
     if absent and not arms:
         warnings.append(
@@ -983,6 +1098,7 @@ def build_report(
         breakdowns=rows,
         breakdown_note=breakdown_note(rows),
         warnings=warnings,
+        prices=price_rows(run.records, run.manifest),
     )
     return Report(summary=summary, outcomes={a: outcomes[a] for a in order})
 

@@ -10,6 +10,7 @@ sessions of MCP servers declared ``scope = "worker"``.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,10 @@ from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession
 from docab.config import ArmConfig, BudgetConfig, MCPServerConfig, RunConfig
 from docab.log.store import RunStore
 from docab.models.base import Model
+from docab.pricing import PriceBook
+from docab.runner.breaker import CircuitBreaker
 from docab.runner.progress import ProgressSink
+from docab.runner.spend import SpendGuard
 from docab.runner.workspace import DocumentPool, WorkspaceSlot
 
 Scorer = Callable[[str, str, str], float]  # (gold, prediction, answer_format) -> score in [0, 1]
@@ -49,6 +53,15 @@ def server_specs(config: RunConfig, names: Iterable[str] | None = None) -> dict[
     """The specs of the servers ``names`` (default: every server the config defines)."""
     wanted = config.mcp_servers if names is None else names
     return {name: server_spec(name, config.mcp_servers[name]) for name in wanted}
+
+
+def price_book(config: RunConfig) -> PriceBook:
+    """The run's prices: its agent's and extractor's ``price`` (or 0 for an offline policy or a
+    local server), then the shipped table."""
+    models = [config.model]
+    if config.answer.protocol == "extraction":
+        models.append(config.extractor_model)
+    return PriceBook.for_models(models)
 
 
 def output_budget(config: BudgetConfig, provider: str = "") -> OutputBudget:
@@ -81,6 +94,14 @@ class RunContext:
     # Samples run again (--retry-errors): how many records each already has. A retry's transcript
     # goes to a file of its own, so the errored attempt's transcript is kept.
     attempts: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # What the run's calls cost (docab.pricing); default: the config's models' prices and the table.
+    prices: PriceBook | None = None
+    # The spend cap's book-keeping (docab.runner.spend), when the run has one.
+    spend: SpendGuard | None = None
+    # Watches every model call and stops the run when the endpoint is gone (docab.runner.breaker);
+    # None: never stops (library callers that drive samples themselves).
+    breaker: CircuitBreaker | None = None
+    clock: Callable[[], float] = time.monotonic
     budget: OutputBudget = field(init=False)
     _logs: dict[str, TextIO] = field(default_factory=dict)
     _closing: set[asyncio.Task[None]] = field(default_factory=set)
@@ -91,6 +112,8 @@ class RunContext:
         if self.config.answer.protocol == "extraction" and self.extractor is None:
             raise ValueError("the extraction protocol needs an answer extractor")
         self.budget = output_budget(self.config.output_budget, self.config.model.provider)
+        if self.prices is None:
+            self.prices = price_book(self.config)
 
     def system_prompt(self, arm: ArmConfig) -> str:
         return self.config.system_prompt(arm, protocol_instructions(self.config.answer.protocol))

@@ -25,6 +25,7 @@ Errors are :class:`docab.errors.DocabError`\\ s worded for the library's own ter
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import shutil
@@ -47,14 +48,18 @@ from docab.log.manifest import ArmManifest, DatasetInfo, EndpointInfo, Manifest,
 from docab.log.records import RunRecord
 from docab.log.store import RunStore, StoreError, manifest_for, session_info, utc_now
 from docab.models.base import Model, ModelError
+from docab.models.cache import shared_cache
 from docab.models.completion_adapter import CompletionAdapter
 from docab.models.preflight import check_endpoints, describe
 from docab.models.registry import build_model
-from docab.runner.context import RunContext, Scorer, server_specs
+from docab.pricing import PriceBook
+from docab.runner.breaker import BreakerSettings, CircuitBreaker
+from docab.runner.context import RunContext, Scorer, price_book, server_specs
 from docab.runner.dataset import Dataset, Sample, load_dataset
-from docab.runner.failures import ERRORED, ErrorTally, tally_errors
+from docab.runner.failures import ErrorTally, counts_as_error, tally_errors
 from docab.runner.progress import ProgressSink, ProgressState, progress_for, totals_per_arm
 from docab.runner.schedule import WorkUnit, in_shard, newest_per_key, plan, spread_over_documents
+from docab.runner.spend import SpendGuard, SpendStop
 from docab.runner.workers import run_units
 from docab_benchmark.mmlongbench.errors import DataError
 from docab_benchmark.mmlongbench.extraction import load_prompt
@@ -80,6 +85,7 @@ class RunRequest:
     preflight: bool = True  # check every model endpoint with one cheap request before any sample
     overrides: tuple[str, ...] = ()  # KEY=VALUE changes already applied to ``config``, for the manifest
     wait: bool = False  # when another process writes the run folder: wait for it (else refuse)
+    max_cost: float | None = None  # USD the whole run may spend (docab.runner.spend); default: the config's
 
     def __post_init__(self) -> None:
         for name, value in (
@@ -90,6 +96,8 @@ class RunRequest:
         ):
             if value is not None and value < 1:
                 raise RunError(f"{name} must be at least 1, got {value}")
+        if self.max_cost is not None and not self.max_cost > 0:
+            raise RunError(f"max_cost must be a positive number of US dollars, got {self.max_cost}")
         if self.limit is not None and self.first is not None:
             raise RunError("give limit or first, not both (limit spreads over documents, first does not)")
         if self.shard is not None:
@@ -119,6 +127,7 @@ class RunOutcome:
     ran: int  # samples run in this invocation
     skipped: int  # samples already recorded
     retried: int = 0  # of ``ran``: samples run again because their newest record was an error
+    spend_stop: SpendStop | None = None  # the spend cap stopped the run before its last sample
 
     def errors(self) -> ErrorTally:
         """The samples that ended in an error or timeout, and why (``docab.runner.failures``)."""
@@ -139,6 +148,7 @@ async def run_async(
     retry_errors: bool = False,
     wait: bool = False,
     overrides: Sequence[str] = (),
+    max_cost: float | None = None,
     dataset: Dataset | None = None,
     model: Model | None = None,
     scorer: Scorer | None = None,
@@ -153,7 +163,9 @@ async def run_async(
     resumes it, and ``retry_errors`` runs its errored and timed-out samples again. One process
     writes a run folder at a time: another one's run raises :class:`~docab.log.lock.RunBusy`, or
     is waited for with ``wait``. ``limit``
-    spreads that many questions over the documents; ``first`` takes the first ones.
+    spreads that many questions over the documents; ``first`` takes the first ones. ``max_cost``
+    (USD; default the config's) stops the run before a sample that would take it over
+    (:mod:`docab.runner.spend`; the outcome's ``spend_stop`` says so).
     ``dataset``, ``model``, ``scorer`` and ``progress`` replace what the config would build
     (tests and notebooks inject them). Raises a :class:`~docab.errors.DocabError` (a
     ``ConfigError``, ``DatasetError`` or ``RunError``) when the run cannot start or go on.
@@ -176,6 +188,7 @@ async def run_async(
         retry_errors=retry_errors,
         wait=wait,
         overrides=tuple(str(o) for o in overrides),
+        max_cost=max_cost,
     )
     return await launch_async(
         request, dataset=dataset, model=model, scorer=scorer, progress=progress, say=say
@@ -196,6 +209,7 @@ def run(
     retry_errors: bool = False,
     wait: bool = False,
     overrides: Sequence[str] = (),
+    max_cost: float | None = None,
     dataset: Dataset | None = None,
     model: Model | None = None,
     scorer: Scorer | None = None,
@@ -219,6 +233,7 @@ def run(
             retry_errors=retry_errors,
             wait=wait,
             overrides=overrides,
+            max_cost=max_cost,
             dataset=dataset,
             model=model,
             scorer=scorer,
@@ -291,6 +306,7 @@ async def launch_async(
     extractor = (
         _build_extractor(config, model, dataset.extraction_prompt, injected=injected)
         if config.answer.protocol == "extraction"
+        or (config.answer.prose_fallback_after and not model.is_baseline)
         else None
     )
     models = _distinct([model, extractor.model if extractor else None])
@@ -376,6 +392,12 @@ async def _launch_with_models(
     if existing is not None:
         for change in endpoint_changes(last_endpoints(existing), session.endpoints):
             say(f"note: {change} since the run's last session (recorded in the manifest's sessions)")
+    spend = spend_guard(request, config, price_book(config), store.records())  # raises before any call
+    if spend is not None:
+        say(f"spend cap: ${spend.cap:.2f} for the whole run; ${spend.spent:.4f} spent so far")
+    if any(m.cache and m.provider != "baseline" for m in (config.model, config.extractor_model)):
+        # Opened now, so an unusable folder stops the run before any sample (CacheError is a RunError).
+        say(f"response cache: {shared_cache().directory}")
     endpoints = [line for line in map(describe, models) if line]
     if endpoints:
         say("models: " + "; ".join(endpoints))
@@ -451,6 +473,8 @@ async def _run_work(
 ) -> RunOutcome:
     written, redo, kept, units, todo = work.written, work.redo, work.kept, work.units, work.todo
     attempts = Counter(r.key for r in written if r.key in redo)
+    prices = price_book(config)
+    spend = spend_guard(request, config, prices, store.records())  # again, under the folder's lock
     ctx = RunContext(
         run_id=request.run_id,
         config=config,
@@ -462,6 +486,9 @@ async def _run_work(
         server_specs=specs,
         attempts=dict(attempts),
         on_scratch=lock.add_scratch,
+        prices=prices,
+        spend=spend,
+        breaker=breaker_for(config),
     )
     ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, questions, epochs), kept))
     try:
@@ -474,7 +501,45 @@ async def _run_work(
         ctx.progress.stop()
         store.write_manifest((store.read_manifest() or manifest).finished(utc_now()))
     records = newest_per_key(r for r in store.records() if r.key in wanted)
+    stop = spend.stop() if spend is not None else None
+    if spend is not None and stop is not None:
+        stop = dataclasses.replace(stop, not_started=todo - spend.started)
+        return RunOutcome(
+            request.folder, records, spend.started, len(kept), retried=len(redo), spend_stop=stop
+        )
     return RunOutcome(request.folder, records, todo, len(kept), retried=len(redo))
+
+
+def spend_guard(
+    request: RunRequest, config: RunConfig, prices: PriceBook, records: Iterable[RunRecord]
+) -> SpendGuard | None:
+    """The run's spend cap (the request's, else the config's), counting what every record of the
+    run cost so far; None without a cap. Raises RunError when a model of the run has no known
+    price: its calls would not count, and the cap would not hold."""
+    cap = request.max_cost if request.max_cost is not None else config.max_cost
+    if cap is None:
+        return None
+    models = [config.model] + ([config.extractor_model] if config.answer.protocol == "extraction" else [])
+    unknown = [m.name for m in models if not prices.quote(m.name).known]
+    if unknown:
+        raise RunError(
+            f"a spend cap needs the price of every model, and {', '.join(unknown)} has none in docab's "
+            "price table: give it one in the config ([model] price = { input = ..., output = ... }, "
+            "USD per million tokens)"
+        )
+    return SpendGuard.from_costs(
+        cap,
+        (
+            (r.arm, r.cost or prices.sample_cost(r.usage, r.cached_tool_usage + r.cached_model_usage))
+            for r in records
+        ),
+    )
+
+
+def breaker_for(config: RunConfig) -> CircuitBreaker:
+    """The run's circuit breaker, from ``[breaker]``."""
+    table = config.breaker
+    return CircuitBreaker(BreakerSettings(table.enabled, table.failures, table.window_s))
 
 
 def _take(lock: RunLock, request: RunRequest, say: Say) -> None:
@@ -498,10 +563,13 @@ def _take(lock: RunLock, request: RunRequest, say: Say) -> None:
 def _nothing_to_run(
     store: RunStore, manifest: Manifest, session: Session, request: RunRequest, work: _Work, say: Say
 ) -> RunOutcome:
-    errored = sum(r.status in ERRORED for r in work.recorded)
-    retry = (
-        f"; {errored} of them ended in an error or timeout: --retry-errors runs them again" if errored else ""
+    errored = sum(counts_as_error(r) for r in work.recorded)
+    how = (
+        "an error, a timeout or a failed answer extraction"
+        if any(r.extraction_failed for r in work.recorded)
+        else "an error or timeout"
     )
+    retry = f"; {errored} of them ended in {how}: --retry-errors runs them again" if errored else ""
     begun = _begin(store, manifest, session, request)
     store.write_manifest(begun.finished(utc_now()))
     say(f"{request.folder}: all {len(work.recorded)} samples are already recorded; nothing to run{retry}")
@@ -532,7 +600,7 @@ def _work_left(
 ) -> _Work:
     written = [r for r in store.records() if r.key in wanted]
     recorded = newest_per_key(written)
-    redo = {r.key for r in recorded if r.status in ERRORED} if retry_errors else set()
+    redo = {r.key for r in recorded if counts_as_error(r)} if retry_errors else set()
     kept = [r for r in recorded if r.key not in redo]
     units = plan(samples, arms, epochs=epochs, seed=seed, done={r.key for r in kept})
     return _Work(written, recorded, redo, kept, units, sum(len(u.arms) for u in units))

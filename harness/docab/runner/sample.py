@@ -34,14 +34,17 @@ from pathlib import Path
 
 from docab.agent.answer import NOT_ANSWERABLE, Extraction
 from docab.agent.evidence import PageMap, ReadTracker, page_spans
-from docab.agent.loop import AgentTrace, run_agent
+from docab.agent.loop import AgentTrace, CallObserver, run_agent
 from docab.agent.toolbox.base import Tool
 from docab.agent.toolbox.mcp_session import MCPSession, MCPStartError
 from docab.config import ArmConfig
 from docab.log.events import AnswerEvent, json_value
-from docab.log.records import RunRecord, Status
+from docab.log.records import PROSE_FALLBACK, RunRecord, Status
 from docab.log.store import SampleTranscript, utc_now
 from docab.log.transcript import transcript_path
+from docab.models.base import ModelError
+from docab.models.cache import EPOCH
+from docab.pricing import PriceBook
 from docab.runner.context import RunContext, Worker
 from docab.runner.dataset import Sample
 from docab.runner.workspace import WorkspaceError
@@ -55,6 +58,7 @@ class Answer:
     extracted: str = ""
     extraction: Extraction | None = None  # under the extraction protocol, when the extractor ran
     error: str | None = None  # the extractor failed: the sample is an error
+    path: str = ""  # RunRecord.answer_path: "prose-fallback", or "" for the protocol's own path
 
 
 @dataclass
@@ -92,6 +96,7 @@ async def run_sample(
     ctx = worker.ctx
     arm = ctx.config.arm(arm_name)
     state = SampleRun(sample, epoch, arm, system=ctx.system_prompt(arm))
+    epoch_scope = EPOCH.set(epoch)  # the response cache keys sampled replies by epoch
     try:
         document = await place_document(worker, sample)
         state.tracker = ReadTracker(page_map(ctx, sample, document), workspace_root=str(worker.root))
@@ -117,6 +122,7 @@ async def run_sample(
         state.status = "error"
     finally:
         release_sessions(ctx, state)
+        EPOCH.reset(epoch_scope)
     if state.status != "ok":
         state.score = 0.0
     return build_record(ctx, state, now=time.perf_counter()), build_transcript(ctx, state)
@@ -197,18 +203,41 @@ async def run_the_agent(ctx: RunContext, state: SampleRun) -> AgentTrace:
         limits=ctx.config.limits,
         budget=ctx.budget,
         tracker=state.tracker,
+        on_call=call_observer(ctx, (state.arm.name, state.sample.qid, state.epoch)),
+        prose_fallback_after=ctx.config.answer.prose_fallback_after if ctx.extractor is not None else 0,
     )
+
+
+def call_observer(ctx: RunContext, key: tuple[str, str, int]) -> CallObserver | None:
+    """Tells the run's circuit breaker how each model call of the sample ``key`` went."""
+    breaker = ctx.breaker
+    if breaker is None:
+        return None
+
+    def observe(error: ModelError | None) -> None:
+        if error is None:
+            breaker.success()
+        else:
+            breaker.failure(key, error.kind, str(error), ctx.clock())
+
+    return observe
 
 
 # -- 6. answer --------------------------------------------------------------------------------------
 
 
 async def obtain_answer(ctx: RunContext, sample: Sample, trace: AgentTrace) -> Answer:
-    """The answer by the run's protocol. A sample that did not finish keeps what it said last."""
+    """The answer by the run's protocol. A sample that did not finish keeps what it said last. Under
+    ``submit_tool``, a model that kept answering in prose past its reminders has its last prose
+    answer extracted (answer path ``prose-fallback``)."""
     if trace.status != "ok":
         if trace.submission is not None:
             return Answer(raw=trace.submission.answer)
         return Answer(raw=trace.final_text)
+    if ctx.config.answer.protocol == "submit_tool" and trace.prose_fallback:
+        assert ctx.extractor is not None  # the loop falls back to prose only with an extractor
+        extraction = await ctx.extractor.extract(sample.question, trace.final_text)
+        return Answer(trace.final_text, extraction.answer, extraction, extraction.error, PROSE_FALLBACK)
     if ctx.config.answer.protocol == "submit_tool":
         assert trace.submission is not None  # an ok trace under submit_tool has submitted
         submission = trace.submission
@@ -234,6 +263,10 @@ def score_of(ctx: RunContext, sample: Sample, status: Status, answer: Answer) ->
 
 def build_record(ctx: RunContext, state: SampleRun, *, now: float) -> RunRecord:
     sample, trace, tracker, extraction = state.sample, state.trace, state.tracker, state.answer.extraction
+    usage = tuple(trace.usage if trace else ()) + (extraction.usage if extraction else ())
+    cached_tool_usage = tuple(trace.cached_tool_usage) if trace else ()
+    cached_model_usage = tuple(original for u in usage if (original := u.cached_original()) is not None)
+    prices = ctx.prices or PriceBook()
     return RunRecord(
         run_id=ctx.run_id,
         arm=state.arm.name,
@@ -248,8 +281,9 @@ def build_record(ctx: RunContext, state: SampleRun, *, now: float) -> RunRecord:
         extracted_answer=state.answer.extracted,
         gold=sample.answer,
         answer_format=sample.answer_format,
-        usage=tuple(trace.usage if trace else ()) + (extraction.usage if extraction else ()),
-        cached_tool_usage=tuple(trace.cached_tool_usage) if trace else (),
+        usage=usage,
+        cached_tool_usage=cached_tool_usage,
+        cached_model_usage=cached_model_usage,
         model_time_s=round(trace.model_time_s, 6) if trace else 0.0,
         tool_time_s=round(trace.tool_time_s, 6) if trace else 0.0,
         wall_time_s=round(state.wall_time_s(now), 6),
@@ -267,6 +301,8 @@ def build_record(ctx: RunContext, state: SampleRun, *, now: float) -> RunRecord:
         doc_type=sample.doc_type,
         transcript=sample_transcript_path(ctx, state.arm.name, sample.qid, state.epoch),
         started_at=state.started_at,
+        cost=prices.sample_cost(usage, cached_tool_usage + cached_model_usage),
+        answer_path=state.answer.path,
     )
 
 

@@ -20,11 +20,15 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from docab.log.store import BackgroundWriter
+from docab.log.records import RunRecord
+from docab.log.store import BackgroundWriter, SampleTranscript
+from docab.runner.breaker import CircuitBreaker, RunStopped
 from docab.runner.context import RunContext, Worker
+from docab.runner.failures import ERRORED
 from docab.runner.sample import run_sample
 from docab.runner.schedule import WorkUnit
 from docab.runner.workspace import DocumentPool
@@ -57,7 +61,15 @@ async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: 
         workers = [Worker(ctx, i, parent / f"w{i:03d}", pool) for i in range(count)]
         for worker in workers:
             worker.root.mkdir()
-        await asyncio.gather(*(_work(worker, queue, writer) for worker in workers))
+        state = _RunState(writer)
+        tasks = [asyncio.create_task(_work(worker, queue, state)) for worker in workers]
+        await _supervise(tasks, state)
+        if ctx.breaker is not None and ctx.breaker.open:
+            left = sum(len(unit.arms) for unit in units) - state.written
+            raise RunStopped(
+                ctx.breaker.reason or "the endpoint stopped answering", kept=state.written, left=left
+            )
+        state.flush_all()
     finally:
         await ctx.wait_closed()
         await models.aclose()
@@ -67,7 +79,57 @@ async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: 
         shutil.rmtree(parent, ignore_errors=True)
 
 
-async def _work(worker: Worker, queue: asyncio.Queue[WorkUnit], writer: BackgroundWriter) -> None:
+@dataclass
+class _RunState:
+    """What the workers share: the writer, a count of samples written, and the records held back
+    while their sample is part of a streak of connection failures (written when the endpoint answers
+    again, dropped when the breaker stops the run: those samples did not get a fair try)."""
+
+    writer: BackgroundWriter
+    written: int = 0
+    held: list[tuple[RunRecord, SampleTranscript]] = field(default_factory=list)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def write(self, record: RunRecord, transcript: SampleTranscript) -> None:
+        self.writer.submit(record, transcript)
+        self.written += 1
+
+    def flush(self, breaker: CircuitBreaker) -> None:
+        """Write the held records whose sample is no longer part of the failing streak."""
+        keep = [(r, t) for r, t in self.held if breaker.in_streak(r.key)]
+        for record, transcript in self.held:
+            if not breaker.in_streak(record.key):
+                self.write(record, transcript)
+        self.held = keep
+
+    def flush_all(self) -> None:
+        for record, transcript in self.held:
+            self.write(record, transcript)
+        self.held = []
+
+
+async def _supervise(tasks: list[asyncio.Task[None]], state: _RunState) -> None:
+    """Wait for the workers; when one fails or the breaker opens, cancel the others."""
+    stopper = asyncio.create_task(state.stop.wait())
+    try:
+        pending: set[asyncio.Task[Any]] = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
+            pending.discard(stopper)
+            failed = [t for t in done if t is not stopper and not t.cancelled() and t.exception()]
+            if failed or stopper in done:
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                if failed:
+                    raise failed[0].exception()  # type: ignore[misc]
+                return
+    finally:
+        stopper.cancel()
+
+
+async def _work(worker: Worker, queue: asyncio.Queue[WorkUnit], state: _RunState) -> None:
+    breaker = worker.ctx.breaker
     try:
         while True:
             try:
@@ -75,8 +137,26 @@ async def _work(worker: Worker, queue: asyncio.Queue[WorkUnit], writer: Backgrou
             except asyncio.QueueEmpty:
                 return
             for arm in unit.arms:
+                if breaker is not None and breaker.open:
+                    return
+                spend = worker.ctx.spend
+                if spend is not None and not await spend.admit(arm):
+                    return  # the spend cap: start nothing more (samples in flight finish)
                 record, transcript = await run_sample(worker, unit.sample, unit.epoch, arm)
-                writer.submit(record, transcript)
+                if spend is not None:
+                    spend.finished(arm, record.cost)
+                if breaker is None:
+                    state.write(record, transcript)
+                elif breaker.open:
+                    if record.status not in ERRORED:  # finished before the endpoint went: kept
+                        state.write(record, transcript)
+                    state.stop.set()
+                    return
+                elif record.status in ERRORED and breaker.in_streak(record.key):
+                    state.held.append((record, transcript))
+                else:
+                    state.write(record, transcript)
+                    state.flush(breaker)
                 worker.ctx.progress.update(record)
     finally:
         await worker.close()

@@ -18,9 +18,9 @@ Index layout (``VIEWER_FORMAT``)::
      "questions": [{"qid", "doc_id", "doc_type", "answer_format", "evidence_pages", "evidence_sources",
                     "answerable", "gold", "question", "groups": {dimension: [group...]},
                     "disagree", "versus": {arm: "better" | "worse" | "same"},
-                    "arms": {arm: {"score", "outcome", "tokens", "wall_s", "epochs": [epoch...]}}}]}
+                    "arms": {arm: {"score", "outcome", "tokens", "cost_usd", "wall_s", "epochs": [epoch...]}}}]}
 
-An arm's ``score``, ``tokens`` and ``wall_s`` are averaged over epochs as in the report; each epoch
+An arm's ``score``, ``tokens``, ``cost_usd`` (US dollars; null when a price is unknown) and ``wall_s`` are averaged over epochs as in the report; each epoch
 (``_epoch``) holds one record's outcome, answers, costs and ``transcript`` (the script number) or
 ``transcript_problem``. ``versus`` compares each arm with the reference arm; ``disagree`` is true
 when the arms' scores differ. A question an arm did not run has no entry under ``arms``.
@@ -53,6 +53,7 @@ from docab.log.events import (
 from docab.log.manifest import Manifest
 from docab.log.records import RunRecord
 from docab.log.usage import Usage
+from docab.pricing import record_cost
 from docab.report.plots import breakdown_file
 from docab.report.render import METHOD_NOTE, sections, title
 from docab.report.schema import Summary
@@ -68,8 +69,9 @@ from docab.report.summary import (
 )
 
 VIEWER_FORMAT = "docab-viewer/1"
-OUTCOMES = ("correct", "partial", "wrong", "error", "timeout", "limit")
-"""What became of one sample: its status when not ``ok``, else its score (1, between, 0)."""
+OUTCOMES = ("correct", "partial", "wrong", "unextracted", "error", "timeout", "limit")
+"""What became of one sample: its status when not ``ok``, ``unextracted`` when the answer
+extraction's reply could not be parsed ("Failed to extract", scored 0), else its score (1, between, 0)."""
 FILTER_DIMENSIONS = ("evidence source", "evidence pages", "document type", "answer format")
 QUESTION_PREVIEW_CHARS = 2000
 IMAGE_PATH = re.compile(r"images/[0-9a-f]{64}\.(?:png|jpg|gif|webp|bin)")
@@ -363,6 +365,8 @@ def question_text(events: Sequence[Mapping[str, Any]]) -> str:
 def outcome(record: RunRecord) -> str:
     if record.status != "ok":
         return record.status
+    if record.extraction_failed:  # the answer extraction could not parse its reply: scored 0
+        return "unextracted"
     if record.score >= 1:
         return "correct"
     return "wrong" if record.score <= 0 else "partial"
@@ -373,6 +377,7 @@ def _epoch(record: RunRecord, transcript: TranscriptEntry | None) -> dict[str, A
     for usage in record.usage:
         by_role[usage.role] = by_role.get(usage.role, 0) + usage.total
     recall = evidence_recall(record)
+    cost = record_cost(record)
     problem: str | None
     if transcript is None:
         number = None
@@ -389,10 +394,14 @@ def _epoch(record: RunRecord, transcript: TranscriptEntry | None) -> dict[str, A
         "protocol": record.answer_protocol,
         "raw_answer": record.raw_answer,
         "extracted_answer": record.extracted_answer,
+        "extraction_failed": record.extraction_failed,
+        "answer_path": record.answer_path,
         "limit_hit": record.limit_hit,
         "errors": list(record.errors),
         "tokens": record.tokens(),
         "tokens_by_role": by_role,
+        "cost_usd": cost.total,  # null: a price is unknown
+        "cost_saved_usd": cost.cached_usd,
         "wall_s": finite(record.wall_time_s),
         "model_s": finite(record.model_time_s),
         "tool_s": finite(record.tool_time_s),
@@ -467,6 +476,7 @@ def _question_row(
             "score": finite(averaged.score),
             "outcome": _arm_outcome(epochs),
             "tokens": finite(averaged.tokens),
+            "cost_usd": finite(averaged.cost_usd),  # null: a price is unknown
             "wall_s": finite(averaged.wall_time_s),
             "epochs": epochs,
         }

@@ -40,7 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def server_flags(args: Sequence[str]) -> argparse.Namespace | None:
     """The server's flags when ``args`` holds nothing else (then markfetch serves MCP), else None."""
     if not args or any(arg in ("-h", "--help", "-V", "--version") for arg in args):
-        return None if args else argparse.Namespace(allow_host=[], allow_path=[], structured_output=None)
+        return (
+            None
+            if args
+            else argparse.Namespace(allow_host=[], allow_path=[], structured_output=None, max_message_mb=None)
+        )
     from docab_mcpguard.access import add_flags
     from markfetch.config import ACCESS
 
@@ -72,7 +76,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from docab_mcpguard import run_until_stopped
 
     def serve() -> None:
-        run(serving.allow_host, serving.allow_path, serving.structured_output)
+        run(serving.allow_host, serving.allow_path, serving.structured_output, serving.max_message_mb)
 
     try:
         # EOF, Ctrl-C and SIGTERM all end it quietly.

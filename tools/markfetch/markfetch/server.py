@@ -30,6 +30,7 @@ from mcp.types import (
 from pydantic import Field
 
 from docab_mcpguard import PathPolicy
+from docab_mcpguard.access import DEFAULT_MAX_MESSAGE_BYTES
 from docab_mcpguard.serving import (
     ConventionalServer,
     PromptSpec,
@@ -39,7 +40,7 @@ from docab_mcpguard.serving import (
     tool_annotations,
 )
 from markfetch import __version__
-from markfetch.config import Settings, load_settings, write_policy
+from markfetch.config import ACCESS, Settings, load_settings, write_policy
 from markfetch.errors import ConfigError, ErrorCode, MarkfetchError
 from markfetch.service import Document, Markfetch, sandboxed_save_path, save_in_sandbox
 
@@ -108,7 +109,11 @@ FETCH_PROMPT = PromptSpec(
 
 
 def build_server(
-    service: Markfetch, write_policy: PathPolicy, *, structured_output: bool = True
+    service: Markfetch,
+    write_policy: PathPolicy,
+    *,
+    structured_output: bool = True,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> ConventionalServer:
     """The MCP server over ``service``; ``savePath`` writes are confined to ``write_policy``."""
     app = ConventionalServer(
@@ -119,6 +124,8 @@ def build_server(
         website_url=WEBSITE,
         icon=ICON,
         loggers=("markfetch",),
+        max_message_bytes=max_message_bytes,
+        message_setting=ACCESS.max_message.spelled(),
     )
 
     async def fetch_markdown(
@@ -245,9 +252,10 @@ def server_from_env(
     host_flags: Sequence[str] = (),
     path_flags: Sequence[str] = (),
     structured_output: bool | None = None,
+    max_message_mb: float | None = None,
 ) -> tuple[ConventionalServer, Markfetch]:
     """Build the server from the environment and the flags; raises ConfigError on bad values."""
-    from docab_mcpguard.access import SettingError, switch
+    from docab_mcpguard.access import SettingError, message_cap, switch
     from markfetch.config import ACCESS
 
     env = os.environ if env is None else env
@@ -255,16 +263,24 @@ def server_from_env(
     policy = write_policy(env, flags=path_flags)
     try:
         structured = switch(ACCESS.structured_output, structured_output, env)
+        max_message_bytes = message_cap(ACCESS.max_message, max_message_mb, env)
     except SettingError as exc:
         raise ConfigError(str(exc)) from None
     service = Markfetch(settings)
-    return build_server(service, policy, structured_output=structured), service
+    app = build_server(service, policy, structured_output=structured, max_message_bytes=max_message_bytes)
+    return app, service
 
 
 def run(
-    host_flags: Sequence[str] = (), path_flags: Sequence[str] = (), structured_output: bool | None = None
+    host_flags: Sequence[str] = (),
+    path_flags: Sequence[str] = (),
+    structured_output: bool | None = None,
+    max_message_mb: float | None = None,
 ) -> None:
     app, _service = server_from_env(
-        host_flags=host_flags, path_flags=path_flags, structured_output=structured_output
+        host_flags=host_flags,
+        path_flags=path_flags,
+        structured_output=structured_output,
+        max_message_mb=max_message_mb,
     )
     app.run()

@@ -8,6 +8,7 @@ Each server names its settings from one prefix (:func:`server_settings`):
 | hosts | ``--allow-host`` (repeatable) | ``<PREFIX>_ALLOW_HOSTS`` | comma-separated |
 | paths | ``--allow-path`` (repeatable) | ``<PREFIX>_ALLOW_PATHS`` | ``os.pathsep``-separated |
 | structured output | ``--structured-output`` / ``--no-structured-output`` | ``<PREFIX>_STRUCTURED_OUTPUT`` | |
+| message size cap | ``--max-message-mb`` | ``<PREFIX>_MAX_MESSAGE_MB`` | |
 
 A flag wins over the variable; the names earlier releases and the JavaScript servers used
 (md-vision's ``--allow-domain``, ``MARKFETCH_ALLOWED_WRITE_ROOTS``, ``VISION_ALLOWED_PATHS``)
@@ -67,6 +68,7 @@ class ServerSettings:
     hosts: Setting
     paths: Setting
     structured_output: Setting
+    max_message: Setting = Setting("--max-message-mb", "MAX_MESSAGE_MB")
 
 
 def server_settings(
@@ -84,6 +86,7 @@ def server_settings(
         hosts=Setting("--allow-host", f"{prefix}_ALLOW_HOSTS", host_flags, host_variables),
         paths=Setting("--allow-path", f"{prefix}_ALLOW_PATHS", (), path_variables),
         structured_output=Setting("--structured-output", f"{prefix}_STRUCTURED_OUTPUT"),
+        max_message=Setting("--max-message-mb", f"{prefix}_MAX_MESSAGE_MB"),
     )
 
 
@@ -131,6 +134,15 @@ def add_flags(
         help="declare output schemas and send structuredContent beside the text (default on; "
         f"env {settings.structured_output.variable}=0 or --no-structured-output for clients that then "
         "show the model only the structured part)",
+    )
+    parser.add_argument(
+        settings.max_message.flag,
+        type=float,
+        default=None,
+        dest=settings.max_message.dest,
+        metavar="MB",
+        help=f"largest JSON-RPC message read from stdin, in MB (default {DEFAULT_MAX_MESSAGE_MB:g}; env "
+        f"{settings.max_message.variable}); a longer one is answered with an error and skipped",
     )
 
 
@@ -183,6 +195,27 @@ def given(
                 f"({other} is its older name): keep only {name}"
             )
     return Given(tuple(entry.strip() for entry in raw.split(separator)), name, False)
+
+
+DEFAULT_MAX_MESSAGE_MB = 16.0
+DEFAULT_MAX_MESSAGE_BYTES = int(DEFAULT_MAX_MESSAGE_MB * 1_000_000)
+
+
+def message_cap(setting: Setting, flag: float | None, env: Mapping[str, str]) -> int:
+    """The message size cap in bytes: the flag if given, else the variable, else 16 MB."""
+    if flag is not None:
+        value, source = flag, setting.flag
+    else:
+        raw = env.get(setting.variable, "").strip()
+        if not raw:
+            return DEFAULT_MAX_MESSAGE_BYTES
+        try:
+            value, source = float(raw), setting.variable
+        except ValueError:
+            raise SettingError(f"{setting.variable}={raw!r} is not a number of megabytes (e.g. 16)") from None
+    if not value >= 0.001 or value != value or value == float("inf"):
+        raise SettingError(f"{source} must be a number of megabytes of at least 0.001, got {value!r}")
+    return int(value * 1_000_000)
 
 
 def switch(setting: Setting, flag: bool | None, env: Mapping[str, str], *, default: bool = True) -> bool:

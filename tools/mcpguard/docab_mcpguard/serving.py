@@ -72,6 +72,7 @@ from docab_mcpguard.arguments import (
     shown_name,
     unknown_arguments,
 )
+from docab_mcpguard.messages import DEFAULT_MAX_MESSAGE_BYTES, bounded_stdio_server
 from docab_mcpguard.paths import PathPolicy
 
 log = logging.getLogger("docab_mcpguard")
@@ -423,7 +424,11 @@ class ConventionalServer(MCPServer[Any]):
         loggers: Sequence[str] = (),
         lifespan: Any = None,
         log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        message_setting: str = "--max-message-mb",
     ) -> None:
+        self.max_message_bytes = max_message_bytes  # stdin messages (docab_mcpguard.messages)
+        self.message_setting = message_setting  # what raises that cap, for the error
         super().__init__(
             name,
             title=title,
@@ -452,6 +457,17 @@ class ConventionalServer(MCPServer[Any]):
                 logger.addHandler(process)
             logger.setLevel(logging.DEBUG)  # the handlers choose: the client's level, the root's level
             logger.propagate = False  # AtRootLevel hands records on instead
+
+    async def run_stdio_async(self) -> None:
+        """Serve on stdio, reading messages of at most ``max_message_bytes`` each."""
+        await self.serve_stdio(self._lowlevel_server.create_initialization_options())
+
+    async def serve_stdio(self, options: Any) -> None:
+        """Serve on stdio with these initialization options (a subclass may declare more)."""
+        async with bounded_stdio_server(
+            self.max_message_bytes, setting=self.message_setting, server=self.name
+        ) as (read_stream, write_stream):
+            await self._lowlevel_server.run(read_stream, write_stream, options)
 
     # -- logging -------------------------------------------------------------------------------
 

@@ -135,7 +135,14 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_settings(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Settings:
     """Flags (and the MD_VISION_* variables of ``env``, default the process's) to
     :class:`~md_vision.settings.Settings`; raises FlagError with a start-up message."""
-    from docab_mcpguard.access import SettingError, flag_values, given, shell_expansion_error, switch
+    from docab_mcpguard.access import (
+        SettingError,
+        flag_values,
+        given,
+        message_cap,
+        shell_expansion_error,
+        switch,
+    )
     from md_vision.settings import ACCESS, LIMIT_FLAGS, Limits, Settings
 
     env = os.environ if env is None else env
@@ -157,6 +164,7 @@ def parse_settings(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         hosts = given(ACCESS.hosts, hosts_flags, env, separator=",")
         paths = given(ACCESS.paths, flag_values(ACCESS.paths, args), env, separator=os.pathsep)
         structured = switch(ACCESS.structured_output, args.structured_output, env)
+        max_message_bytes = message_cap(ACCESS.max_message, args.max_message_mb, env)
     except SettingError as exc:
         raise FlagError(str(exc)) from None
     if hosts is None:
@@ -181,6 +189,7 @@ def parse_settings(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
             local_names=local_names,
             raw_data_uris=args.raw_data_uris,
             structured_output=structured,
+            max_message_bytes=max_message_bytes,
             paths_given=paths,
             hosts_given=hosts,
         )

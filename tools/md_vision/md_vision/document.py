@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html import unescape
 from html.parser import HTMLParser
@@ -215,6 +215,13 @@ _REFERENCE_LINE = re.compile(
 )
 
 
+STOP_EVERY = 4096  # headings or images read between two looks at the caller's stop check
+
+
+class ParseStopped(Exception):
+    """The caller's ``stop`` check said to give up (a deadline passed, the call was cancelled)."""
+
+
 def _xml_text(raw: bytes) -> str:
     return unescape(raw.decode("utf-8", "replace"))
 
@@ -275,7 +282,10 @@ class _Found:
 class _Reader:
     """Turns cmark's XML of a text into headings and image references."""
 
-    def __init__(self, text: str, line_starts: tuple[int, ...]) -> None:
+    def __init__(
+        self, text: str, line_starts: tuple[int, ...], stop: Callable[[], bool] | None = None
+    ) -> None:
+        self.stop = stop
         self.text = text
         self.line_starts = line_starts
         self.headings: list[Heading] = []
@@ -294,7 +304,9 @@ class _Reader:
         """Headings, in order; returns their blocks by XML position (setext ends corrected)."""
         blocks: dict[int, _Block] = {}
         quotes_seen, quote_depth = 0, 0  # <block_quote> nesting, counted up to `quotes_seen`
-        for position in _tags(xml, b"<heading "):
+        for number, position in enumerate(_tags(xml, b"<heading ")):
+            if number % STOP_EVERY == 0:
+                self._check()
             node = _node_at(_HEADING, xml, position)
             block = _block(node)
             nested = position - xml.rfind(b"\n", 0, position) - 1 > 2  # not a child of <document>
@@ -306,18 +318,30 @@ class _Reader:
             blocks[position] = block
         return blocks
 
+    def _check(self) -> None:
+        if self.stop is not None and self.stop():
+            raise ParseStopped
+
     def _read_images(self, xml: bytes, headings: dict[int, _Block]) -> None:
+        self._check()
         nodes = [_node_at(_IMAGE_NODE, xml, position) for position in _tags(xml, b"<image ")]
         raw_html = [_node_at(_HTML_NODE, xml, position) for position in _tags(xml, b"<html_")]
         if raw_html:
             nodes = sorted(nodes + raw_html, key=_start)
         if not nodes:
             return
+        # Where each block that can hold images starts in the XML, in order: an image's block is
+        # the last one opening before it. Found once, walked forwards with the images (a search
+        # backwards from each image would rescan a long paragraph's earlier images: quadratic).
+        leaves = _leaf_starts(xml, nodes[0].start(), nodes[-1].start())
+        next_leaf = 0
         leaf = -1  # where the block holding the latest images starts in the XML
         block: _Block | None = None
         found: list[_Found] = []  # images of `block` so far
         inside = 0  # end of the current image's alt text: what is in there belongs to the alt
-        for node in nodes:
+        for number, node in enumerate(nodes):
+            if number % STOP_EVERY == 0:
+                self._check()
             position = node.start()
             if position < inside:
                 continue
@@ -345,7 +369,9 @@ class _Reader:
                 image = _Found(parsed[0].target, html_tag=tag, alt=parsed[0].alt)
             else:
                 continue
-            start = max(xml.rfind(tag, leaf + 1, position) for tag in _LEAF_TAGS)
+            while next_leaf < len(leaves) and leaves[next_leaf] < position:
+                next_leaf += 1
+            start = leaves[next_leaf - 1] if next_leaf else -1
             if start > leaf:  # a new block: place the previous block's images
                 if found:
                     self._place(block, found)
@@ -484,6 +510,26 @@ def _tags(xml: bytes, opening: bytes) -> Iterator[int]:
         position = xml.find(opening, position + len(opening))
 
 
+def _leaf_starts(xml: bytes, first: int, last: int) -> list[int]:
+    """Where the blocks that hold inline content (:data:`_LEAF_TAGS`) open, in order: those that
+    may hold an image between XML offsets ``first`` and ``last`` (the last one opening before
+    ``first`` and every one up to ``last``). One pass over that stretch of the XML."""
+    opening = max(xml.rfind(tag, 0, first) for tag in _LEAF_TAGS)
+    starts = [opening] if opening >= 0 else []
+    for tag in _LEAF_TAGS:
+        starts.extend(_tags_between(xml, tag, max(first, 0), last))
+    starts.sort()
+    return starts
+
+
+def _tags_between(xml: bytes, opening: bytes, first: int, last: int) -> Iterator[int]:
+    """Where each ``opening`` starts in ``xml[first:last]``."""
+    position = xml.find(opening, first, last)
+    while position >= 0:
+        yield position
+        position = xml.find(opening, position + len(opening), last)
+
+
 def _closing_image_tag(xml: bytes, position: int) -> int:
     """Where the ``</image>`` closing the image opened just before ``position`` starts."""
     depth = 1
@@ -536,8 +582,12 @@ def _char_index(line: str, column: int) -> int:
     return len(line.encode("utf-8", "surrogatepass")[: column - 1].decode("utf-8", "replace"))
 
 
-def parse_document(text: str) -> Document:
-    """Parse ``text`` once into a :class:`Document` (pure; no I/O)."""
+def parse_document(text: str, stop: Callable[[], bool] | None = None) -> Document:
+    """Parse ``text`` once into a :class:`Document` (pure; no I/O).
+
+    ``stop``: asked after the C parser and then every :data:`STOP_EVERY` headings or images;
+    when it answers True the parse gives up with :class:`ParseStopped` (a deadline, a cancelled
+    call). The C parser itself runs to its end (linear: about 0.4 s per MB of headings)."""
     line_starts = line_starts_of(text)
     frontmatter = _find_frontmatter(text, line_starts)
     masked = text
@@ -545,7 +595,7 @@ def parse_document(text: str) -> Document:
         # Keep the line numbering but hide the fences from cmark (`---` is a rule or a setext
         # underline to it).
         masked = "\n" * frontmatter.end_line + text[line_starts[frontmatter.end_line] :]
-    reader = _Reader(text, line_starts)
+    reader = _Reader(text, line_starts, stop)
     reader.read(markdown_to_xml(masked))
     images = reader.images
     for number in range(1, len(images)):  # guard the invariant that `images_between` bisects on

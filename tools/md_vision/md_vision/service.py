@@ -16,6 +16,7 @@ import gc
 import hashlib
 import os
 import threading
+import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -25,7 +26,7 @@ from typing import Literal, TypeVar, TypeVarTuple
 from docab_mcpguard import FetchLimits, GuardedClient, Opened, PathPolicy, Resolver, SystemResolver
 from md_vision.cache import SizedLRU
 from md_vision.datauri import MIN_ELIDED_CHARS, elide, placeholder, shown_chars
-from md_vision.document import Document, ImageRef, parse_document
+from md_vision.document import Document, ImageRef, ParseStopped, parse_document
 from md_vision.folder import POOL_THRESHOLD, FoundFile, index_many, parser_pool, scan_folder, warm_up
 from md_vision.imaging import ImageRejected, PreparedImage, SvgRenderer, prepare_image
 from md_vision.index import (
@@ -198,6 +199,7 @@ class _FolderPages:
 # A folder's overview page lists at most this many files, so that it parses few and comes fast
 # (the first page of a 10,000-file folder: tests/perf/md_vision_pages.py).
 OVERVIEW_PAGE_FILES = 200
+LARGE_DOCUMENT_CHARS = 1_000_000  # parsed on their own lane (see MdVision._parse)
 _PARSE_BATCH = 64  # files parsed at a time while a page fills
 _INDEX_NOTES_RESERVE = 1_500  # characters of an index page kept for its notes
 _EMPTY_ENTRY_CHARS = 72  # `<file path="" lines=N chars=M>`, an empty tsv block and `</file>`
@@ -365,6 +367,10 @@ class MdVision:
         self._threads = ThreadPoolExecutor(
             max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="md-vision"
         )
+        # Documents of LARGE_DOCUMENT_CHARS or more are parsed here, one at a time: hostile or
+        # huge documents queue behind each other, never in front of an ordinary read.
+        self._too_slow: SizedLRU[str] = SizedLRU(1_000)  # refusals of files that ran out of time
+        self._large = ThreadPoolExecutor(max_workers=1, thread_name_prefix="md-vision-large")
         self._parsers: Executor | None = None  # for large folders: made by warm_up() or on first use
         self._warming: Future[None] | None = None  # set by expect_warm_up(): done once a worker answered
         self._parsers_lock = threading.Lock()
@@ -396,6 +402,7 @@ class MdVision:
         if self._client is not None:
             await self._client.aclose()
         self._threads.shutdown(wait=False, cancel_futures=True)
+        self._large.shutdown(wait=False, cancel_futures=True)
         self.close_parsers(wait=False)
 
     def close_parsers(self, *, wait: bool) -> None:
@@ -449,11 +456,45 @@ class MdVision:
             if generation == self._paths_generation:
                 self._indexes.put(key, indexed)
 
+    async def _parse(self, text: str, shown: str, key: Hashable | None = None) -> Document:
+        """Parse on a worker thread (a large document on its own lane), within ``--parse-seconds``;
+        a cancelled call stops the parse too (:func:`parse_document`'s ``stop``). A local file
+        (``key``: its path, size and time) that ran out of time is not parsed again until it
+        changes: the refusal is remembered."""
+        limit = self.settings.limits.parse_timeout_s
+        if key is not None:
+            refused = self._too_slow.get((key, limit))
+            if refused is not None:
+                raise SourceError(refused)
+        cancelled = threading.Event()
+        deadline = time.monotonic() + limit
+
+        def stop() -> bool:
+            return cancelled.is_set() or time.monotonic() > deadline
+
+        context = contextvars.copy_context()
+        executor = self._large if len(text) >= LARGE_DOCUMENT_CHARS else self._threads
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                executor, functools.partial(context.run, parse_document, text, stop)
+            )
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        except ParseStopped:
+            message = (
+                f"{shown} took longer than {limit:g} s to parse ({len(text):,} characters), so it was "
+                "given up; read a smaller file, or start md-vision with a larger --parse-seconds"
+            )
+            if key is not None and not cancelled.is_set():
+                self._too_slow.put((key, limit), message)
+            raise SourceError(message) from None
+
     async def _load(self, uri: str) -> tuple[LoadedMarkdown, Document]:
         uri = check_uri(uri)
         if is_url(uri):
             loaded = await fetch_markdown(self._http(), self.settings, uri)
-            return loaded, await self._run(parse_document, loaded.text)
+            return loaded, await self._parse(loaded.text, loaded.location.display)
         opened = open_local(self.settings, uri)
         if opened.is_dir:
             opened.close()
@@ -470,12 +511,11 @@ class MdVision:
             opened.close()
             return LoadedMarkdown(location, cached.text), cached
 
-        def load_and_parse() -> Document:
+        def load() -> str:
             with opened:  # the worker thread owns the descriptor from here on
-                text = read_local_markdown(opened, self.settings.limits.max_markdown_bytes, uri)
-            return parse_document(text)
+                return read_local_markdown(opened, self.settings.limits.max_markdown_bytes, uri)
 
-        document = await self._run(load_and_parse)
+        document = await self._parse(await self._run(load), self._shown(location), location.key)
         self._documents.put(location.key, document)
         return LoadedMarkdown(location, document.text), document
 
@@ -785,7 +825,7 @@ class MdVision:
             uri = check_uri(uri)
             if is_url(uri):
                 loaded = await fetch_markdown(self._http(), self.settings, uri)
-                document = await self._run(parse_document, loaded.text)
+                document = await self._parse(loaded.text, loaded.location.display)
                 entry = _indexed(index_document(document, loaded.location.display))
                 return self._file_page(entry, uri, position, tokens)
             opened = open_local(self.settings, uri)

@@ -13,7 +13,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from docab_mcpguard import HostPolicy, PathPolicy
-from docab_mcpguard.access import Given, SettingError, host_policy, path_policy, path_remedy, server_settings
+from docab_mcpguard.access import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Given,
+    SettingError,
+    host_policy,
+    path_policy,
+    path_remedy,
+    server_settings,
+)
 from md_vision.paging import DEFAULT_RESULT_TOKENS, MIN_RESULT_TOKENS
 
 ACCESS = server_settings("md-vision", "MD_VISION", host_flags=("--allow-domain",))
@@ -34,6 +42,7 @@ class Limits:
     # Markdown files in one folder index. A large folder's index comes in pages, each parsing only
     # the files it shows, so the cap only bounds the walk and the listing.
     max_folder_files: int = 20_000
+    parse_timeout_s: float = 30.0  # one document's parse (md_vision.document: checked between blocks)
     index_workers: int = field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)))  # processes
 
 
@@ -67,6 +76,9 @@ LIMIT_FLAGS: tuple[LimitFlag, ...] = (
     ),
     LimitFlag("--max-files", "max_folder_files", int, "markdown files in one folder index", 1),
     LimitFlag(
+        "--parse-seconds", "parse_timeout_s", float, "seconds one markdown document may take to parse", 0.1
+    ),
+    LimitFlag(
         "--workers",
         "index_workers",
         int,
@@ -90,6 +102,7 @@ class Settings:
     raw_data_uris: bool = False  # keep data: URIs in read text instead of placeholders (--raw-data-uris)
     follow_roots: bool = False  # no --allow-path: the client's roots are the allowed folders
     structured_output: bool = True  # outputSchema + structuredContent (--no-structured-output)
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # one JSON-RPC message on stdin (--max-message-mb)
 
     @classmethod
     def build(
@@ -102,6 +115,7 @@ class Settings:
         local_names: frozenset[str] = frozenset(),
         raw_data_uris: bool = False,
         structured_output: bool = True,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         paths_given: Given | None = None,
         hosts_given: Given | None = None,
     ) -> Settings:
@@ -128,6 +142,7 @@ class Settings:
             raw_data_uris=raw_data_uris,
             follow_roots=paths is None,
             structured_output=structured_output,
+            max_message_bytes=max_message_bytes,
         )
 
     def with_paths(self, paths: PathPolicy) -> Settings:

@@ -95,6 +95,7 @@ def _main(argv: Sequence[str] | None) -> int:
             host_flags=args.allow_host,
             path_flags=args.allow_path,
             structured_output=args.structured_output,
+            max_message_mb=args.max_message_mb,
         )
         from vision_bridge.service import create_service
 
@@ -113,6 +114,7 @@ def _main(argv: Sequence[str] | None) -> int:
         follow_roots=settings.follow_roots,
         structured_output=settings.structured_output,
         url_images=settings.url_images,
+        max_message_bytes=settings.max_message_bytes,
     )
     logging.getLogger("vision_bridge").info("serving on stdio: %s", settings.describe())
     from docab_mcpguard import run_until_stopped

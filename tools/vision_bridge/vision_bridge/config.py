@@ -18,10 +18,12 @@ from urllib.parse import urlsplit
 
 from docab_mcpguard import PathPolicy
 from docab_mcpguard.access import (
+    DEFAULT_MAX_MESSAGE_BYTES,
     SettingError,
     check_host,
     given,
     host_policy,
+    message_cap,
     path_policy,
     server_settings,
     switch,
@@ -91,6 +93,7 @@ class Settings:
     follow_roots: bool = False
     url_images: bool = True  # false under --allow-host none: image URLs are refused
     structured_output: bool = True  # outputSchema + structuredContent (--no-structured-output)
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # one JSON-RPC message on stdin (--max-message-mb)
 
     @property
     def cache_enabled(self) -> bool:
@@ -158,6 +161,7 @@ def load_settings(
     host_flags: Sequence[str] = (),
     path_flags: Sequence[str] = (),
     structured_output: bool | None = None,
+    max_message_mb: float | None = None,
 ) -> Settings:
     """Validate the environment (and the flags, which win over their variables); raise
     :class:`ConfigError` listing every problem found."""
@@ -226,6 +230,11 @@ def load_settings(
         structured = switch(ACCESS.structured_output, structured_output, env)
     except SettingError as exc:
         problems.add(str(exc))
+    max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
+    try:
+        max_message_bytes = message_cap(ACCESS.max_message, max_message_mb, env)
+    except SettingError as exc:
+        problems.add(str(exc))
     tesseract_cmd = env.get("VISION_TESSERACT_CMD", "").strip() or "tesseract"
 
     if problems.items:
@@ -248,6 +257,7 @@ def load_settings(
         follow_roots=follow_roots,
         url_images=url_images,
         structured_output=structured,
+        max_message_bytes=max_message_bytes,
     )
 
 

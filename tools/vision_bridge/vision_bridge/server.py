@@ -22,6 +22,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import Field
 
 from docab_mcpguard import PathPolicy
+from docab_mcpguard.access import DEFAULT_MAX_MESSAGE_BYTES
 from docab_mcpguard.serving import (
     CallNotes,
     ClientRoots,
@@ -127,6 +128,7 @@ def build_server(
     follow_roots: bool = False,
     structured_output: bool = True,
     url_images: bool = True,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> ConventionalServer:
     """The server over ``service``. ``follow_roots``: no folders were configured, so a client's MCP
     roots (when it declares some) are the folders local images may come from."""
@@ -157,6 +159,8 @@ def build_server(
         loggers=("vision_bridge",),
         lifespan=lifespan,
         log_level="WARNING",
+        max_message_bytes=max_message_bytes,
+        message_setting=ACCESS.max_message.spelled(),
     )
     if roots is not None:
         app.follow_roots(roots)

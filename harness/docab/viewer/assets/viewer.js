@@ -11,7 +11,7 @@
   const BY_QID = new Map(QUESTIONS.map((q, i) => [q.qid, i]));
   const OUTCOME_LABELS = {
     correct: "correct", partial: "partial", wrong: "wrong", error: "error", timeout: "timeout",
-    limit: "limit hit", mixed: "mixed", missing: "not run",
+    limit: "limit hit", mixed: "mixed", missing: "not run", unextracted: "extraction failed",
   };
 
   // -- small helpers ----------------------------------------------------------------------------
@@ -39,6 +39,16 @@
     if (a >= 1e4) return (v / 1e3).toFixed(1) + "k";
     if (a >= 100 || Number.isInteger(v)) return GROUPED.format(v);
     return v.toFixed(1);
+  }
+  // US dollars as the report shows them: $12.34, $0.0123 (three significant figures under a dollar), $0.
+  function usd(v) {
+    if (v === null || v === undefined) return "price unknown";
+    if (!isNum(v)) return "–";
+    if (v === 0) return "$0";
+    const a = Math.abs(v);
+    if (a >= 1000) return "$" + GROUPED.format(v);
+    if (a >= 1) return "$" + v.toFixed(2);
+    return "$" + v.toFixed(Math.max(2, 2 - Math.floor(Math.log10(a))));
   }
   function secs(v) {
     if (!isNum(v)) return "–";
@@ -466,6 +476,7 @@
         e.limit_hit ? el("span", { class: "pill limit", text: "limit: " + e.limit_hit }) : null),
       el("div", { class: "stats" },
         stat("tokens", count(e.tokens) + (roles ? " (" + roles + ")" : "")),
+        stat("Cost (USD)", usd(e.cost_usd) + (e.cost_saved_usd ? " (cache saved " + usd(e.cost_saved_usd) + ")" : "")),
         stat("wall time", secs(e.wall_s)),
         stat("model / tools", secs(e.model_s) + " / " + secs(e.tool_s)),
         stat("turns", count(e.turns)),

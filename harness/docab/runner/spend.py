@@ -1,0 +1,114 @@
+"""The spend cap (``docab run --max-cost USD``, or ``max_cost`` in the config): no sample starts
+that the run's estimate says would take its spending over the cap.
+
+The cap bounds the whole run, every session of it: what records already written cost counts, so a
+run stopped by its cap and resumed with a higher one goes on from where it stopped. Before a sample
+starts, the guard adds to what was spent an estimate of every sample in flight and of the new one:
+the mean cost of the samples of its arm done so far (of every arm while its arm has none). Until
+the run has a sample done there is no estimate, so one sample runs alone first (:meth:`admit`
+waits for it). When the estimate would pass the cap, the sample is not started and no further one
+is: samples in flight finish and are recorded, and the run ends with :class:`SpendStop`.
+
+Only priced calls count (``docab.pricing``): a run whose model has no known price cannot be capped
+(``docab run`` refuses ``--max-cost`` then, before any sample).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from docab.log.cost import SampleCost
+
+
+@dataclass(frozen=True)
+class SpendStop:
+    """Why a run stopped before its last sample: its cap, what it spent, and its estimate."""
+
+    cap: float
+    spent: float  # USD of every record of the run, this session's included
+    per_sample: float  # the mean cost of a sample done so far
+    not_started: int = 0  # samples this session left to run (filled in by the launcher)
+
+    def needed(self) -> float:
+        """A cap that the estimate says lets the remaining samples run."""
+        return self.spent + self.not_started * self.per_sample
+
+    def message(self) -> str:
+        return (
+            f"stopped at the spend cap: ${self.spent:.4f} spent of ${self.cap:.4f} allowed; about "
+            f"${self.per_sample:.4f} per sample, so {self.not_started} sample(s) were not started "
+            f"(about ${self.needed():.2f} in all would finish the run)"
+        )
+
+
+@dataclass
+class SpendGuard:
+    """The cap's book-keeping for one session; not thread-safe (the workers share one event loop)."""
+
+    cap: float
+    spent: float = 0.0
+    _done: Counter[str] = field(default_factory=Counter)  # samples done per arm
+    _cost: dict[str, float] = field(default_factory=dict)  # their USD per arm
+    _in_flight: Counter[str] = field(default_factory=Counter)
+    stopped: bool = False
+    started: int = 0  # samples this guard let start
+    _first_done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @classmethod
+    def from_costs(cls, cap: float, done: Iterable[tuple[str, SampleCost]]) -> SpendGuard:
+        """A guard for a run whose records so far are ``done`` (arm, cost of each record)."""
+        guard = cls(cap)
+        for arm, cost in done:
+            guard._book(arm, cost)
+        return guard
+
+    def estimate(self, arm: str) -> float:
+        """The expected cost of one more sample of ``arm``: its arm's mean, else every arm's, else 0."""
+        if self._done[arm]:
+            return self._cost[arm] / self._done[arm]
+        count = sum(self._done.values())
+        return sum(self._cost.values()) / count if count else 0.0
+
+    def per_sample(self) -> float:
+        count = sum(self._done.values())
+        return sum(self._cost.values()) / count if count else 0.0
+
+    async def admit(self, arm: str) -> bool:
+        """:meth:`may_start`, once there is an estimate: while no sample of the run is done and one
+        is in flight, wait for it."""
+        if not self._done.total() and self._in_flight.total():
+            await self._first_done.wait()
+        return self.may_start(arm)
+
+    def may_start(self, arm: str) -> bool:
+        """Whether a sample of ``arm`` may start; when it may, it counts as in flight until
+        :meth:`finished`. Once one is refused, every later one is too."""
+        if self.stopped:
+            return False
+        committed = sum(n * self.estimate(a) for a, n in self._in_flight.items())
+        if self.spent + committed + self.estimate(arm) > self.cap:
+            self.stopped = True
+            return False
+        self._in_flight[arm] += 1
+        self.started += 1
+        return True
+
+    def finished(self, arm: str, cost: SampleCost | None) -> None:
+        """A sample of ``arm`` that :meth:`may_start` let start is recorded, at ``cost``."""
+        if self._in_flight[arm] > 0:
+            self._in_flight[arm] -= 1
+        self._book(arm, cost)
+
+    def stop(self) -> SpendStop | None:
+        """What stopped the run, when the cap did."""
+        return SpendStop(self.cap, self.spent, self.per_sample()) if self.stopped else None
+
+    def _book(self, arm: str, cost: SampleCost | None) -> None:
+        usd = cost.priced if cost is not None else 0.0
+        self.spent += usd
+        self._done[arm] += 1
+        self._cost[arm] = self._cost.get(arm, 0.0) + usd
+        self._first_done.set()

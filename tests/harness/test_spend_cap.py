@@ -1,0 +1,204 @@
+"""The spend cap: ``docab run --max-cost USD`` starts no sample its estimate says would pass the cap,
+lets the samples in flight finish, exits 3 with the command that resumes it, and a higher cap goes on.
+Runs against the loopback OpenAI stub, each call priced by the config."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from docab.cli.main import main
+from docab.cli.run import resume_command
+from docab.log.cost import SampleCost
+from docab.log.store import read_records
+from docab.runner.spend import SpendGuard, SpendStop
+from tests.harness.corpus import write_benchmark_folder
+from tests.support.http_server import Reply, Request
+from tests.support.llm_stub import LLMStub, openai_reply
+
+# Every call of the stub reports 10 prompt and 5 completion tokens; at 1,000 USD per million tokens
+# a call costs 0.015 USD and a sample (read, then submit) two calls: 0.03 USD.
+PER_SAMPLE = 0.03
+
+
+def answering(protocol: str, request: Request) -> Reply:
+    body = request.json()
+    if not any(m["role"] == "tool" for m in body["messages"]):
+        return openai_reply(
+            None, tool_calls=[("c1", "read_file", json.dumps({"path": "document/document.md"}))]
+        )
+    return openai_reply(
+        None, tool_calls=[("c2", "submit_answer", json.dumps({"status": "answered", "answer": "1980"}))]
+    )
+
+
+CONFIG = """\
+name = "capped"
+[dataset]
+source = "mmlongbench"
+path = "bench/data"
+corpus = "bench/corpus"
+[model]
+name = "openai/stub-model"
+base_url = "{base_url}"
+max_retries = 0
+{price}
+[[arms]]
+name = "fs"
+[[arms]]
+name = "fs-again"
+"""
+
+PRICE = 'price = { input = 1000, output = 1000, source = "a test price" }'
+
+
+def write_config(folder: Path, base_url: str, price: str = PRICE) -> Path:
+    write_benchmark_folder(folder / "bench", documents=2)
+    path = folder / "capped.toml"
+    path.write_text(CONFIG.format(base_url=base_url, price=price))
+    return path
+
+
+def spent(run_dir: Path) -> float:
+    return sum((r.cost.total or 0.0) for r in read_records(run_dir / "records.jsonl") if r.cost)
+
+
+def test_the_cap_stops_the_run_and_a_higher_cap_resumes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results"
+    run_dir = results / "capped"
+    with LLMStub(answering) as stub:
+        config = write_config(tmp_path, stub.openai_base_url)
+        argv = [
+            "run",
+            str(config),
+            "--results",
+            str(results),
+            "--quiet",
+            "--limit",
+            "4",
+            "--concurrency",
+            "1",
+        ]
+        # 8 samples of 0.03 USD: under a cap of 0.10 three run (0.09), the fourth would pass it.
+        assert main([*argv, "--max-cost", "0.10"]) == 3
+        err = capsys.readouterr().err
+        (line,) = [line for line in err.splitlines() if line.startswith("docab run:")]
+        assert "stopped at the spend cap: $0.0900 spent of $0.1000 allowed" in line
+        assert "5 sample(s) were not started" in line
+        records = list(read_records(run_dir / "records.jsonl"))
+        assert len(records) == 3 and {r.status for r in records} == {"ok"}
+        assert all(r.cost is not None and r.cost.total == pytest.approx(PER_SAMPLE) for r in records)
+        assert spent(run_dir) == pytest.approx(0.09)
+        command = line.split("to go on, raise the cap: ", 1)[1]
+        words = shlex.split(command)
+        assert words[0] == "docab" and words[-2:] == ["--max-cost", "0.24"]
+
+        # The same cap again: nothing fits, nothing runs.
+        assert main([*argv, "--max-cost", "0.10"]) == 3
+        assert len(list(read_records(run_dir / "records.jsonl"))) == 3
+        capsys.readouterr()
+
+        # The command it printed, with the cap it estimated, finishes the run.
+        assert main(words[1:]) == 0
+        records = list(read_records(run_dir / "records.jsonl"))
+        assert len(records) == 8 and {r.status for r in records} == {"ok"}
+        assert spent(run_dir) == pytest.approx(8 * PER_SAMPLE)
+        out = capsys.readouterr().out
+        assert "resuming; 3 samples already recorded, 5 to run" in out
+        assert "Cost (USD)" in out
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["arms"][0]["cost"]["total"] == pytest.approx(4 * PER_SAMPLE)
+        assert summary["prices"][0]["origin"] == "config"
+
+
+def test_samples_in_flight_finish_and_are_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def slow(protocol: str, request: Request) -> Reply:
+        return dataclasses.replace(answering(protocol, request), delay=0.05)
+
+    results = tmp_path / "results"
+    with LLMStub(slow) as stub:
+        config = write_config(tmp_path, stub.openai_base_url)
+        code = main(
+            [
+                "run",
+                str(config),
+                "--results",
+                str(results),
+                "--quiet",
+                "--concurrency",
+                "4",
+                "--max-cost",
+                "0.20",
+            ]
+        )
+    assert code == 3
+    records = list(read_records(results / "capped" / "records.jsonl"))
+    # One sample ran alone for an estimate; then at most the cap's worth started, every one recorded whole.
+    assert 1 < len(records) < 16 and {r.status for r in records} == {"ok"}
+    assert spent(results / "capped") <= 0.20 + 1e-9
+    transcripts = list((results / "capped" / "transcripts").rglob("*.json"))
+    assert len(transcripts) == len(records)
+    assert "stopped at the spend cap" in capsys.readouterr().err
+
+
+def test_a_cap_needs_a_known_price(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path, "https://models.example/v1", price="")
+    code = main(["run", str(config), "--results", str(tmp_path / "r"), "--quiet", "--max-cost", "5"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "a spend cap needs the price of every model" in err and "openai/stub-model" in err
+    assert "[model] price" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "inf"])
+def test_max_cost_must_be_a_positive_amount(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "demo", "--max-cost", value]) == 2
+    assert "--max-cost" in capsys.readouterr().err
+
+
+def test_the_guard_estimates_per_arm_and_stops_for_good() -> None:
+    guard = SpendGuard.from_costs(1.0, [("a", SampleCost({"agent": 0.1})), ("b", SampleCost({"agent": 0.3}))])
+    assert guard.spent == pytest.approx(0.4)
+    assert guard.estimate("a") == pytest.approx(0.1) and guard.estimate("b") == pytest.approx(0.3)
+    assert guard.estimate("c") == pytest.approx(0.2)  # an arm with nothing done: every arm's mean
+    assert guard.may_start("b") and guard.may_start("b")  # 0.4 + 0.3 + 0.3 = 1.0: allowed
+    assert not guard.may_start("a")  # 0.4 + 0.6 in flight + 0.1 > 1.0
+    assert not guard.may_start("a")  # once refused, always
+    guard.finished("b", SampleCost({"agent": 0.3}))
+    stop = guard.stop()
+    assert stop == SpendStop(cap=1.0, spent=pytest.approx(0.7), per_sample=pytest.approx(0.7 / 3))
+    assert guard.started == 2
+
+
+def test_without_an_estimate_one_sample_runs_alone_first() -> None:
+    async def scenario() -> list[str]:
+        guard = SpendGuard(cap=1.0)
+        order: list[str] = []
+
+        async def sample(name: str, cost: float) -> None:
+            if await guard.admit("a"):
+                order.append(f"start {name}")
+                await asyncio.sleep(0.01)
+                guard.finished("a", SampleCost({"agent": cost}))
+                order.append(f"end {name}")
+
+        await asyncio.gather(sample("1", 0.6), sample("2", 0.6), sample("3", 0.6))
+        return order
+
+    # The first sample shows one costs 0.6: a second would pass the cap of 1.0, so none starts.
+    assert asyncio.run(scenario()) == ["start 1", "end 1"]
+
+
+def test_the_resume_command_repeats_the_command_with_the_new_cap() -> None:
+    argv = ["run", "my run.toml", "--max-cost", "10", "--limit", "5"]
+    assert resume_command(argv, 12.341) == "docab run 'my run.toml' --limit 5 --max-cost 12.35"
+    assert resume_command(["run", "x.toml", "--max-cost=3"], 4) == "docab run x.toml --max-cost 4.00"

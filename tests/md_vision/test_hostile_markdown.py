@@ -1,0 +1,98 @@
+"""Hostile markdown through a real MCP client over stdio (issue 26 item 3): the answers, a parse
+that gives up at its deadline with a sentence, and a trivial read that large parses cannot
+starve; the server stays up throughout. Order of completion is asserted, never a time."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+
+from tests.md_vision.test_mcp import _command
+
+
+def _params(*args: str) -> StdioServerParameters:
+    command = _command()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MD_VISION_")}
+    return StdioServerParameters(
+        command=command[0], args=[*command[1:], "--workers", "1", "--allow-host", "none", *args], env=env
+    )
+
+
+def _run(params: StdioServerParameters, scenario: Any) -> Any:
+    async def go() -> Any:
+        async with Client(params) as client:
+            return await scenario(client)
+
+    return asyncio.run(go())
+
+
+def test_images_in_one_paragraph_and_many_reference_definitions_are_indexed(tmp_path: Path) -> None:
+    images = 80_000  # 880 KB in one paragraph: 144 s before
+    (tmp_path / "images.md").write_text("# Images\n\n" + "![](x.png)\n" * images)
+    definitions = 40_000  # 60 s before
+    (tmp_path / "refs.md").write_text(
+        "# Refs\n\n"
+        + "".join(f"[r{i}]: x{i}.png\n" for i in range(definitions))
+        + "\n"
+        + "".join(f"![a][r{i}]\n" for i in range(definitions))
+    )
+
+    async def scenario(client: Client) -> Any:
+        return (
+            await client.call_tool("index_md", {"uri": "images.md"}),
+            await client.call_tool("index_md", {"uri": "refs.md"}),
+            await client.list_tools(),
+        )
+
+    first, second, tools = _run(_params("--allow-path", str(tmp_path)), scenario)
+    assert not first.is_error and f"# Images\t1\t{images}\t" in first.content[0].text
+    assert not second.is_error and f"# Refs\t1\t{definitions}\t" in second.content[0].text
+    assert tools.tools
+
+
+def test_a_parse_past_its_deadline_is_refused_and_the_server_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "headings.md").write_text("#\n" * 1_000_000)
+    (tmp_path / "small.md").write_text("# Small\n\ntext\n")
+
+    async def scenario(client: Client) -> Any:
+        return (
+            await client.call_tool("index_md", {"uri": "headings.md"}),
+            await client.call_tool("index_md", {"uri": "small.md"}),
+            await client.call_tool("read_md_with_images", {"uri": "headings.md"}),
+        )
+
+    refused, small, again = _run(_params("--allow-path", str(tmp_path), "--parse-seconds", "0.1"), scenario)
+    assert refused.is_error
+    message = refused.content[0].text
+    assert "took longer than 0.1 s to parse" in message and "--parse-seconds" in message
+    assert not small.is_error and "# Small" in small.content[0].text
+    assert again.is_error and again.content[0].text == message  # remembered, not parsed again
+
+
+def test_large_parses_do_not_hold_up_a_trivial_read(tmp_path: Path) -> None:
+    for name in ("a.md", "b.md"):
+        (tmp_path / name).write_text(f"# {name}\n\n" + "## h\n\ntext ![](x.png) text\n\n" * 60_000)
+    (tmp_path / "small.md").write_text("# Small\n\ntext\n")
+    finished: list[str] = []
+
+    async def call(client: Client, uri: str) -> None:
+        result = await client.call_tool(
+            "read_md_with_images", {"uri": uri, "line_range": [1, 3], "max_images": 0}
+        )
+        assert not result.is_error, result.content[0].text
+        finished.append(uri)
+
+    async def scenario(client: Client) -> None:
+        big = [asyncio.create_task(call(client, name)) for name in ("a.md", "b.md")]
+        await asyncio.sleep(0.3)  # both large parses are under way or queued
+        await call(client, "small.md")
+        await asyncio.gather(*big)
+
+    _run(_params("--allow-path", str(tmp_path)), scenario)
+    # The large documents share one lane, one after the other; the small read passes both (it
+    # used to wait for a thread: two large parses held both).
+    assert finished[0] == "small.md", finished
