@@ -75,10 +75,11 @@ def test_ipynb_matches_the_percent_script_and_has_no_outputs() -> None:
 
 
 def readme_command(word: str) -> list[str]:
-    """The README's command line that runs ``jupyter <word>`` on the notebook, split as a shell would."""
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    """The documentation's command line (docs/results.md, moved there from the README) that runs
+    ``jupyter <word>`` on the notebook, split as a shell would."""
+    readme = (REPO_ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     lines = [line.split("#")[0].strip() for line in readme.splitlines() if f"uv run jupyter {word}" in line]
-    assert lines, f"the README shows no `uv run jupyter {word}` command"
+    assert lines, f"docs/results.md shows no `uv run jupyter {word}` command"
     return shlex.split(lines[0].strip("`"))
 
 

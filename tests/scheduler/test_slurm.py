@@ -1,5 +1,5 @@
-"""The README's Slurm recipe on a real Slurm: a single-node cluster from Debian's packages runs the
-README's array script for the demo with 4 tasks (each ``--shard auto``, reading the variables Slurm
+"""The documentation's Slurm recipe (docs/sharding.md) on a real Slurm: a single-node cluster from Debian's packages runs the
+its array script for the demo with 4 tasks (each ``--shard auto``, reading the variables Slurm
 itself sets), a dependent job merges the shards and reports, and the merged run equals the
 unsharded demo record for record.
 
@@ -32,11 +32,12 @@ TASKS = 4
 
 
 def readme_array_script() -> str:
-    """The sbatch script of the README's "A Slurm array" recipe, as a user would copy it."""
-    readme = (REPO_ROOT / "README.md").read_text()
+    """The sbatch script of the documentation's "A Slurm array" recipe (docs/sharding.md, moved
+    there from the README with the rest of the sharding page), as a user would copy it."""
+    readme = (REPO_ROOT / "docs" / "sharding.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
     scripts = [b for b in blocks if b.startswith("#!/bin/bash") and "docab-shards.sbatch" in b]
-    assert len(scripts) == 1, "README.md must hold exactly one docab-shards.sbatch script"
+    assert len(scripts) == 1, "docs/sharding.md must hold exactly one docab-shards.sbatch script"
     return scripts[0]
 
 
