@@ -53,6 +53,7 @@ def test_the_cost_interval_holds_the_pilot_mean_scaled_and_narrows_to_nothing_at
     mean = sum(q.cost_usd for q in p.questions) / 40
     plan = project(p, Target(questions=1000, documents=125))
     assert plan.full.cost is not None and plan.full.cost.low is not None and plan.full.cost.high is not None
+    assert plan.full.cost.value is not None
     assert plan.full.cost.value == pytest.approx(mean * 1000)
     assert plan.full.cost.low < plan.full.cost.value < plan.full.cost.high
     assert plan.full.cost_to_go is not None and plan.full.cost_to_go.value == pytest.approx(mean * 960)
@@ -151,6 +152,7 @@ def test_the_reverse_finds_the_fewest_questions_for_a_target_mde() -> None:
     assert plan.for_target is not None and plan.for_target.mde is not None
     assert plan.for_target.mde <= 0.03
     assert plan.for_target.cost is not None and plan.full.cost is not None
+    assert plan.full.cost.value is not None
     ratio = plan.for_target.questions / 1000
     assert plan.for_target.cost.value == pytest.approx(plan.full.cost.value * ratio)
     if plan.for_target.questions > 1000:
