@@ -152,9 +152,16 @@ def _config(args: argparse.Namespace, run: RunData) -> RunConfig | None:
     if not run.manifest.config:
         return None
     try:
-        return parse_config(dict(run.manifest.config), source=f"{args.run_dir}/manifest.json")
+        config = parse_config(dict(run.manifest.config), source=f"{args.run_dir}/manifest.json")
     except ConfigError:
         return None
+    # Relative dataset paths resolve against the config file's folder: the file the run was
+    # started with, when its sessions name one that still exists.
+    for session in reversed(run.manifest.sessions):
+        for word in session.argv:
+            if word.endswith(".toml") and Path(word).is_file():
+                return config.relative_to(Path(word).resolve().parent)
+    return config
 
 
 def planned_documents(config: RunConfig) -> list[str]:
