@@ -128,6 +128,13 @@ def test_plan_tables_in_the_terminal_and_markdown_and_its_errors(
     out = capsys.readouterr().out
     assert out.startswith("# Plan from pilot pilot")
     assert "| for a 5-point MDE: MDE, accuracy B − A |" in out
+    # written into the pilot's report, which docab report keeps while the pilot is unchanged
+    assert main(["plan", str(run_dir), "--questions", "300", "--documents", "30"]) == 0
+    assert main(["report", str(run_dir), "--no-plots"]) == 0
+    capsys.readouterr()
+    assert "## Plan: the pilot projected" in (run_dir / "report.md").read_text()
+    summary = parse_summary((run_dir / "summary.json").read_text())
+    assert summary.plan is not None and summary.plan.full.questions == 300
     assert main(["plan", str(run_dir), "--mde", "0"]) == 2
     assert "--mde is in points" in capsys.readouterr().err
     assert main(["plan", str(tmp_path / "nowhere")]) == 2
