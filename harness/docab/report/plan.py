@@ -107,7 +107,8 @@ class Target:
 def pilot_questions(
     outcomes: Mapping[str, Mapping[str, QuestionOutcome]], compared: tuple[str, str] | None
 ) -> tuple[PilotQuestion, ...]:
-    """Per question of any arm: its arms' figures summed; the compared arms' score difference."""
+    """Per question of any arm: its arms' figures summed (the cost as if nothing came from a
+    cache); the compared arms' score difference."""
     order: dict[str, str] = {}
     for by_question in outcomes.values():
         for qid, outcome in by_question.items():
@@ -124,7 +125,9 @@ def pilot_questions(
             PilotQuestion(
                 qid=qid,
                 doc_id=doc_id,
-                cost_usd=sum(o.cost_usd for o in present),
+                # uncached: a reply or tool answer the pilot was served from a cache costs the
+                # questions not yet run what it cost when first made
+                cost_usd=sum(o.cost_usd + o.cost_saved_usd for o in present),
                 wall_s=sum(o.wall_time_s for o in present),
                 model_s=sum(o.model_time_s for o in present),
                 calls=sum(o.turns for o in present),

@@ -471,7 +471,7 @@ class Plan(SchemaModel):
     pilot_questions: int
     pilot_documents: int
     pilot_samples: int
-    pilot_cost: Number = None  # USD the pilot spent; None when a price is unknown
+    pilot_cost: Number = None  # USD of the pilot's calls, cached ones at their first cost; None when unpriced
     pilot_wall_s: Number = None  # the pilot's measured elapsed time; None when no session finished
     arms: list[str]
     compared: list[str]  # the two arms whose accuracy difference the MDE is about ([] with one arm)
