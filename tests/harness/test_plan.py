@@ -177,3 +177,58 @@ def test_one_arm_plans_with_the_defaults() -> None:
     single = Pilot(p.questions, ("fs",), None)
     plan = project(single, Target(questions=100, documents=20))
     assert plan.compared == [] and plan.discordance_source == "default"
+
+
+def _record(arm: str, qid: str, doc: str, score: float, usd: float, cached: float, started: str):  # type: ignore[no-untyped-def]
+    from docab.log.cost import SampleCost
+    from docab.log.records import RunRecord
+
+    return RunRecord(
+        run_id="pilot",
+        arm=arm,
+        qid=qid,
+        doc_id=doc,
+        epoch=0,
+        model="openai/stub",
+        status="ok",
+        score=score,
+        answer_protocol="submit_tool",
+        raw_answer="x",
+        extracted_answer="x",
+        gold="x",
+        answer_format="Str",
+        wall_time_s=2.0,
+        model_time_s=1.0,
+        turns=3,
+        started_at=started,
+        cost=SampleCost(by_role={"agent": usd}, cached_usd=cached),
+    )
+
+
+def test_a_loaded_run_becomes_a_pilot_with_uncached_costs_and_its_sessions_time() -> None:
+    from docab.log.manifest import Manifest, Session
+    from docab.report.plan import pilot_from_run
+    from docab.report.summary import question_outcomes
+
+    records = [
+        _record("fs", "q1", "d1", 1.0, 0.10, 0.0, "2026-01-01T00:00:10+00:00"),
+        _record("fs+md", "q1", "d1", 0.0, 0.0, 0.20, "2026-01-01T00:00:12+00:00"),  # a cache hit
+        _record("fs", "q2", "d2", 0.0, 0.10, 0.0, "2026-01-01T00:00:14+00:00"),
+        _record("fs+md", "q2", "d2", 1.0, 0.20, 0.0, "2026-01-01T00:00:16+00:00"),
+    ]
+    manifest = Manifest(
+        sessions=(
+            Session(
+                started_at="2026-01-01T00:00:00+00:00",
+                finished_at="2026-01-01T00:00:30+00:00",
+                concurrency=2,
+            ),
+            Session(started_at="2026-01-02T00:00:00+00:00"),  # killed: not counted
+        )
+    )
+    pilot = pilot_from_run(manifest, records, question_outcomes(records), ["fs", "fs+md"])
+    assert pilot.compared == ("fs", "fs+md") and pilot.concurrency == 2
+    assert [q.cost_usd for q in pilot.questions] == pytest.approx([0.30, 0.30])
+    assert [q.difference for q in pilot.questions] == [-1.0, 1.0]
+    assert pilot.busy_s == pytest.approx(20.0) and pilot.startup_s == pytest.approx(10.0)
+    assert pilot.samples == 4 and pilot.documents == 2
