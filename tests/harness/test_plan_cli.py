@@ -80,7 +80,7 @@ def test_a_pilot_projects_the_cost_of_the_full_run_on_the_stub(
         full = write_config(tmp_path, "full", stub.openai_base_url)
         common = ["--results", str(results), "--quiet", "--concurrency", "2"]
         assert main(["run", str(pilot), *common, "--limit", "12"]) == 0
-        capsys.readouterr()
+        assert f"docab plan {results / 'pilot'}" in capsys.readouterr().out  # the run points here
         # (docab run started from a shell finds its config through the manifest; here, in-process, say it)
         plan_argv = ["plan", str(results / "pilot"), "--config", str(pilot), "--format", "json"]
         assert main([*plan_argv, "--mde", "20"]) == 0
