@@ -180,3 +180,35 @@ def test_pacer_waits_for_a_slot_when_all_are_in_flight() -> None:
     assert pacer.delay(1, 0.0) is None and pacer.waiting_on == "concurrency"
     pacer.finish(generation=generation, estimate=1, actual=None, now=0.0)
     assert pacer.delay(1, 0.0) == 0.0
+
+
+def test_rpm_and_tpm_are_transport_not_part_of_the_runs_identity() -> None:
+    from docab.config import parse_config
+
+    plain = parse_config({"name": "x", "model": "openai/m", "arms": [{"name": "a"}]})
+    paced = parse_config(
+        {"name": "x", "model": {"name": "openai/m", "rpm": 500, "tpm": 200000}, "arms": [{"name": "a"}]}
+    )
+    assert paced.config_hash() == plain.config_hash()  # pacing a run resumes it
+    assert paced.model_dump(mode="json")["model"]["rpm"] == 500  # the manifest keeps it
+    assert "rpm" not in plain.model_dump(mode="json")["model"]  # unset: written out as before
+
+
+@pytest.mark.parametrize("value", [0, -5, True])
+def test_a_limit_must_be_a_positive_number(value: object) -> None:
+    from docab.models.config import ModelConfig, ModelConfigError
+
+    with pytest.raises(ModelConfigError, match="rpm must be a positive number"):
+        ModelConfig.from_mapping({"name": "openai/m", "rpm": value})
+
+
+def test_two_models_of_one_endpoint_cannot_ask_for_different_limits() -> None:
+    from docab.models import ModelConfigError, build_model
+    from docab.models.limits import ConcurrencyLimits
+
+    limits = ConcurrencyLimits()
+    build_model({"name": "openai/a", "base_url": "http://h/v1", "rpm": 100}, env={}, limits=limits)
+    build_model({"name": "openai/b", "base_url": "http://h/v1"}, env={}, limits=limits)  # takes 100
+    assert limits.rates("openai http://h/v1") == (100, None)
+    with pytest.raises(ModelConfigError, match="rpm for openai http://h/v1 is already 100"):
+        build_model({"name": "openai/c", "base_url": "http://h/v1", "rpm": 50}, env={}, limits=limits)

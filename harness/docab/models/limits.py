@@ -4,27 +4,99 @@ The agent model, the answer extractor and any other model built against the same
 and base URL) draw from the same slots, so a run never has more requests in flight at a provider than
 its configured limit, however many samples run at once.
 
-asyncio semaphores belong to one event loop; a pool therefore keeps one semaphore per running loop
-(tests and notebooks start several loops in one process).
+Within those slots, :meth:`ConcurrencyLimits.paced` paces the calls (``rpm``, ``tpm``, the
+provider's ``Retry-After`` and rate-limit headers, a concurrency that halves on 429 and recovers):
+the decisions are :class:`docab.models.pacing.Pacer`'s; this module only waits on the clock.
+
+asyncio primitives belong to one event loop; a pool therefore keeps its semaphore and its pacer per
+running loop (tests and notebooks start several loops in one process).
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from docab.models.pacing import Pacer, read_rate_limits
 
 DEFAULT_CONCURRENCY = 16
 
 
+class PaceClock(Protocol):
+    def monotonic(self) -> float: ...
+
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+@dataclass
+class _Gate:
+    """One endpoint's pacer in one event loop, and who waits on it."""
+
+    pacer: Pacer
+    freed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    waiting: dict[str, int] = field(default_factory=dict)  # calls waiting, by what they wait on
+
+
+@dataclass
+class Ticket:
+    """A paced call in flight: report how it ended with :meth:`succeeded` or :meth:`failed`."""
+
+    gate: _Gate
+    clock: PaceClock
+    estimate: int
+    generation: int
+    done: bool = False
+
+    def succeeded(self, tokens: int | None, headers: Mapping[str, str] | None = None) -> None:
+        """It answered, using ``tokens`` (None: unknown); ``headers`` of the reply, if at hand."""
+        self._end(actual=tokens, headers=headers)
+
+    def failed(
+        self, *, status: int | None, retry_after_s: float | None, headers: Mapping[str, str] | None
+    ) -> None:
+        """It failed; a 429 slows the endpoint down, and its ``Retry-After`` pauses every call to it."""
+        self._end(actual=None, headers=headers, status=status, retry_after_s=retry_after_s)
+
+    def _end(
+        self,
+        *,
+        actual: int | None,
+        headers: Mapping[str, str] | None,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        if self.done:
+            return
+        self.done = True
+        rate_limited = status == 429
+        self.gate.pacer.finish(
+            generation=self.generation,
+            estimate=self.estimate,
+            actual=actual,
+            now=self.clock.monotonic(),
+            rate_limited=rate_limited,
+            retry_after_s=retry_after_s if rate_limited else None,
+            limits=read_rate_limits(headers, self.clock.now()),
+        )
+
+
 class ConcurrencyLimits:
-    """Named pools of request slots. The first model to name a pool sets its size."""
+    """Named pools of request slots. The first model to name a pool sets its size (and its
+    ``rpm`` and ``tpm``)."""
 
     def __init__(self) -> None:
         self._sizes: dict[str, int] = {}
+        self._rates: dict[str, tuple[float | None, float | None]] = {}
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]
         self._semaphores = weakref.WeakKeyDictionary()
+        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Gate]]
+        self._gates = weakref.WeakKeyDictionary()
 
     def register(self, key: str, size: int | None) -> int:
         """Declare a pool; returns its size. ``None`` takes the existing size or the default.
@@ -44,6 +116,25 @@ class ConcurrencyLimits:
             )
         return self._sizes[key]
 
+    def register_rates(self, key: str, rpm: float | None, tpm: float | None) -> None:
+        """Declare an endpoint's requests and tokens per minute; ``None`` keeps what another model
+        set (or no limit). Two different explicit values raise ValueError, as for concurrency."""
+        current = self._rates.get(key, (None, None))
+        merged: list[float | None] = []
+        for name, old, new in (("rpm", current[0], rpm), ("tpm", current[1], tpm)):
+            if new is not None and new <= 0:
+                raise ValueError(f"{name} must be a positive number, got {new}")
+            if old is not None and new is not None and old != new:
+                raise ValueError(
+                    f"{name} for {key} is already {old:g}; another model config asks for {new:g}. "
+                    "Models sharing a provider endpoint share its limits: set them once."
+                )
+            merged.append(old if new is None else new)
+        self._rates[key] = (merged[0], merged[1])
+
+    def rates(self, key: str) -> tuple[float | None, float | None]:
+        return self._rates.get(key, (None, None))
+
     def size(self, key: str) -> int:
         return self._sizes.get(key, DEFAULT_CONCURRENCY)
 
@@ -59,6 +150,73 @@ class ConcurrencyLimits:
     async def slot(self, key: str) -> AsyncIterator[None]:
         async with self._semaphore(key):
             yield
+
+    def _gate(self, key: str, clock: PaceClock) -> _Gate:
+        loop = asyncio.get_running_loop()
+        gates = self._gates.setdefault(loop, {})
+        gate = gates.get(key)
+        if gate is None:
+            rpm, tpm = self.rates(key)
+            pacer = Pacer.create(concurrency=self.size(key), rpm=rpm, tpm=tpm, now=clock.monotonic())
+            gate = gates[key] = _Gate(pacer)
+        return gate
+
+    @asynccontextmanager
+    async def paced(self, key: str, *, tokens: int, clock: PaceClock) -> AsyncIterator[Ticket]:
+        """A slot of ``key`` for a call of about ``tokens``, once its limits allow it; the caller
+        reports the outcome on the :class:`Ticket` (a call that reports nothing counts as a success
+        of unknown size)."""
+        async with self.slot(key):
+            gate = self._gate(key, clock)
+            generation = await self._admit(gate, tokens, clock)
+            ticket = Ticket(gate, clock, tokens, generation)
+            try:
+                yield ticket
+            finally:
+                ticket.succeeded(None)
+                async with gate.freed:
+                    gate.freed.notify_all()
+
+    async def _admit(self, gate: _Gate, tokens: int, clock: PaceClock) -> int:
+        pacer = gate.pacer
+        while True:
+            delay = pacer.delay(tokens, clock.monotonic())
+            if delay == 0.0:
+                return pacer.start(tokens, clock.monotonic())
+            reason = pacer.waiting_on or "a limit"
+            gate.waiting[reason] = gate.waiting.get(reason, 0) + 1
+            try:
+                if delay is None:
+                    async with gate.freed:
+                        await gate.freed.wait()
+                else:
+                    await clock.sleep(delay)
+            finally:
+                gate.waiting[reason] -= 1
+                if not gate.waiting[reason]:
+                    del gate.waiting[reason]
+
+    def waiting(self) -> list[str]:
+        """What the endpoints' calls wait on now, for the progress display: one line per endpoint
+        that has calls waiting on a limit (``openai http://h/v1: 3 calls wait on rpm``)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return []
+        lines = []
+        for key, gate in self._gates.get(loop, {}).items():
+            pacer = gate.pacer
+            reasons = {reason: n for reason, n in gate.waiting.items() if reason != "concurrency" and n}
+            cut = pacer.concurrency.limit < pacer.concurrency.ceiling
+            if not reasons and not cut:
+                continue
+            parts = [
+                f"{n} call{'s' if n != 1 else ''} wait on {reason}" for reason, n in sorted(reasons.items())
+            ]
+            if cut:
+                parts.append(f"concurrency {pacer.concurrency.limit}/{pacer.concurrency.ceiling} after 429")
+            lines.append(f"{key}: {', '.join(parts)}")
+        return lines
 
 
 SHARED_LIMITS = ConcurrencyLimits()
