@@ -4,6 +4,9 @@ Time is a number passed in, so these run without a clock."""
 
 from __future__ import annotations
 
+import asyncio
+import io
+
 import pytest
 
 from docab.models.pacing import (
@@ -212,3 +215,48 @@ def test_two_models_of_one_endpoint_cannot_ask_for_different_limits() -> None:
     assert limits.rates("openai http://h/v1") == (100, None)
     with pytest.raises(ModelConfigError, match="rpm for openai http://h/v1 is already 100"):
         build_model({"name": "openai/c", "base_url": "http://h/v1", "rpm": 50}, env={}, limits=limits)
+
+
+class HeldClock:
+    """Time stands still and a sleep never ends: a call held by a limit stays held."""
+
+    def monotonic(self) -> float:
+        return 0.0
+
+    def now(self) -> float:
+        return EPOCH
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.Event().wait()
+
+
+def test_the_display_hears_what_calls_wait_on() -> None:
+    from docab.models.limits import ConcurrencyLimits
+    from docab.runner.progress import LineProgress, ProgressState, status_line
+
+    limits = ConcurrencyLimits()
+    limits.register("openai http://h/v1", 4)
+    limits.register_rates("openai http://h/v1", 60, None)
+    clock = HeldClock()
+
+    async def one_call() -> None:
+        async with limits.paced("openai http://h/v1", tokens=10, clock=clock) as ticket:
+            ticket.failed(status=429, retry_after_s=None, headers=None)
+
+    async def main() -> list[str]:
+        await one_call()  # takes the bucket's one request; its 429 halves the concurrency
+        held = asyncio.create_task(one_call())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        seen = limits.waiting()
+        held.cancel()
+        return seen
+
+    seen = asyncio.run(main())
+    assert seen == ["openai http://h/v1: 1 call wait on rpm, concurrency 2/4 after 429"]
+    line = status_line("run", ProgressState.for_run({"a": 3}), seen)
+    assert line.endswith("waiting: openai http://h/v1: 1 call wait on rpm, concurrency 2/4 after 429")
+    stream = io.StringIO()
+    progress = LineProgress("run", stream, every_s=0.0, waiting=lambda: seen)
+    progress.start(ProgressState.for_run({"a": 3}))
+    assert "waiting: openai http://h/v1" in stream.getvalue()

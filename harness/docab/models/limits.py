@@ -198,23 +198,24 @@ class ConcurrencyLimits:
 
     def waiting(self) -> list[str]:
         """What the endpoints' calls wait on now, for the progress display: one line per endpoint
-        that has calls waiting on a limit (``openai http://h/v1: 3 calls wait on rpm``)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return []
+        that has calls waiting on a limit or runs below its concurrency after a 429
+        (``openai http://h/v1: 3 calls wait on rpm``). Safe to call from the display's thread."""
         lines = []
-        for key, gate in self._gates.get(loop, {}).items():
-            pacer = gate.pacer
-            reasons = {reason: n for reason, n in gate.waiting.items() if reason != "concurrency" and n}
-            cut = pacer.concurrency.limit < pacer.concurrency.ceiling
+        try:
+            gates = [(key, gate) for pools in list(self._gates.values()) for key, gate in list(pools.items())]
+        except RuntimeError:  # a loop's pools changed while being read: the next refresh shows them
+            return []
+        for key, gate in gates:
+            control = gate.pacer.concurrency
+            reasons = {reason: n for reason, n in list(gate.waiting.items()) if reason != "concurrency" and n}
+            cut = control.limit < control.ceiling
             if not reasons and not cut:
                 continue
             parts = [
                 f"{n} call{'s' if n != 1 else ''} wait on {reason}" for reason, n in sorted(reasons.items())
             ]
             if cut:
-                parts.append(f"concurrency {pacer.concurrency.limit}/{pacer.concurrency.ceiling} after 429")
+                parts.append(f"concurrency {control.limit}/{control.ceiling} after 429")
             lines.append(f"{key}: {', '.join(parts)}")
         return lines
 
