@@ -260,3 +260,24 @@ def test_the_display_hears_what_calls_wait_on() -> None:
     progress = LineProgress("run", stream, every_s=0.0, waiting=lambda: seen)
     progress.start(ProgressState.for_run({"a": 3}))
     assert "waiting: openai http://h/v1" in stream.getvalue()
+
+
+def test_other_failures_neither_grow_nor_cut_the_concurrency_and_pauses_are_capped() -> None:
+    pacer = Pacer.create(concurrency=4, rpm=None, tpm=None, now=0.0)
+    pacer.concurrency.limit = 2
+    for _ in range(5):  # five 500s in a row are no run of successes
+        pacer.finish(generation=pacer.start(1, 0.0), estimate=1, actual=None, now=0.0, ok=False)
+    assert pacer.concurrency.limit == 2
+    generation = pacer.start(1, 0.0)
+    pacer.finish(
+        generation=generation,
+        estimate=1,
+        actual=None,
+        now=0.0,
+        rate_limited=True,
+        retry_after_s=3600,
+        max_pause_s=60,
+    )
+    assert pacer.delay(1, 0.0) == pytest.approx(60.0)
+    pacer.observe(RateLimits(tokens_remaining=0, tokens_reset_s=360.0), 0.0, max_pause_s=60)
+    assert pacer.delay(1, 0.0) == pytest.approx(60.0)

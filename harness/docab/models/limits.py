@@ -15,6 +15,7 @@ running loop (tests and notebooks start several loops in one process).
 from __future__ import annotations
 
 import asyncio
+import math
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -51,6 +52,7 @@ class Ticket:
     clock: PaceClock
     estimate: int
     generation: int
+    max_pause_s: float = math.inf
     done: bool = False
 
     def succeeded(self, tokens: int | None, headers: Mapping[str, str] | None = None) -> None:
@@ -61,7 +63,11 @@ class Ticket:
         self, *, status: int | None, retry_after_s: float | None, headers: Mapping[str, str] | None
     ) -> None:
         """It failed; a 429 slows the endpoint down, and its ``Retry-After`` pauses every call to it."""
-        self._end(actual=None, headers=headers, status=status, retry_after_s=retry_after_s)
+        self._end(actual=None, headers=headers, status=status, retry_after_s=retry_after_s, ok=False)
+
+    def abandoned(self) -> None:
+        """It ended without an answer to judge (cancelled): no sign either way."""
+        self._end(actual=None, headers=None, ok=False)
 
     def _end(
         self,
@@ -70,6 +76,7 @@ class Ticket:
         headers: Mapping[str, str] | None,
         status: int | None = None,
         retry_after_s: float | None = None,
+        ok: bool = True,
     ) -> None:
         if self.done:
             return
@@ -80,9 +87,11 @@ class Ticket:
             estimate=self.estimate,
             actual=actual,
             now=self.clock.monotonic(),
+            ok=ok,
             rate_limited=rate_limited,
             retry_after_s=retry_after_s if rate_limited else None,
             limits=read_rate_limits(headers, self.clock.now()),
+            max_pause_s=self.max_pause_s,
         )
 
 
@@ -162,18 +171,20 @@ class ConcurrencyLimits:
         return gate
 
     @asynccontextmanager
-    async def paced(self, key: str, *, tokens: int, clock: PaceClock) -> AsyncIterator[Ticket]:
+    async def paced(
+        self, key: str, *, tokens: int, clock: PaceClock, max_pause_s: float = math.inf
+    ) -> AsyncIterator[Ticket]:
         """A slot of ``key`` for a call of about ``tokens``, once its limits allow it; the caller
-        reports the outcome on the :class:`Ticket` (a call that reports nothing counts as a success
-        of unknown size)."""
+        reports the outcome on the :class:`Ticket` (a call that reports nothing, cancelled say,
+        counts neither way). A provider's pause lasts at most ``max_pause_s``."""
         async with self.slot(key):
             gate = self._gate(key, clock)
             generation = await self._admit(gate, tokens, clock)
-            ticket = Ticket(gate, clock, tokens, generation)
+            ticket = Ticket(gate, clock, tokens, generation, max_pause_s)
             try:
                 yield ticket
             finally:
-                ticket.succeeded(None)
+                ticket.abandoned()
                 async with gate.freed:
                     gate.freed.notify_all()
 

@@ -294,28 +294,32 @@ class Pacer:
         estimate: int,
         actual: int | None,
         now: float,
+        ok: bool = True,
         rate_limited: bool = False,
         retry_after_s: float | None = None,
         limits: RateLimits | None = None,
+        max_pause_s: float = math.inf,
     ) -> None:
-        """A call ended: ``actual`` tokens used (None: unknown, the estimate stands), a 429 or not,
-        and what the provider's headers said."""
+        """A call ended: ``actual`` tokens used (None: unknown, the estimate stands), answered
+        (``ok``), refused with a 429, or failed otherwise (neither grows nor cuts the concurrency),
+        and what the provider's headers said. No pause lasts more than ``max_pause_s`` (a
+        confused or hostile server must not park a run)."""
         self.concurrency.finish()
         if self.tokens is not None and actual is not None:
             self.tokens.give_back(estimate - actual, now)
         if rate_limited:
             self.concurrency.rate_limited(generation)
             if retry_after_s is not None:
-                self.pause(now + retry_after_s)
-        else:
+                self.pause(now + min(retry_after_s, max_pause_s))
+        elif ok:
             self.concurrency.succeeded()
         if limits is not None:
-            self.observe(limits, now)
+            self.observe(limits, now, max_pause_s=max_pause_s)
 
     def pause(self, until: float) -> None:
         self.paused_until = max(self.paused_until, until)
 
-    def observe(self, limits: RateLimits, now: float) -> None:
+    def observe(self, limits: RateLimits, now: float, *, max_pause_s: float = math.inf) -> None:
         """Follow the provider's own count: nothing left means a pause until its reset."""
         for remaining, reset_s, bucket in (
             (limits.requests_remaining, limits.requests_reset_s, self.requests),
@@ -324,6 +328,6 @@ class Pacer:
             if remaining is None:
                 continue
             if remaining < 1 and reset_s is not None:
-                self.pause(now + reset_s)
+                self.pause(now + min(reset_s, max_pause_s))
             if bucket is not None:
                 bucket.cap(remaining, now)

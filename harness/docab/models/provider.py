@@ -313,7 +313,12 @@ class ProviderModel:
 
         async def attempt() -> tuple[dict[str, Any], ParsedReply]:
             queued_at = self._clock.monotonic()
-            async with self._limits.paced(self.config.endpoint, tokens=estimate, clock=self._clock) as ticket:
+            async with self._limits.paced(
+                self.config.endpoint,
+                tokens=estimate,
+                clock=self._clock,
+                max_pause_s=self._policy.retry_after_cap_s,
+            ) as ticket:
                 trace.queued_s += self._clock.monotonic() - queued_at
                 try:
                     raw = await self.send(request)
