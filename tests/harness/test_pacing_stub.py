@@ -132,3 +132,36 @@ def test_without_a_limit_429s_and_their_headers_pace_the_run_to_the_end(protocol
     assert provider.busiest_minute(provider.accepted) <= 30
     # Retry-After pauses the whole endpoint: a 429 is not answered by a storm of retries
     assert provider.refused <= 8 * 3
+
+
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+def test_a_successful_replys_headers_saying_nothing_is_left_pause_the_next_call(protocol: Protocol) -> None:
+    from tests.harness.model_fakes import EPOCH as FAKE_EPOCH
+    from tests.harness.model_fakes import FakeClock
+
+    if protocol == "openai":
+        headers = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "7s"}
+        first = openai_reply("one")
+    else:
+        reset = datetime.fromtimestamp(FAKE_EPOCH + 7, tz=UTC).isoformat()
+        headers = {"anthropic-ratelimit-requests-remaining": "0", "anthropic-ratelimit-requests-reset": reset}
+        first = anthropic_reply("one")
+    first.headers = headers
+    clock = FakeClock()
+    with LLMStub() as stub:
+        stub.push(protocol, first)
+        base = stub.openai_base_url if protocol == "openai" else stub.anthropic_base_url
+        model = build_model(
+            {"name": f"{protocol}/m", "base_url": base}, env={}, limits=ConcurrencyLimits(), clock=clock
+        )
+
+        async def two_calls() -> list[str]:
+            async with model:
+                texts = []
+                for question in ("a", "b"):
+                    turn = await model.generate("", [Message.user(question)], [], max_output_tokens=8)
+                    texts.append(turn.text)
+                return texts
+
+        assert asyncio.run(two_calls()) == ["one", "stub answer"]
+    assert clock.sleeps == [pytest.approx(7.0)]  # the second call waited for the reset

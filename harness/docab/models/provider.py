@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -43,6 +44,10 @@ class ParsedReply:
     reasoning: tuple[Reasoning, ...]
     stop_reason: str
 
+
+RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"  # openai._constants and anthropic._constants
+REPLY_HEADERS: ContextVar[dict[str, str] | None] = ContextVar("reply_headers", default=None)
+"""The headers of the reply :meth:`ProviderModel.post_wire` last received in this task (for pacing)."""
 
 # Options that choose a model's endpoint or build its client: fixed for the life of a model.
 ENDPOINT_OPTIONS = frozenset(
@@ -191,8 +196,13 @@ class ProviderModel:
             path,
             body={**request, **self.config.extra_body},
             cast_to=object,
-            options={"timeout": self.config.timeout},
+            # the SDKs' raw-response mode (what their with_raw_response sends): the reply's headers too
+            options={"timeout": self.config.timeout, "headers": {RAW_RESPONSE_HEADER: "raw"}},
         )
+        headers = getattr(response, "headers", None)
+        if headers is not None and hasattr(response, "parse"):
+            REPLY_HEADERS.set(dict(headers.items()))
+            response = await response.parse()
         return as_plain_json(response)
 
     async def aclose(self) -> None:
@@ -320,6 +330,7 @@ class ProviderModel:
                 max_pause_s=self._policy.retry_after_cap_s,
             ) as ticket:
                 trace.queued_s += self._clock.monotonic() - queued_at
+                REPLY_HEADERS.set(None)
                 try:
                     raw = await self.send(request)
                 except Exception as exc:
@@ -331,7 +342,7 @@ class ProviderModel:
                         headers=headers,
                     )
                     raise
-                ticket.succeeded(_tokens_used(self, raw))
+                ticket.succeeded(_tokens_used(self, raw), REPLY_HEADERS.get())
             try:
                 return raw, self.parse(raw)
             except MalformedReply:
