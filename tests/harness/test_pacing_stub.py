@@ -165,3 +165,55 @@ def test_a_successful_replys_headers_saying_nothing_is_left_pause_the_next_call(
 
         assert asyncio.run(two_calls()) == ["one", "stub answer"]
     assert clock.sleeps == [pytest.approx(7.0)]  # the second call waited for the reset
+
+
+class RealTimeLimit:
+    """Wraps a scripted responder: at most ``limit`` accepted requests in any ``window_s`` real
+    seconds, else 429 with ``Retry-After`` and OpenAI's rate-limit headers."""
+
+    def __init__(self, script: Any, limit: int, window_s: float) -> None:
+        self.script, self.limit, self.window_s = script, limit, window_s
+        self.accepted: list[float] = []
+        self.refused = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, protocol: Protocol, request: Request) -> Reply:
+        with self.lock:
+            now = time.monotonic()
+            recent = [t for t in self.accepted if t > now - self.window_s]
+            if len(recent) >= self.limit:
+                self.refused += 1
+                wait = recent[0] + self.window_s - now
+                reply = error_reply(protocol, 429, "rate limit reached", retry_after=round(wait, 3))
+                reply.headers = {
+                    **reply.headers,
+                    "x-ratelimit-remaining-requests": "0",
+                    "x-ratelimit-reset-requests": f"{wait * 1000:.0f}ms",
+                }
+                return reply
+            self.accepted.append(now)
+        return self.script(protocol, request)  # type: ignore[no-any-return]
+
+    def busiest_window(self) -> int:
+        ordered = sorted(self.accepted)
+        return max(bisect.bisect_left(ordered, t + self.window_s) - i for i, t in enumerate(ordered))
+
+
+def test_a_run_against_a_rate_limited_provider_finishes_with_no_failed_sample(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    from tests.harness.test_runner_providers import openai_script, run_with
+
+    monkeypatch.setenv("DOCAB_TEST_KEY", "k")
+    provider = RealTimeLimit(openai_script, limit=3, window_s=0.5)
+    with LLMStub(provider) as stub:
+        model = {
+            "name": "openai/stub-model",
+            "base_url": stub.openai_base_url,
+            "api_key_env": "DOCAB_TEST_KEY",
+        }
+        outcome = run_with(stub, model, tmp_path)
+    records = outcome.records
+    assert len(records) == 8 and all(r.status == "ok" and r.score == 1.0 for r in records)
+    assert provider.refused > 0  # the limit was met, and every sample still finished
+    assert provider.busiest_window() <= 3
