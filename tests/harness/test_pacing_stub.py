@@ -217,3 +217,31 @@ def test_a_run_against_a_rate_limited_provider_finishes_with_no_failed_sample(
     assert len(records) == 8 and all(r.status == "ok" and r.score == 1.0 for r in records)
     assert provider.refused > 0  # the limit was met, and every sample still finished
     assert provider.busiest_window() <= 3
+
+
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+def test_a_tpm_limit_charges_the_estimate_then_the_real_usage(protocol: Protocol) -> None:
+    from docab.models.pacing import estimate_tokens
+    from tests.harness.model_fakes import FakeClock
+
+    clock = FakeClock()
+    with LLMStub() as stub:  # every reply says 10 input and 5 output tokens
+        base = stub.openai_base_url if protocol == "openai" else stub.anthropic_base_url
+        model = build_model(
+            {"name": f"{protocol}/m", "base_url": base, "tpm": 60},
+            env={},
+            limits=ConcurrencyLimits(),
+            clock=clock,
+        )
+
+        async def two_calls() -> None:
+            async with model:
+                for question in ("a" * 400, "b"):
+                    await model.generate("", [Message.user(question)], [], max_output_tokens=8)
+
+        asyncio.run(two_calls())
+        first = stub.requests_for(protocol)[0].json()
+    assert estimate_tokens(first) > 100  # the first call was estimated at over a hundred tokens...
+    # ...and corrected to the 15 it used: the bucket (1 token, refilling 59 a minute) is 14 short of
+    # empty, so the second call waits for 15 tokens' refill, not for its estimate's
+    assert clock.sleeps == [pytest.approx(15 * 60 / 59)]
