@@ -7,7 +7,7 @@ or when a run counts as failed (``concurrency``, ``epochs``, ``max_error_share``
 run's ``limit`` and ``shard``) are left out of the hash, so re-running with more epochs or another
 concurrency resumes the same run; so are the models' ``price`` and ``cache``
 (:data:`UNHASHED_MODEL_OPTIONS`). So is the transport of the model tables (``base_url``,
-``api_key_env``, ``headers``, ``region``, ``project``, ``concurrency``, ``http_backend``, timeouts
+``api_key_env``, ``headers``, ``region``, ``project``, ``concurrency``, ``rpm``, ``tpm``, ``http_backend``, timeouts
 and retries: :data:`docab.models.config.TRANSPORT_OPTIONS`): where an endpoint lives and how it is
 reached do not change what a record means, so a run resumed at another URL is the same run.
 

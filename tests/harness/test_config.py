@@ -105,6 +105,17 @@ def test_the_demo_is_offline_and_shipped_configs_cover_the_brief() -> None:
     assert text_only.model.text_only and "vision-bridge" in text_only.arms[1].mcp_servers
 
 
+def test_the_local_server_config_needs_no_key_and_offers_the_tools() -> None:
+    """local-llamacpp (run for real by tests/llama): an OpenAI-compatible server on loopback, no key,
+    tool_choice "auto" (llama-cpp-python's chatml-function-calling shows the model no tools without
+    it), a text-only model, and the answer through submit_answer."""
+    local = load_config("local-llamacpp")
+    assert local.model.provider == "openai" and local.model.base_url == "http://127.0.0.1:8000/v1"
+    assert local.model.api_key_env is None and local.model.extra_body == {"tool_choice": "auto"}
+    assert local.model.text_only and local.answer.protocol == "submit_tool"
+    assert local.dataset.source == "suite"
+
+
 def test_unknown_keys_are_named() -> None:
     assert "arms[0].tool: unknown key" in error_of(with_(arms=[{"name": "a", "tool": ["fs"]}]))
     assert "concurency: unknown key" in error_of(with_(concurency=4))

@@ -401,6 +401,7 @@ def test_summary_round_trips_through_json_and_the_model(tiny_run: Path) -> None:
         "breakdown_note",
         "warnings",
         "prices",
+        "plan",
     }
     accuracy = data["arms"][0]["accuracy"]
     assert set(accuracy) == {"value", "low", "high", "method"} and accuracy["value"] == 0.5

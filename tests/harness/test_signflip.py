@@ -93,7 +93,7 @@ def test_below_six_documents_no_interval_and_from_thirty_the_t() -> None:
 
 def test_sampled_patterns_are_fixed_mirrored_and_the_same_for_every_test() -> None:
     patterns = sign_patterns(20)
-    assert patterns.shape == (65_536, 20)
+    assert patterns.shape == (16_384, 20)
     half = patterns.shape[0] // 2
     assert np.array_equal(patterns[:half], -patterns[half:])
     assert sign_patterns(20) is patterns

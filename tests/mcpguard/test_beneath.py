@@ -193,3 +193,16 @@ def test_a_folder_swapped_for_a_link_never_yields_outside_bytes(tree) -> None:
             results["inside"] += 1
     assert swapper.swaps > 10
     assert results["inside"] > 0 and results["refused"] > 0, results
+
+
+def test_the_trust_boundary_a_hardlink_inside_a_root_is_inside(tree) -> None:
+    """Issue 26 item 9, the documented boundary: a hard link is a name inside the root for the same
+    file, so it reads (whoever can link a file into an allowed root could copy it there too), while
+    a symlink to the same file outside is refused. The root folder itself is trusted: swapping it
+    is out of scope (the README's security section says so)."""
+    root, outside = tree["root"], tree["outside"]
+    os.link(outside / "secret.md", root / "docs" / "hard.md")
+    policy = PathPolicy.from_dirs([root])
+    assert read(policy, str(root / "docs" / "hard.md"))[1] == b"SECRET"
+    with pytest.raises(PathDenied):
+        read(policy, str(root / "docs" / "link.md"))

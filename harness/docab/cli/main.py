@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "docab.cli.view",
     "docab.cli.calibrate",
     "docab.cli.cache",
+    "docab.cli.plan",
 )
 
 EPILOG = """\
@@ -34,6 +35,7 @@ Start here:
   docab demo                 run the built-in suite A/B with the offline baseline policy
   docab run CONFIG.toml      run an A/B configuration (see harness/docab/configs/)
   docab view RUN_DIR         browse a run's questions and transcripts in a browser
+  docab plan RUN_DIR         project a pilot run (--limit 40) to the full run: cost, time, detectable effect
 
 Every command has its own --help.
 """

@@ -15,7 +15,7 @@ from docab.cli.errors import CommandError
 
 if TYPE_CHECKING:
     from docab.report.gate import Check
-    from docab.report.schema import Comparison, Summary
+    from docab.report.schema import Comparison, Plan, Summary
     from docab.report.summary import Report, RunData
 
 FORMATS = ("table", "markdown", "json")
@@ -147,17 +147,32 @@ def run_report(args: argparse.Namespace) -> int:
 
     try:
         run = load_run(*args.run_dirs, reruns_as_epochs=args.reruns_as_epochs)
-        report = build_report(run, reference=args.reference)
+        target = (
+            args.run_dirs[0] if args.run_dirs[0].is_dir() else args.run_dirs[0].parent
+        )  # an Inspect log file
+        plan = earlier_plan(target, len(run.records)) if len(args.run_dirs) == 1 else None
+        report = build_report(run, reference=args.reference, plan=plan)
     except ReportError as exc:
         raise CommandError(str(exc)) from None
     _emit(report.summary, args.format)
-    target = args.run_dirs[0] if args.run_dirs[0].is_dir() else args.run_dirs[0].parent  # an Inspect log file
     written: list[Path] = []
     if not args.no_write:
         written = write_report_files(report, target, plots=not args.no_plots)
     if written:
         print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     return 0
+
+
+def earlier_plan(folder: Path, records: int) -> Plan | None:
+    """The plan ``docab plan`` wrote into the folder's summary.json, while it still describes the
+    run (the same number of samples); None otherwise, or when there is none."""
+    from docab.report.schema import SummaryFormatError, parse_summary
+
+    try:
+        plan = parse_summary((folder / "summary.json").read_bytes()).plan
+    except (OSError, SummaryFormatError):
+        return None
+    return plan if plan is not None and plan.pilot_samples == records else None
 
 
 def write_report_files(report: Report, target: Path, *, plots: bool) -> list[Path]:

@@ -73,6 +73,10 @@ def launch_and_report(
         f"run: {outcome.run_dir} (records.jsonl, transcripts/, report.md); "
         f"plots: docab report {outcome.run_dir}; transcripts: docab view {outcome.run_dir}"
     )
+    if request.limit is not None or request.first is not None:
+        print(
+            f"a pilot? project the full run's cost, time and detectable effect: docab plan {outcome.run_dir}"
+        )
     stop = outcome.spend_stop
     if stop is not None:
         again = f"; to go on, raise the cap: {resume(stop.needed())}" if resume else ""

@@ -10,6 +10,8 @@
     # headers = { "X-Gateway-Key" = "${GATEWAY_KEY}" }  # sent with every request; ${VAR} from the env
     # text_only = true                        # strip images, say where they were
     # concurrency = 16                        # requests in flight at this endpoint, all models together
+    # rpm = 500                               # requests per minute at this endpoint (docab.models.pacing)
+    # tpm = 200000                            # tokens per minute at this endpoint, estimated then corrected
     # price = { input = 2.5, cached_input = 1.25, output = 10 }  # USD per million tokens (docab.pricing)
     # cache = true                            # serve replies from docab's response cache (docab.models.cache)
 
@@ -86,6 +88,8 @@ LATER_OPTIONS: dict[str, object] = {
     "headers": {},
     "price": None,
     "cache": False,
+    "rpm": None,
+    "tpm": None,
 }
 # Where the endpoint lives, how it authenticates and how calls reach it: none of these changes what
 # a record means, so the run's identity (``docab.config.identity_of``) leaves them at their
@@ -98,6 +102,8 @@ TRANSPORT_OPTIONS = (
     "region",
     "project",
     "concurrency",
+    "rpm",
+    "tpm",
     "http_backend",
     "timeout",
     "max_retries",
@@ -109,6 +115,8 @@ _NUMBERS = (
     "temperature",
     "max_output_tokens",
     "concurrency",
+    "rpm",
+    "tpm",
     "thinking_budget",
     "timeout",
     "max_retries",
@@ -135,6 +143,10 @@ class ModelConfig(BaseModel):
     max_output_tokens: int | None = None  # caps what the agent loop asks for per call
     text_only: bool = False
     concurrency: int | None = None  # None: the endpoint's existing limit, or 16
+    # Requests and tokens per minute at this endpoint, all models together (docab.models.pacing);
+    # None: no limit of docab's own (the provider's 429s and rate-limit headers still pace the run).
+    rpm: float | None = None
+    tpm: float | None = None
     timeout: float = 120.0  # seconds per attempt
     max_retries: int = 4
     retry_base_delay: float = 1.0
@@ -292,6 +304,8 @@ class ModelConfig(BaseModel):
         _check_range("temperature", self.temperature, 0.0, 2.0)
         _check_positive("max_output_tokens", self.max_output_tokens)
         _check_positive("concurrency", self.concurrency)
+        _check_positive("rpm", self.rpm)
+        _check_positive("tpm", self.tpm)
         _check_positive("thinking_budget", self.thinking_budget)
         if self.timeout <= 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout}")

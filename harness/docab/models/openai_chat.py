@@ -94,7 +94,10 @@ def to_openai_messages(
         if message.role == "user":
             wire.append({"role": "user", "content": _user_content(message.blocks, image_detail)})
         elif message.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            # Always a string, "" beside tool calls: OpenAI allows null there, but llama-cpp-python's
+            # server rejects it (HTTP 500, its request schema wants a string), and its templates fail
+            # on a missing key; "" is accepted by every server tried.
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text}
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {
@@ -105,8 +108,6 @@ def to_openai_messages(
                     for call in message.tool_calls
                 ]
                 tool_names.update((call.id, call.name) for call in message.tool_calls)
-            elif entry["content"] is None:
-                entry["content"] = ""
             echo = reasoning_echo == "all" or (reasoning_echo == "tool_turns" and message.tool_calls)
             if echo:
                 for item in message.reasoning:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -21,6 +22,7 @@ from docab.models.causes import credential_failure
 from docab.models.clients import Access
 from docab.models.config import ModelConfig, ModelConfigError
 from docab.models.limits import ConcurrencyLimits
+from docab.models.pacing import estimate_tokens
 from docab.models.retry import (
     Caller,
     Clock,
@@ -30,6 +32,7 @@ from docab.models.retry import (
     RetryTrace,
     call_with_retries,
     classify_sdk_error,
+    parse_retry_after,
 )
 from docab.models.text_only import strip_images
 
@@ -42,9 +45,25 @@ class ParsedReply:
     stop_reason: str
 
 
+RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"  # openai._constants and anthropic._constants
+REPLY_HEADERS: ContextVar[dict[str, str] | None] = ContextVar("reply_headers", default=None)
+"""The headers of the reply :meth:`ProviderModel.post_wire` last received in this task (for pacing)."""
+
 # Options that choose a model's endpoint or build its client: fixed for the life of a model.
 ENDPOINT_OPTIONS = frozenset(
-    {"name", "base_url", "api_key_env", "api", "api_version", "region", "project", "headers", "concurrency"}
+    {
+        "name",
+        "base_url",
+        "api_key_env",
+        "api",
+        "api_version",
+        "region",
+        "project",
+        "headers",
+        "concurrency",
+        "rpm",
+        "tpm",
+    }
 )
 PREFLIGHT_TIMEOUT_S = 30.0  # a model list answers in well under a second; an unreachable host never does
 
@@ -87,6 +106,7 @@ class ProviderModel:
         self._clock = clock
         self._rng = rng or random.Random()
         limits.register(config.endpoint, config.concurrency)
+        limits.register_rates(config.endpoint, config.rpm, config.tpm)
         self._apply(config)
 
     def _apply(self, config: ModelConfig) -> None:
@@ -176,8 +196,13 @@ class ProviderModel:
             path,
             body={**request, **self.config.extra_body},
             cast_to=object,
-            options={"timeout": self.config.timeout},
+            # the SDKs' raw-response mode (what their with_raw_response sends): the reply's headers too
+            options={"timeout": self.config.timeout, "headers": {RAW_RESPONSE_HEADER: "raw"}},
         )
+        headers = getattr(response, "headers", None)
+        if headers is not None and hasattr(response, "parse"):
+            REPLY_HEADERS.set(dict(headers.items()))
+            response = await response.parse()
         return as_plain_json(response)
 
     async def aclose(self) -> None:
@@ -294,12 +319,31 @@ class ProviderModel:
                     )
         trace = RetryTrace()
         wasted: list[Usage] = []  # tokens billed for replies we could not use
+        # Only a tokens-per-minute limit needs the estimate (about 0.3 ms for a 60-message history)
+        estimate = estimate_tokens(request) if self._limits.rates(self.config.endpoint)[1] else 0
 
         async def attempt() -> tuple[dict[str, Any], ParsedReply]:
             queued_at = self._clock.monotonic()
-            async with self._limits.slot(self.config.endpoint):
+            async with self._limits.paced(
+                self.config.endpoint,
+                tokens=estimate,
+                clock=self._clock,
+                max_pause_s=self._policy.retry_after_cap_s,
+            ) as ticket:
                 trace.queued_s += self._clock.monotonic() - queued_at
-                raw = await self.send(request)
+                REPLY_HEADERS.set(None)
+                try:
+                    raw = await self.send(request)
+                except Exception as exc:
+                    status = getattr(exc, "status_code", None)
+                    headers = getattr(getattr(exc, "response", None), "headers", None)
+                    ticket.failed(
+                        status=status if isinstance(status, int) else None,
+                        retry_after_s=parse_retry_after(headers, self._clock.now()),
+                        headers=headers,
+                    )
+                    raise
+                ticket.succeeded(_tokens_used(self, raw), REPLY_HEADERS.get())
             try:
                 return raw, self.parse(raw)
             except MalformedReply:
@@ -329,6 +373,14 @@ class ProviderModel:
             raw=raw,
             reasoning=parsed.reasoning,
         )
+
+
+def _tokens_used(model: ProviderModel, raw: Mapping[str, Any]) -> int | None:
+    """The tokens a reply says it used (what a provider's tokens-per-minute counts); None if unreadable."""
+    try:
+        return model.usage(raw).total
+    except Exception:  # a malformed reply: parse() reports it; the estimate stands meanwhile
+        return None
 
 
 def _sum_usage(records: Sequence[Usage]) -> Usage:

@@ -17,7 +17,10 @@ from docab.report.schema import (
     BreakdownDifference,
     Comparison,
     Estimate,
+    Plan,
+    PlanSize,
     PriceRow,
+    Projected,
     Ratio,
     ReferenceRow,
     Spread,
@@ -186,6 +189,8 @@ def sections(summary: Summary) -> list[Section]:
     result += [_comparison_section(c, by_name) for c in summary.comparisons]
     if summary.breakdowns:
         result.append(_breakdown_section(summary))
+    if summary.plan is not None:
+        result.append(plan_section(summary.plan))
     return result
 
 
@@ -731,6 +736,104 @@ def print_console(summary: Summary, console: Console | None = None) -> None:
         loud = warning.startswith("EXTRACTION FAILED")
         console.print(f"warning: {warning}", style="bold red" if loud else "yellow")
     console.print(METHOD_NOTE, style="dim")
+
+
+# -- docab plan -------------------------------------------------------------------------------------------
+
+
+def duration(value: float | None) -> str:
+    """``45 s``, ``12 min``, ``2 h 05 min``, ``3 d 4 h``."""
+    if not _ok(value):
+        return "–"
+    if value < 90:
+        return f"{value:.0f} s"
+    minutes = value / 60
+    if minutes < 90:
+        return f"{minutes:.0f} min"
+    hours, rest = divmod(round(minutes), 60)
+    if hours < 48:
+        return f"{hours} h {rest:02d} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
+
+
+def _projected(cell: Projected | None, fmt: Format) -> tuple[str, str]:
+    """The value and its interval (``low – high``) as text."""
+    if cell is None:
+        return PRICE_UNKNOWN, ""
+    if cell.low is None or cell.high is None:
+        return fmt(cell.value), "– (one document)"
+    return fmt(cell.value), f"{fmt(cell.low)} – {fmt(cell.high)}"
+
+
+def _size_rows(size: PlanSize, label: str, unpriced: bool) -> list[list[str]]:
+    cost, cost_range = _projected(None if unpriced else size.cost, usd)
+    to_go, to_go_range = _projected(None if unpriced else size.cost_to_go, usd)
+    wall, wall_range = _projected(size.wall_s, duration)
+    return [
+        [
+            f"{label}: questions / documents / samples",
+            f"{size.questions:,} / {size.documents:,} / {size.samples:,}",
+            "",
+        ],
+        [f"{label}: cost (USD)", cost, cost_range],
+        [f"{label}: cost still to run after the pilot", to_go, to_go_range],
+        [f"{label}: wall time", wall, wall_range],
+        [f"{label}: MDE, accuracy B − A", difference_points(size.mde), ""],
+    ]
+
+
+def difference_points(value: float | None) -> str:
+    return f"{value * 100:.1f} pts" if _ok(value) else "–"
+
+
+def plan_section(plan: Plan) -> Section:
+    """The plan's one table: the pilot as measured, the planned run, and with --mde the run that
+    detects the target; notes say where every assumption comes from."""
+    unpriced = bool(plan.unpriced)
+    rows = [
+        [
+            "pilot: questions / documents / samples",
+            f"{plan.pilot_questions:,} / {plan.pilot_documents:,} / {plan.pilot_samples:,}",
+            "",
+        ],
+        ["pilot: cost (USD)", PRICE_UNKNOWN if unpriced else usd(plan.pilot_cost), "measured"],
+        ["pilot: wall time", duration(plan.pilot_wall_s), "measured"],
+    ]
+    rows += _size_rows(plan.full, "planned run", unpriced)
+    if plan.for_target is not None and plan.target_mde is not None:
+        rows += _size_rows(plan.for_target, f"for a {plan.target_mde * 100:g}-point MDE", unpriced)
+    compared = " vs ".join(reversed(plan.compared)) if plan.compared else "(one arm)"
+    sources = {"pilot": "the pilot's", "pilot bound": "the pilot's upper bound", "default": "default"}
+    notes = [
+        f"{len(plan.arms)} arm{'s' * (len(plan.arms) != 1)} ({', '.join(plan.arms)}), {plan.epochs} "
+        f"epoch{'s' * (plan.epochs != 1)}; cost intervals are 95 %, cluster-robust over documents, and "
+        "cover the questions not yet run (finite-population corrected).",
+        f"Wall time at concurrency {plan.concurrency}, bound by {plan.time_limited_by}; the pilot's "
+        f"sessions took {plan.overhead:.2f}x its samples' own time per worker (set-up, waits) and "
+        f"{duration(plan.startup_s)} to start, both counted.",
+        f"MDE of {compared}: {plan.power:.0%} power, two-sided alpha {plan.alpha:g}; discordance "
+        f"{plan.discordance:.3f} ({sources[plan.discordance_source]}), ICC {plan.icc:.3f} "
+        f"({sources[plan.icc_source]}).",
+        *plan.notes,
+    ]
+    if not unpriced and plan.full.cost is not None and plan.full.cost.high:
+        notes.append(
+            f"A spend cap at the high end stops a run that costs more than planned: --max-cost "
+            f"{math.ceil(plan.full.cost.high * 100) / 100:.2f}"
+        )
+    return Section("Plan: the pilot projected", ["", "projected", "95 % interval"], rows, notes)
+
+
+def plan_markdown(plan: Plan, run_id: str = "") -> str:
+    lines = [f"# Plan from pilot {run_id or '?'}", "", *sections_markdown([plan_section(plan)])]
+    return "\n".join(lines)
+
+
+def print_plan(plan: Plan, run_id: str = "", console: Console | None = None) -> None:
+    console = console or report_console()
+    console.print(f"[bold]Plan from pilot {run_id or '?'}[/bold]")
+    print_sections([plan_section(plan)], console)
 
 
 # -- docab compare ----------------------------------------------------------------------------------------

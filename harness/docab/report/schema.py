@@ -33,6 +33,7 @@ Versions (``SUMMARY_VERSION``, the ``version`` field):
    its interval, as for tokens) and the summary's ``prices`` (each model's price, source and date).
    Also (issue 23, optional, defaulting to zeros): an arm's ``extraction`` counts the answer
    extraction's unparsable replies and the prose answers taken through it.
+   Later, optionally, ``plan``: a pilot projected to its full question set (``docab plan``).
 
 Reading a file: :func:`parse_summary` (raises :class:`SummaryFormatError` with a message fit to show).
 
@@ -462,6 +463,55 @@ class Breakdown(SchemaModel):
     differences: dict[str, BreakdownDifference]  # per arm against the reference; none for "answer path"
 
 
+class Projected(SchemaModel):
+    """A projected total (US dollars or seconds) with its 95 % interval (``docab.report.plan``)."""
+
+    value: Number
+    low: Number = None  # None when the pilot cannot bound it (one document)
+    high: Number = None
+
+
+class PlanSize(SchemaModel):
+    """What a run of one size is projected to cost, take and resolve (``docab plan``)."""
+
+    questions: int
+    documents: int
+    samples: int  # questions x arms x epochs
+    cost: Projected | None = None  # USD of the whole run; None when a price is unknown
+    cost_to_go: Projected | None = None  # USD still to spend when the pilot's folder is extended to it
+    wall_s: Projected  # elapsed seconds at the planned concurrency and rate limits
+    mde: Number  # the accuracy difference it detects (80 % power, two-sided alpha 0.05)
+
+
+class Plan(SchemaModel):
+    """A pilot run projected to a full run (``docab plan``, ``docab.report.plan``): cost with its
+    interval, wall time, and the minimum detectable effect, with where each assumption comes from."""
+
+    pilot_questions: int
+    pilot_documents: int
+    pilot_samples: int
+    pilot_cost: Number = None  # USD of the pilot's calls, cached ones at their first cost; None when unpriced
+    pilot_wall_s: Number = None  # the pilot's measured elapsed time; None when no session finished
+    arms: list[str]
+    compared: list[str]  # the two arms whose accuracy difference the MDE is about ([] with one arm)
+    epochs: int
+    concurrency: int  # samples in flight in the projected run
+    time_limited_by: str  # "workers", "endpoint concurrency", "rpm" or "tpm"
+    overhead: float  # measured busy time over the samples' own time: set-up, waiting, the tail
+    startup_s: float  # the pilot's time before its first sample started, added once
+    discordance: float  # Var(B − A) per question under no difference (right/wrong: the share differing)
+    discordance_source: Literal["pilot", "pilot bound", "default"]
+    icc: float  # of the differences within documents
+    icc_source: Literal["pilot", "default"]
+    alpha: float
+    power: float
+    full: PlanSize  # the run planned: the dataset's questions, or --questions/--documents
+    target_mde: Number = None  # --mde, as a fraction
+    for_target: PlanSize | None = None  # the smallest run that detects target_mde
+    unpriced: list[str] = []  # models without a known price: no cost figure
+    notes: list[str] = []
+
+
 class Summary(SchemaModel):
     """A run's report: ``summary.json``."""
 
@@ -479,6 +529,7 @@ class Summary(SchemaModel):
     breakdown_note: str  # how many cells, and that their intervals are unadjusted
     warnings: list[str]
     prices: list[PriceRow] = []  # the price of every model the records used (version 5 on)
+    plan: Plan | None = None  # a pilot's projection to its full question set (docab plan; optional)
 
     def arm(self, name: str) -> ArmSummary | None:
         return next((a for a in self.arms if a.arm == name), None)

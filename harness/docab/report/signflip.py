@@ -40,8 +40,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 SMALL_DOCUMENTS = 30  # below this many documents, paired differences use the sign-flip test
-EXACT_DOCUMENTS = 16  # up to this many, every sign pattern (65,536 at 16)
-SAMPLED_PAIRS = 32_768  # above it, this many random patterns and their mirror images
+EXACT_DOCUMENTS = 14  # up to this many, every sign pattern (16,384 at 14)
+SAMPLED_PAIRS = 8_192  # above it, this many random patterns and their mirror images
 SEED = 24  # fixed: the same patterns for every test on the same number of documents
 MIN_DOCUMENTS_FOR_INTERVAL = 6  # 2 / 2^C < 0.05 from 6 documents on
 TIE_TOLERANCE = 1e-9  # relative: a pattern this close to the observed statistic ties with it

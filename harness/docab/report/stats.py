@@ -12,7 +12,7 @@ The design (../shared/specs/harness.md, "Statistics for the A/B report"), checke
   questions. Ratio metrics (the generalised F1, evidence precision) are linearised first. In
   simulation this interval holds 95 % coverage from 30 documents up. Below 30 documents every
   paired difference is tested and bounded by the cluster sign-flip test instead
-  (:mod:`docab.report.signflip`: exact over all sign patterns up to 16 documents), whose p-value
+  (:mod:`docab.report.signflip`: exact over all sign patterns up to 14 documents), whose p-value
   never grows as a result gets uniformly stronger, which the t's does below 30; the percentile cluster
   bootstrap does not (8-9 % false positives at 30 documents), nor does plain McNemar, which ignores
   documents (10-30 %).

@@ -1043,9 +1043,11 @@ def build_report(
     reference: str | None = None,
     arms: Sequence[str] | None = None,
     with_breakdowns: bool = True,
+    plan: schema.Plan | None = None,
 ) -> Report:
     """Summaries per arm, each arm against the reference arm (the first, unless named), reference
-    rows, and breakdowns (left out, as an empty list, by callers that show none)."""
+    rows, and breakdowns (left out, as an empty list, by callers that show none); ``plan``, a
+    projection of this run to a full run (``docab plan``), is carried into the summary."""
     outcomes = question_outcomes(run.records)
     order = arm_order(run.manifest, list(outcomes))
     if arms:
@@ -1099,6 +1101,7 @@ def build_report(
         breakdown_note=breakdown_note(rows),
         warnings=warnings,
         prices=price_rows(run.records, run.manifest),
+        plan=plan,
     )
     return Report(summary=summary, outcomes={a: outcomes[a] for a in order})
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Protocol
 
@@ -88,7 +88,22 @@ def format_tokens(n: int) -> str:
     return str(n)
 
 
-def status_line(name: str, state: ProgressState) -> str:
+Waiting = Callable[[], list[str]]
+"""What the run waits on now (``docab.models.limits.ConcurrencyLimits.waiting``): one line per
+endpoint held back by a rate limit, a provider's pause or a concurrency cut after 429s."""
+
+
+def no_waiting() -> list[str]:
+    return []
+
+
+def shared_waiting() -> list[str]:
+    from docab.models.limits import SHARED_LIMITS
+
+    return SHARED_LIMITS.waiting()
+
+
+def status_line(name: str, state: ProgressState, waiting: Sequence[str] = ()) -> str:
     parts = [f"[{name}] {state.done}/{state.total}"]
     for arm, tally in state.arms.items():
         acc = "–" if tally.accuracy is None else f"{tally.accuracy:.3f}"
@@ -96,6 +111,8 @@ def status_line(name: str, state: ProgressState) -> str:
             f"{arm} {tally.done}/{tally.total} acc {acc} err {tally.errors} tok {format_tokens(tally.tokens)}"
         )
     parts.append(f"ETA {format_duration(state.eta_s())}")
+    if waiting:
+        parts.append("waiting: " + "; ".join(waiting))
     return " | ".join(parts)
 
 
@@ -119,23 +136,26 @@ class SilentProgress:
 class LineProgress:
     """A plain status line every ``every_s`` seconds and at the end."""
 
-    def __init__(self, name: str, stream: IO[str] | None = None, every_s: float = 10.0) -> None:
+    def __init__(
+        self, name: str, stream: IO[str] | None = None, every_s: float = 10.0, waiting: Waiting = no_waiting
+    ) -> None:
         self.name = name
         self.stream = stream or sys.stderr
         self.every_s = every_s
+        self.waiting = waiting
         self._last = 0.0
 
     def start(self, state: ProgressState) -> None:
         self.state = state
         self._last = time.monotonic()
-        print(status_line(self.name, state), file=self.stream, flush=True)
+        print(status_line(self.name, state, self.waiting()), file=self.stream, flush=True)
 
     def update(self, record: RunRecord) -> None:
         self.state.add(record)
         now = time.monotonic()
         if now - self._last >= self.every_s:
             self._last = now
-            print(status_line(self.name, self.state), file=self.stream, flush=True)
+            print(status_line(self.name, self.state, self.waiting()), file=self.stream, flush=True)
 
     def stop(self) -> None:
         print(status_line(self.name, self.state), file=self.stream, flush=True)
@@ -144,9 +164,10 @@ class LineProgress:
 class LiveProgress:
     """A rich table redrawn in place: one row per arm, and the run's ETA."""
 
-    def __init__(self, name: str, stream: IO[str] | None = None) -> None:
+    def __init__(self, name: str, stream: IO[str] | None = None, waiting: Waiting = no_waiting) -> None:
         self.name = name
         self.stream = stream or sys.stderr
+        self.waiting = waiting
 
     def _render(self):  # type: ignore[no-untyped-def]
         from rich.progress_bar import ProgressBar
@@ -167,6 +188,10 @@ class LiveProgress:
                 str(tally.limits),
                 format_tokens(tally.tokens),
             )
+        waiting = self.waiting()
+        if waiting:
+            table.caption = "waiting: " + "; ".join(waiting)
+            table.caption_justify = "left"
         return table
 
     def start(self, state: ProgressState) -> None:
@@ -190,13 +215,17 @@ class LiveProgress:
         self._live.stop()
 
 
-def progress_for(name: str, *, quiet: bool = False, stream: IO[str] | None = None) -> ProgressSink:
+def progress_for(
+    name: str, *, quiet: bool = False, stream: IO[str] | None = None, waiting: Waiting = shared_waiting
+) -> ProgressSink:
+    """The display for a run; ``waiting`` says what its model calls wait on (default: the
+    process-wide endpoint pools every model is built with)."""
     stream = stream or sys.stderr
     if quiet:
         return SilentProgress()
     if stream.isatty():
-        return LiveProgress(name, stream)
-    return LineProgress(name, stream)
+        return LiveProgress(name, stream, waiting)
+    return LineProgress(name, stream, waiting=waiting)
 
 
 def totals_per_arm(arms: Sequence[str], questions: int, epochs: int) -> dict[str, int]:
