@@ -1,6 +1,6 @@
 """``docab export --format inspect`` is complete (issue 23 item 8): the extractor's tokens in
 ``model_usage`` (sample and stats), the extractor as the eval's ``grader`` model role, files named
-``<arm>-<eval id>.eval`` as the README says, one ``task_id`` per arm, and the arms' tool-definition
+``<arm>-<eval id>.eval`` as the documentation (docs/inspect.md) says, one ``task_id`` per arm, and the arms' tool-definition
 cost carried through, so the report of the exported logs is the report of the run."""
 
 from __future__ import annotations
@@ -80,7 +80,9 @@ def test_files_are_named_as_the_readme_says_with_one_task_id_per_arm(exported: P
     fs, md = found["fs"], found["fs+md-vision"]
     assert names[0] == f"fs-{fs.eval.eval_id}.eval"
     assert names[1].startswith("fs_md-vision-") and names[1].endswith(f"-{md.eval.eval_id}.eval")
-    assert "results/demo/inspect/<arm>-<id>.eval" in (REPO_ROOT / "README.md").read_text()
+    assert (
+        "results/demo/inspect/<arm>-<id>.eval" in (REPO_ROOT / "docs" / "inspect.md").read_text()
+    )  # moved from the README
     assert fs.eval.task_id and md.eval.task_id and fs.eval.task_id != md.eval.task_id
     # Exporting again writes the same files, not more.
     assert main(["export", str(exported), "--format", "inspect"]) == 0
