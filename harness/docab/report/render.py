@@ -37,8 +37,9 @@ METHOD_NOTE = (
     "Intervals are 95 %, with documents as clusters. Arm accuracy and evidence recall: Clopper-Pearson "
     "on the Korn-Graubard effective sample size below 300 questions, else the cluster-robust t. F1, "
     "evidence precision and every B - A difference: the cluster-robust t (CR3 variance, Bell-McCaffrey "
-    "degrees of freedom; ratios linearised), calibrated by simulation from 30 documents up "
-    "(docab calibrate). Paired test: McNemar clustered by document; plain McNemar ignores documents "
+    "degrees of freedom; ratios linearised) from 30 documents up; below 30, the cluster sign-flip "
+    "test (exact up to 14 documents; no interval below 6), whose p-value never grows as a result "
+    "gets uniformly stronger; both calibrated by simulation (docab calibrate). Paired test: McNemar clustered by document; plain McNemar ignores documents "
     "and is shown only labelled so. Epochs are averaged per question first; errors, timeouts and "
     "limits score 0 (intention-to-treat). Tokens count every role per question."
 )

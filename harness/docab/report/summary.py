@@ -1075,8 +1075,9 @@ def build_report(
     documents = max((arm.documents for arm in arm_summaries), default=0)
     if comparisons and documents < CALIBRATED_FROM_DOCUMENTS:
         warnings.append(
-            f"this run spans {documents} document{'s' * (documents != 1)}: the paired intervals and tests are "
-            f"checked by simulation from {CALIBRATED_FROM_DOCUMENTS} documents up "
+            f"this run spans {documents} document{'s' * (documents != 1)}: below {CALIBRATED_FROM_DOCUMENTS} "
+            "documents the paired intervals and tests are the cluster sign-flip test's, conservative and "
+            "wide on few documents (none below 6) "
             f"(docab calibrate --documents {max(documents, 2)} shows how they behave at this size)"
         )
     counts = {a: len(outcomes[a]) for a in order}
