@@ -31,7 +31,6 @@ from typing import Any
 
 from docab.agent.messages import Image, Message, Reasoning, Text, ToolCall, ToolSpec
 from docab.log.usage import Usage
-from docab.models.base import ModelError
 from docab.models.causes import credential_failure, provider_message, shorten, transport_cause
 from docab.models.config import ModelConfig
 from docab.models.provider import PREFLIGHT_TIMEOUT_S, ParsedReply, Probe, ProviderModel
@@ -267,18 +266,7 @@ class GeminiModel(ProviderModel):
                 config={"page_size": 1000, "http_options": {"timeout": int(timeout * 1000)}}
             )
         except Exception as exc:
-            failure = self._classify(exc, timeout)
-            if failure.kind in ("connection", "timeout", "auth", "server"):
-                caller = self.caller
-                raise ModelError(
-                    failure.kind,
-                    failure.message,
-                    status=failure.status,
-                    role=caller.role,
-                    model=caller.model,
-                    url=caller.url,
-                ) from None
-            return Probe(note=f"{self.url} answered the model-list request with {failure.message}")
+            return self._failed_probe(exc, timeout)
         listed = tuple(
             str(model.name).removeprefix("models/") for model in getattr(pager, "page", ()) if model.name
         )

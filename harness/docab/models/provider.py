@@ -247,20 +247,25 @@ class ProviderModel:
         try:
             response = await self._client.get(self.models_path, cast_to=object, options={"timeout": timeout})
         except Exception as exc:  # an SDK error; anything else is a bug and surfaces
-            failure = self._classify(exc, timeout)
-            if failure.kind in ("connection", "timeout", "auth", "server"):
-                caller = self.caller
-                raise ModelError(
-                    failure.kind,
-                    failure.message,
-                    status=failure.status,
-                    role=caller.role,
-                    model=caller.model,
-                    url=caller.url,
-                ) from None
-            return Probe(note=f"{self.url} answered the model-list request with {failure.message}")
+            return self._failed_probe(exc, timeout)
         # Azure lists the resource's models, not its deployments, which are what a name holds.
         return Probe(listed=listed_models(response) if self.config.platform is None else None)
+
+    def _failed_probe(self, exc: Exception, timeout: float) -> Probe:
+        """A model-list request that failed: raise when the endpoint cannot be used (unreachable,
+        refused key, server error), else a note (it answered, but does not list models)."""
+        failure = self._classify(exc, timeout)
+        if failure.kind in ("connection", "timeout", "auth", "server"):
+            caller = self.caller
+            raise ModelError(
+                failure.kind,
+                failure.message,
+                status=failure.status,
+                role=caller.role,
+                model=caller.model,
+                url=caller.url,
+            ) from None
+        return Probe(note=f"{self.url} answered the model-list request with {failure.message}")
 
     async def _probe_reachability(self, timeout_s: float) -> Probe:
         timeout = min(timeout_s, self.config.timeout)
