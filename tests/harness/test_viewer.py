@@ -25,7 +25,7 @@ from docab.viewer.page import (
     question_text,
     view_transcript,
 )
-from docab.viewer.writer import read_transcript, write_viewer
+from docab.viewer.writer import MARK, ViewerError, read_transcript, write_viewer
 from tests.harness import viewer_runs
 from tests.harness.synthetic_runs import make_record, write_run
 from tests.harness.viewer_runs import HOSTILE, MARKER
@@ -556,6 +556,103 @@ def test_transcript_size_limit_at_its_edge(tmp_path: Path) -> None:
     assert "not valid JSON" in read_transcript(tmp_path / "bad.json")[1]
 
 
+# -- a viewer that travels alone (--out) ---------------------------------------------------------------------
+
+
+def _links(folder: Path) -> list[str]:
+    """Every plot and image address the viewer's page and transcript scripts hold."""
+    text = "\n".join(
+        p.read_text(encoding="utf-8") for p in [folder / "index.html", *folder.glob("transcripts/*.js")]
+    )
+    return re.findall(r'"src": ?"([^"]+)"', text)
+
+
+def test_a_standalone_viewer_carries_its_plots_and_images_and_links_only_inside(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "share" / "demo-viewer"
+    out.parent.mkdir()
+    result = write_viewer(run_dir, out=out)
+    assert result.path == out / "index.html" and result.standalone
+    assert (result.questions, result.records, result.transcripts) == (7, 15, 13)
+    assert sorted(p.name for p in (out / "plots").iterdir()) == sorted(
+        p.name for p in (run_dir / "plots").iterdir()
+    )
+    assert sorted(p.name for p in (out / "images").iterdir()) == sorted(
+        p.name for p in (run_dir / "images").iterdir()
+    )
+    assert (out / MARK).is_file() and not (run_dir / "viewer").exists()
+    links = _links(out)
+    assert any(link.startswith("./plots/") for link in links) and any(
+        link.startswith("./images/") for link in links
+    )
+    assert all(link.startswith("./") and ".." not in link for link in links)
+    for link in links:  # each resolves inside the folder
+        assert (out / link).resolve().is_relative_to(out.resolve()) and (out / link).is_file()
+    assert result.bytes_written == sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    assert not list(out.parent.glob(".demo-viewer-*"))  # no staging folder left behind
+
+
+def test_a_standalone_viewer_is_replaced_whole_and_skips_linked_files(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "viewer-out"
+    out.mkdir()  # an empty folder is accepted
+    write_viewer(run_dir, out=out, draw_plots=False)
+    (out / "transcripts" / "999.js").write_text("old")
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"not the run's")
+    (run_dir / "images" / ("f" * 64 + ".png")).symlink_to(secret)
+    write_viewer(run_dir, out=out, draw_plots=False)
+    assert not (out / "transcripts" / "999.js").exists()
+    assert not (out / "images" / ("f" * 64 + ".png")).exists()  # a symlink in images/ is not followed
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("foreign", "did not write and it is not empty"),
+        ("file", "is a file"),
+        ("run", "holds the run folder itself"),
+        ("parent-of-run", "holds the run folder itself"),
+        ("run-images", "inside the run's own files"),
+        ("no-parent", "does not exist"),
+    ],
+)
+def test_a_standalone_viewer_never_replaces_a_folder_it_did_not_write(
+    run_dir: Path, tmp_path: Path, where: str, message: str
+) -> None:
+    out = {
+        "foreign": tmp_path / "notes",
+        "file": tmp_path / "notes.txt",
+        "run": run_dir,
+        "parent-of-run": tmp_path,
+        "run-images": run_dir / "images" / "v",
+        "no-parent": tmp_path / "a" / "b",
+    }[where]
+    if where == "foreign":
+        out.mkdir()
+        (out / "thesis.tex").write_text("years of work")
+    if where == "file":
+        out.write_text("x")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    with pytest.raises(ViewerError, match=message):
+        write_viewer(run_dir, out=out, draw_plots=False)
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+def test_view_command_out_says_it_travels_alone(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "alone"
+    assert main(["view", str(run_dir), "--no-plots", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {out.resolve() / 'index.html'} (7 questions" in printed and "travels alone" in printed
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "a.txt").write_text("x")
+    assert main(["view", str(run_dir), "--out", str(tmp_path / "taken")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("docab view: error: --out") and "Traceback" not in err
+
+
 # -- the command ----------------------------------------------------------------------------------------------
 
 
@@ -612,6 +709,7 @@ def test_view_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["view", "--help"]) == 0
     out = capsys.readouterr().out
     assert "RUN_DIR/viewer/index.html" in out and "no server" in out and "--no-plots" in out
+    assert "--out DIR" in out and "travels alone" in out
     assert main(["--help"]) == 0
     assert "docab view RUN_DIR" in capsys.readouterr().out
 
@@ -785,4 +883,30 @@ def test_flagged_transcripts_show_their_notices_in_the_browser(run_dir: Path, ch
     assert any(n.startswith("this transcript is format version 1") for n in shown)
     assert any("does not match the transcript format (model_error.retries" in n for n in shown)
     assert page.evaluate("document.querySelector('#arms').textContent.includes('RuntimeError: boom')")
+    assert page.errors() == []
+
+
+def test_a_standalone_viewer_works_after_the_run_is_gone(
+    run_dir: Path, chromium: Chromium, tmp_path: Path
+) -> None:
+    import shutil
+
+    write_viewer(run_dir, out=tmp_path / "first")
+    moved = tmp_path / "elsewhere" / "viewer"
+    moved.parent.mkdir()
+    (tmp_path / "first").rename(moved)
+    shutil.rmtree(run_dir)  # nothing of the run is left: the viewer must carry all it shows
+    page = chromium.new_page()
+    page.navigate((moved / "index.html").as_uri() + "#q=q-agree")
+    page.evaluate("document.querySelectorAll('#plots img').forEach(i => { i.loading = 'eager'; })")
+    assert page.wait_until(
+        "(() => { const i = document.querySelectorAll('#plots img');"
+        " return i.length > 0 && Array.from(i).every(x => x.complete && x.naturalWidth > 0); })()"
+    )
+    page.wait_until(f"{SHOWING}('q-agree') && document.querySelectorAll('#arms .events').length === 2")
+    page.evaluate("document.querySelectorAll('#arms .event img').forEach(i => { i.loading = 'eager'; })")
+    assert page.wait_until(
+        "(() => { const i = document.querySelectorAll('#arms .event img');"
+        " return i.length === 2 && Array.from(i).every(x => x.complete && x.naturalWidth === 64); })()"
+    )
     assert page.errors() == []

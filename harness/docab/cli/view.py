@@ -27,9 +27,15 @@ Plots missing from RUN_DIR/plots/ (or older than the records) are drawn first, a
 per sample, loaded when its question is opened); a missing or damaged transcript is shown as such
 and does not stop the viewer. Re-running replaces viewer/ whole.
 
+With --out DIR the viewer is written to DIR instead and travels alone: the plots and the run's
+stored images are copied into it (DIR/plots/, DIR/images/) and the page links nothing outside DIR,
+so the folder can be zipped, attached to a CI job or served as it is. DIR must be new, empty, or an
+earlier --out viewer (it is replaced whole); any other folder is refused, never deleted.
+
 examples:
   docab view results/demo
   docab view results/mmlb-openai --no-plots
+  docab view results/demo --out /tmp/demo-viewer && (cd /tmp && zip -qr demo-viewer.zip demo-viewer)
 """
 
 
@@ -47,6 +53,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="do not draw missing plots (the viewer shows the ones present)",
     )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="write a viewer that travels alone into DIR (plots and images copied inside) "
+        "instead of RUN_DIR/viewer/",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=main)
 
@@ -59,6 +72,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             result = write_viewer(
                 args.run_dir,
+                out=args.out,
                 draw_plots=not args.no_plots,
                 progress=progress,
             )
@@ -71,8 +85,9 @@ def main(args: argparse.Namespace) -> int:
     if result.plots_drawn:
         print(f"drew {len(result.plots_drawn)} plot(s) into {result.plots_drawn[0].parent}", file=sys.stderr)
     shown = f"{result.transcripts} of {result.records} transcripts"
+    alone = f"; travels alone, {result.bytes_written / 1e6:.1f} MB" if result.standalone else ""
     print(
-        f"wrote {result.path} ({result.questions} questions, {shown}; summary from {result.summary_source})"
+        f"wrote {result.path} ({result.questions} questions, {shown}; summary from {result.summary_source}{alone})"
     )
     print(f"open: {result.path.resolve().as_uri()}")
     return 0

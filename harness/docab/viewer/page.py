@@ -76,7 +76,9 @@ FILTER_DIMENSIONS = ("evidence source", "evidence pages", "document type", "answ
 QUESTION_PREVIEW_CHARS = 2000
 IMAGE_PATH = re.compile(r"images/[0-9a-f]{64}\.(?:png|jpg|gif|webp|bin)")
 """The only image paths a transcript may reference (``docab.log.transcript.image_path``)."""
-VIEWER_TO_RUN = ".."  # the viewer lives in RUN_DIR/viewer/: run files are one folder up
+VIEWER_TO_RUN = ".."
+"""Where the run's plots/ and images/ are seen from the viewer's page: RUN_DIR/viewer/ looks one
+folder up; a viewer written elsewhere to travel alone (``docab view --out``) carries copies, at ".". """
 PLOT_TITLES = {
     "accuracy.png": "Accuracy and F1 per arm",
     "accuracy_vs_tokens.png": "Accuracy against cost",
@@ -101,22 +103,23 @@ class TranscriptEntry:
 @dataclass(frozen=True)
 class Plot:
     name: str  # file name in RUN_DIR/plots/
+    base: str = VIEWER_TO_RUN  # the folder holding plots/, relative to the page
 
     @property
     def entry(self) -> dict[str, Any]:
         title = PLOT_TITLES.get(self.name) or self.name.rsplit(".", 1)[0].replace("_", " ")
         return {
             "title": title,
-            "src": f"{VIEWER_TO_RUN}/plots/{self.name}",
+            "src": f"{self.base}/plots/{self.name}",
             # a plot the viewer does not know is shown at once rather than folded away
             "headline": self.name in HEADLINE_PLOTS or self.name not in PLOT_TITLES,
         }
 
 
-def plot_order(names: Collection[str]) -> list[Plot]:
-    """The known plots in reading order, then any others by name."""
+def plot_order(names: Collection[str], *, base: str = VIEWER_TO_RUN) -> list[Plot]:
+    """The known plots in reading order, then any others by name; ``base`` holds plots/."""
     known = [n for n in PLOT_TITLES if n in names]
-    return [Plot(n) for n in known + sorted(n for n in names if n not in PLOT_TITLES)]
+    return [Plot(n, base) for n in known + sorted(n for n in names if n not in PLOT_TITLES)]
 
 
 # -- JSON-safe values ----------------------------------------------------------------------------------------
@@ -159,7 +162,7 @@ class TranscriptView:
     question: str = ""  # the first user message: the question as the agent saw it
 
 
-def _block(block: TextBlock | ImageBlock, images: Collection[str]) -> dict[str, Any]:
+def _block(block: TextBlock | ImageBlock, images: Collection[str], base: str) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
     safe = IMAGE_PATH.fullmatch(block.path) is not None
@@ -168,7 +171,7 @@ def _block(block: TextBlock | ImageBlock, images: Collection[str]) -> dict[str, 
         "path": block.path,
         "media_type": block.media_type,
         # Only a stored image is linked: a path of another shape could point anywhere.
-        "src": f"{VIEWER_TO_RUN}/{block.path}" if safe and block.path in images else None,
+        "src": f"{base}/{block.path}" if safe and block.path in images else None,
         "problem": None
         if safe and block.path in images
         else ("image file missing" if safe else "unsafe path"),
@@ -188,10 +191,14 @@ def usage_view(usage: Usage) -> dict[str, Any]:
     }
 
 
-def _event_view(event: Event, images: Collection[str]) -> dict[str, Any]:
+def _event_view(event: Event, images: Collection[str], base: str) -> dict[str, Any]:
     """One event in the shape the page's script draws (``type`` as in ``docab.log.events``)."""
     if isinstance(event, MessageEvent):
-        return {"type": "message", "role": event.role, "content": [_block(b, images) for b in event.content]}
+        return {
+            "type": "message",
+            "role": event.role,
+            "content": [_block(b, images, base) for b in event.content],
+        }
     if isinstance(event, ModelTurnEvent):
         return {
             "type": "model_turn",
@@ -222,7 +229,7 @@ def _event_view(event: Event, images: Collection[str]) -> dict[str, Any]:
             "duration_s": _number(event.duration_s),
             "is_error": event.is_error,
             "truncated": event.truncated,
-            "content": [_block(b, images) for b in event.content],
+            "content": [_block(b, images, base) for b in event.content],
             "usage": usage_view(sidecar) if sidecar else None,
             "meta": pretty(event.meta),
         }
@@ -263,7 +270,7 @@ def _unreadable_event(item: object, error: ValidationError) -> dict[str, Any]:
 
 
 def _tolerant_read(
-    document: Mapping[str, Any], images: Collection[str]
+    document: Mapping[str, Any], images: Collection[str], base: str
 ) -> tuple[TranscriptHeader | None, list[dict[str, Any]], list[str]]:
     """A document that is not a whole transcript of this version, read part by part."""
     notices: list[str] = []
@@ -295,7 +302,7 @@ def _tolerant_read(
             unreadable += 1
             events.append(_unreadable_event(item, exc))
         else:
-            events.append(_event_view(event, images))
+            events.append(_event_view(event, images, base))
     if unreadable:
         notices.append(
             f"{unreadable} of {len(items)} event(s) do not match the transcript format; they are shown as raw JSON"
@@ -303,7 +310,9 @@ def _tolerant_read(
     return header, events, notices
 
 
-def view_transcript(document: object, images: Collection[str] = ()) -> TranscriptView:
+def view_transcript(
+    document: object, images: Collection[str] = (), *, base: str = VIEWER_TO_RUN
+) -> TranscriptView:
     """A transcript file's parsed JSON, read through ``docab.log.events``, in the shape the page draws.
 
     Never raises. A transcript of this version is shown whole. Any other (an older version, a damaged
@@ -311,7 +320,7 @@ def view_transcript(document: object, images: Collection[str] = ()) -> Transcrip
     model is kept as raw JSON (``{"type": "other", "label", "problem", "json"}``) with the reason,
     and a header that does not match leaves out the system prompt and tools. Images are linked only
     when their path is a stored image's (``images`` holds the run's image paths,
-    ``images/<sha256>.<ext>``).
+    ``images/<sha256>.<ext>``), as ``<base>/images/...`` seen from the page.
 
     ``data``: ``{"problem": None, "notices", "arm", "qid", "epoch", "model", "system",
     "tools": [{"name", "description", "input_schema"}], "events": [event...]}``.
@@ -325,9 +334,9 @@ def view_transcript(document: object, images: Collection[str] = ()) -> Transcrip
     try:
         transcript = Transcript.model_validate(document)
     except ValidationError:
-        header, events, notices = _tolerant_read(document, images)
+        header, events, notices = _tolerant_read(document, images, base)
     else:
-        header, events, notices = transcript, [_event_view(e, images) for e in transcript.events], []
+        header, events, notices = transcript, [_event_view(e, images, base) for e in transcript.events], []
     spent = 0
     for event in events:
         if event["type"] == "model_turn":
