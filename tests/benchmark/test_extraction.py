@@ -13,7 +13,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from docab.log.usage import Usage
+from docab.usage import Usage
 from docab_benchmark.mmlongbench.errors import DataError
 from docab_benchmark.mmlongbench.extraction import (
     Completion,

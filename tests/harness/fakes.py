@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from docab.agent.messages import Message, ToolCall, ToolSpec
-from docab.log.usage import Usage
-from docab.models.base import ModelError, Turn
+from docab.messages import Message, ToolCall, ToolSpec, Turn
+from docab.models.base import ModelError
+from docab.usage import Usage
 
 Step = Turn | ModelError | Callable[[Sequence[Message]], Turn]
 

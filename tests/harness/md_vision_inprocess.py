@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from docab.agent.messages import ToolResult, ToolSpec
 from docab.agent.toolbox.mcp_session import convert_result
+from docab.messages import ToolResult, ToolSpec
 from md_vision.server import index_result_to_mcp, read_result_to_mcp
 from md_vision.service import MdVision, ToolFailure
 from md_vision.settings import Settings

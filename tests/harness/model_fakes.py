@@ -6,9 +6,8 @@ import asyncio
 import io
 from collections.abc import Sequence
 
-from docab.agent.messages import Image, Message, ToolSpec
-from docab.log.usage import Usage
-from docab.models.base import Turn
+from docab.messages import Image, Message, ToolSpec, Turn
+from docab.usage import Usage
 
 EPOCH = 1_700_000_000.0
 

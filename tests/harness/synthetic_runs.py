@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from docab.log.records import RunRecord, ToolCallRecord
-from docab.log.usage import Usage
+from docab.usage import Usage
 
 
 def make_record(

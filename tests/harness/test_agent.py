@@ -11,8 +11,8 @@ import pytest
 from docab.agent.budget import OutputBudget
 from docab.agent.evidence import PageMap, ReadTracker
 from docab.agent.loop import SampleLimits, run_agent
-from docab.agent.messages import Image, Text, ToolResult, ToolSpec
 from docab.agent.toolbox.filesystem import filesystem_tools
+from docab.messages import Image, Text, ToolResult, ToolSpec
 from docab.models.base import ModelError
 from tests.harness.corpus import png_bytes, write_document
 from tests.harness.fakes import ScriptedModel, submit, turn

@@ -127,7 +127,7 @@ def test_numbers_near_the_asked_word_and_table_columns() -> None:
 def test_a_refused_submission_is_never_sent_twice() -> None:
     """An answer the answer tool refused is followed by "not answerable", and that by a plain
     reply: the policy never makes the same call twice, whatever the tools say."""
-    from docab.agent.messages import ToolCall
+    from docab.messages import ToolCall
     from docab.models.baseline import _History
 
     question = "What is the flagship robot called?"

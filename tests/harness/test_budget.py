@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from docab.agent.budget import OutputBudget
-from docab.agent.messages import Image, Text, ToolResult
+from docab.messages import Image, Text, ToolResult
 from tests.harness.corpus import png_bytes
 
 
@@ -214,7 +214,7 @@ def test_the_run_chooses_one_image_rule_from_its_models_provider() -> None:
 
 from docab.agent.budget import FRAMING_CHARS  # noqa: E402
 from docab.agent.document_lines import MD_VISION_META, document_lines  # noqa: E402
-from docab.agent.messages import ToolCall  # noqa: E402
+from docab.messages import ToolCall  # noqa: E402
 
 DOC_LINES = ["alpha " * 30, "", "beta gamma", "delta " * 100, "epsilon", "zeta " * 10]
 

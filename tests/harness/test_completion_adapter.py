@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from docab.agent.messages import Message, Text
+from docab.messages import Message, Text
 from docab.models import ModelError, build_model
 from docab.models.completion_adapter import CompletionAdapter, final_assistant_into_user, to_neutral
 from docab.models.limits import ConcurrencyLimits

@@ -10,10 +10,10 @@ import pytest
 
 from docab.cli.main import main
 from docab.log.cost import SampleCost
-from docab.log.usage import Usage
 from docab.report.render import to_markdown, usd
 from docab.report.schema import parse_summary
 from docab.report.summary import build_report, load_run
+from docab.usage import Usage
 from tests.harness.synthetic_runs import make_record, random_run, write_run
 
 GPT_4O = (2.5, 1.25, 10.0)  # input, cached input, output: USD per million tokens (prices.toml)

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from docab.agent.messages import Message
 from docab.cli.main import main
 from docab.config import parse_config
 from docab.errors import RunError
+from docab.messages import Message
 from docab.models import ModelError, build_model
 from docab.models.causes import provider_message, transport_cause
 from docab.models.limits import ConcurrencyLimits

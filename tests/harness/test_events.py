@@ -13,7 +13,6 @@ from pydantic import ValidationError
 
 from docab.agent.budget import OutputBudget
 from docab.agent.loop import SampleLimits, run_agent
-from docab.agent.messages import Image, Message, Text, ToolCall, ToolResult, ToolSpec
 from docab.log.events import (
     EVENT,
     TRANSCRIPT_VERSION,
@@ -29,8 +28,9 @@ from docab.log.events import (
     image_path,
 )
 from docab.log.transcript import transcript_document
-from docab.log.usage import Usage
-from docab.models.base import ModelError, Turn
+from docab.messages import Image, Message, Text, ToolCall, ToolResult, ToolSpec, Turn
+from docab.models.base import ModelError
+from docab.usage import Usage
 from tests.harness.corpus import png_bytes
 from tests.harness.fakes import ScriptedModel, submit, turn
 

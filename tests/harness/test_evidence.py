@@ -7,8 +7,8 @@ from pathlib import Path
 
 from docab.agent.budget import OutputBudget
 from docab.agent.evidence import PageMap, PageShare, ReadTracker
-from docab.agent.messages import Image, Text, ToolCall, ToolResult
 from docab.agent.toolbox.filesystem import filesystem_tools
+from docab.messages import Image, Text, ToolCall, ToolResult
 from tests.harness.corpus import png_bytes, write_document
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from docab.agent.messages import Image, ToolResult
 from docab.agent.toolbox.filesystem import GREP_MAX_MATCHES, Workspace, filesystem_tools
+from docab.messages import Image, ToolResult
 from tests.harness.corpus import png_bytes, write_document
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from docab.cli.main import main
-from docab.log.usage import Usage
 from docab.report.summary import build_report, load_run
+from docab.usage import Usage
 from tests.conftest import REPO_ROOT
 from tests.harness.synthetic_runs import make_record, write_run
 

@@ -16,7 +16,7 @@ from docab.agent.toolbox.mcp_session import (
     convert_result,
     start_sessions,
 )
-from docab.log.usage import Usage
+from docab.usage import Usage
 
 SERVER = Path(__file__).parent / "fixtures" / "mcp_test_server.py"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from docab.agent.messages import Message, Text, ToolCall, ToolResult, ToolSpec
+from docab.messages import Message, Text, ToolCall, ToolResult, ToolSpec
 from docab.models import ModelConfigError, ModelError, build_model
 from docab.models.anthropic_messages import to_anthropic_messages
 from docab.models.limits import ConcurrencyLimits

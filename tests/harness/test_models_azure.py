@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from docab.agent.messages import Message, Text, ToolResult, ToolSpec
+from docab.messages import Message, Text, ToolResult, ToolSpec
 from docab.models import ModelConfig, ModelConfigError, ModelError, build_model
 from docab.models.limits import ConcurrencyLimits
 from docab.models.openai_chat import OpenAIChatModel

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from docab.agent.messages import Message, Text, ToolResult, ToolSpec
-from docab.log.usage import Usage
+from docab.messages import Message, Text, ToolResult, ToolSpec
 from docab.models import ModelConfigError, ModelError, build_model
 from docab.models.limits import ConcurrencyLimits
 from docab.models.preflight import check_endpoints
+from docab.usage import Usage
 from tests.harness.model_fakes import FakeClock, png
 from tests.support.gemini_stub import GeminiStub, gemini_error, gemini_reply, proto_json
 from tests.support.http_server import Request

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from docab.agent.messages import Message
 from docab.config import parse_config
+from docab.messages import Message
 from docab.models import ModelConfig, ModelConfigError, build_model
 from docab.models.headers import resolve_headers, variables_of
 from docab.models.limits import ConcurrencyLimits

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from docab.agent.messages import Message, Reasoning, Text, ToolCall, ToolResult, ToolSpec
+from docab.messages import Message, Reasoning, Text, ToolCall, ToolResult, ToolSpec
 from docab.models import ModelError, build_model
 from docab.models.limits import ConcurrencyLimits
 from docab.models.openai_chat import parse_arguments, to_openai_messages

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from docab.agent.messages import Message, Text, ToolResult, ToolSpec
+from docab.messages import Message, Text, ToolResult, ToolSpec
 from docab.models import ModelConfig, ModelConfigError, ModelError, build_model
 from docab.models.anthropic_messages import AnthropicMessagesModel
 from docab.models.extras import BEDROCK_SIGNING, VERTEX_CREDENTIALS, missing_modules, require

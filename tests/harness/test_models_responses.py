@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from docab.agent.messages import Message, Reasoning, Text, ToolCall, ToolResult, ToolSpec
+from docab.messages import Message, Reasoning, Text, ToolCall, ToolResult, ToolSpec
 from docab.models import ModelConfig, ModelConfigError, ModelError, build_model
 from docab.models.limits import ConcurrencyLimits
 from docab.models.openai_responses import OpenAIResponsesModel, to_responses_input

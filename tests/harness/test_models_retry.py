@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from docab.agent.messages import Message
+from docab.messages import Message
 from docab.models import ModelError, build_model
 from docab.models.base import ModelError as BaseModelError
 from docab.models.limits import ConcurrencyLimits

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from docab.agent.messages import Message
+from docab.messages import Message
 from docab.models import build_model
 from docab.models.limits import ConcurrencyLimits
 from tests.support.http_server import Reply, Request

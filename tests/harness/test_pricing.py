@@ -10,7 +10,6 @@ from docab.config import CONFIG_DIR, load_config, parse_config
 from docab.errors import ConfigError
 from docab.log.cost import SampleCost
 from docab.log.records import RunRecord
-from docab.log.usage import Usage
 from docab.models.config import ModelConfig
 from docab.pricing import (
     Price,
@@ -22,6 +21,7 @@ from docab.pricing import (
     shipped_table,
 )
 from docab.runner.context import price_book
+from docab.usage import Usage
 
 
 def test_every_row_of_the_shipped_table_cites_its_source_and_date() -> None:

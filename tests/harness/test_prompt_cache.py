@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from docab.log.usage import Usage
 from docab.report.prompt_cache import (
     PROMPT_CACHE_RULES,
     CacheRule,
@@ -14,6 +13,7 @@ from docab.report.prompt_cache import (
     is_estimated,
     uncached_tokens,
 )
+from docab.usage import Usage
 
 ESTIMATED = {"estimated": "characters / 4"}
 

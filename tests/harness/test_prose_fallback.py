@@ -13,15 +13,14 @@ from typing import Any
 
 from docab.agent.budget import OutputBudget
 from docab.agent.loop import SampleLimits, run_agent
-from docab.agent.messages import Message, ToolSpec
 from docab.config import parse_config
 from docab.log.manifest import Manifest
-from docab.log.usage import Usage
-from docab.models.base import Turn
+from docab.messages import Message, ToolSpec, Turn
 from docab.report.render import to_markdown
 from docab.report.summary import RunData, build_report
 from docab.runner.launch import RunRequest, launch
 from docab.runner.progress import SilentProgress
+from docab.usage import Usage
 from tests.harness.corpus import exact_scorer, make_dataset
 from tests.harness.fakes import ScriptedModel, turn
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from docab.log.records import RECORD_VERSION, PageShare, RunRecord, ToolCallRecord
-from docab.log.usage import Usage
+from docab.usage import Usage
 
 
 def make_record() -> RunRecord:

@@ -12,10 +12,10 @@ import pytest
 
 from docab.cli.main import main
 from docab.log.store import read_records
-from docab.log.usage import Usage
 from docab.models.cache import ResponseCache, response_key
 from docab.report.render import to_markdown
 from docab.report.summary import build_report, load_run
+from docab.usage import Usage
 from tests.harness.corpus import write_benchmark_folder
 from tests.support.http_server import Reply, Request
 from tests.support.llm_stub import LLMStub, openai_reply

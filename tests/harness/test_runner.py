@@ -361,7 +361,7 @@ def test_a_write_failure_stops_the_run_with_a_clear_error(tmp_path: Path, datase
 
 
 def test_an_arm_whose_tools_share_a_name_is_refused_at_start_up() -> None:
-    from docab.agent.messages import ToolSpec
+    from docab.messages import ToolSpec
     from docab.runner.launch import arms_manifest
 
     servers = {"md": {"command": "python", "args": ["server.py"]}}

@@ -13,7 +13,6 @@ from docab.agent.answer import NOT_ANSWERABLE, Extraction, Submission
 from docab.agent.loop import AgentTrace
 from docab.config import parse_config
 from docab.log.store import RunStore
-from docab.log.usage import Usage
 from docab.runner.context import RunContext, Worker
 from docab.runner.progress import SilentProgress
 from docab.runner.sample import (
@@ -27,6 +26,7 @@ from docab.runner.sample import (
     score_of,
 )
 from docab.runner.workspace import DocumentPool, WorkspaceError
+from docab.usage import Usage
 from tests.harness.corpus import exact_scorer, make_dataset
 from tests.harness.fakes import ScriptedModel
 

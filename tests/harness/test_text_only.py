@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from docab.agent.messages import Image, Message, Reasoning, Text, ToolCall, ToolResult
+from docab.messages import Image, Message, Reasoning, Text, ToolCall, ToolResult
 from docab.models.text_only import describe_omitted_image, strip_images
 from tests.harness.model_fakes import png
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from docab.log.usage import TOOL_USAGE_META_KEY, Usage, totals_by_role
+from docab.usage import TOOL_USAGE_META_KEY, Usage, totals_by_role
 
 
 def test_openai_prompt_tokens_include_cached_tokens() -> None:

@@ -12,10 +12,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from docab.agent.messages import Message
 from docab.config import parse_config
 from docab.log.store import RunStore
-from docab.models.base import Turn
+from docab.messages import Message, Turn
 from docab.runner.context import RunContext
 from docab.runner.progress import ProgressState, SilentProgress
 from docab.runner.schedule import WorkUnit

@@ -33,7 +33,7 @@ from docab.log.events import (
 )
 from docab.log.records import RunRecord
 from docab.log.transcript import transcript_path
-from docab.log.usage import Usage
+from docab.usage import Usage
 from tests.harness.synthetic_runs import make_record, write_run
 
 ARMS = ("fs", "fs+md-vision")

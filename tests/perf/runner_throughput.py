@@ -30,13 +30,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from docab.agent.messages import Message, ToolCall, ToolSpec
 from docab.config import parse_config
 from docab.log.records import RunRecord
-from docab.log.usage import Usage
-from docab.models.base import Turn
+from docab.messages import Message, ToolCall, ToolSpec, Turn
 from docab.runner.launch import RunRequest, launch
 from docab.runner.progress import ProgressState
+from docab.usage import Usage
 from tests.harness.corpus import exact_scorer, make_dataset
 
 

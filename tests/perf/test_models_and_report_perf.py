@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docab.agent.messages import Message, Text, ToolCall, ToolResult, ToolSpec
+from docab.messages import Message, Text, ToolCall, ToolResult, ToolSpec
 from docab.models import build_model
 from docab.models.limits import ConcurrencyLimits
 from docab.report.stats import PairedData, paired_analysis

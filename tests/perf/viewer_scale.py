@@ -31,8 +31,8 @@ from docab.log.events import (
     Transcript,
 )
 from docab.log.transcript import transcript_path
-from docab.log.usage import Usage
 from docab.report.summary import build_report, load_run
+from docab.usage import Usage
 from docab.viewer.writer import write_viewer
 from tests.harness.synthetic_runs import make_record, write_run
 from tests.support.chromium import Chromium, find_chromium

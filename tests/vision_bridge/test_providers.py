@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from docab.log.usage import Usage
+from docab.usage import Usage
 from tests.support.http_server import Reply
 from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
 from tests.vision_bridge.conftest import loader_for, png_bytes, settings_for, with_service

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from docab.agent.messages import ToolSpec
 from docab.log.records import AnswerProtocol
-from docab.log.usage import Usage
+from docab.messages import ToolSpec
+from docab.usage import Usage
 
 NOT_ANSWERABLE = "Not answerable"  # the benchmark's exact string (its F1 counts it case-sensitively)
 SUBMIT_TOOL_NAME = "submit_answer"

@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from docab.agent.document_lines import BlockLines, ResultLines
-from docab.agent.messages import Block, Image, Text, ToolResult
+from docab.messages import Block, Image, Text, ToolResult
 
 BudgetUnit = Literal["chars", "tokens"]
 ImageRule = Literal["anthropic", "openai"]

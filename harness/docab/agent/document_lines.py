@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from docab.agent.messages import Text, ToolCall, ToolResult
+from docab.messages import Text, ToolCall, ToolResult
 
 NUMBERED_LINE = re.compile(r"^\s*(\d+)\t(.*)$")
 MD_VISION_META = "io.github.docab/md-vision"

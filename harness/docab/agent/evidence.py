@@ -53,8 +53,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from docab.agent.document_lines import LINE_CUT_MARK, MD_VISION_META, NUMBERED_LINE
-from docab.agent.messages import Block, Image, Text, ToolCall, ToolResult
 from docab.log.records import READ_SHARE, PageShare
+from docab.messages import Block, Image, Text, ToolCall, ToolResult
 
 PAGE_HEADING = re.compile(r"^##\s+Page\s+(\d+)\s*$")
 PAGE_IMAGE = re.compile(r"(?:^|[/\\])page-0*(\d+)\.(?:png|jpe?g|gif|webp)\b", re.IGNORECASE)

@@ -29,13 +29,13 @@ from docab.agent.answer import REMINDER, SUBMIT_TOOL, SUBMIT_TOOL_NAME, Submissi
 from docab.agent.budget import OutputBudget
 from docab.agent.document_lines import document_lines
 from docab.agent.evidence import ReadTracker
-from docab.agent.messages import Message, Text, ToolCall, ToolResult
 from docab.agent.toolbox.base import Tool
 from docab.limits import SampleLimits
 from docab.log.events import Event, MessageEvent, ModelErrorEvent, ModelTurnEvent, ToolResultEvent
 from docab.log.records import AnswerProtocol, Status, ToolCallRecord
-from docab.log.usage import Usage
-from docab.models.base import Model, ModelError, Turn
+from docab.messages import Message, Text, ToolCall, ToolResult, Turn
+from docab.models.base import Model, ModelError
+from docab.usage import Usage
 
 Clock = Callable[[], float]
 # Told the outcome of every model call: None for a reply, the ModelError of a failed call (after the

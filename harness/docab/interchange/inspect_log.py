@@ -98,8 +98,8 @@ from docab.log.events import (
 )
 from docab.log.manifest import Manifest
 from docab.log.records import RECORD_VERSION, AnswerProtocol, PageShare, RunRecord, Status, ToolCallRecord
-from docab.log.usage import Usage, totals_by_role
 from docab.pricing import PriceBook, manifest_prices
+from docab.usage import Usage, totals_by_role
 
 DOCAB_KEY = "docab"  # metadata key (eval, sample, score) and score name
 SCORE_NAME = "docab"

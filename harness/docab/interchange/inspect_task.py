@@ -77,7 +77,6 @@ from inspect_ai.tool import ToolResult as InspectToolResult
 from docab.agent.answer import REMINDER, SUBMIT_TOOL, parse_submission, protocol_instructions
 from docab.agent.budget import OutputBudget
 from docab.agent.evidence import PageMap, ReadTracker, page_spans
-from docab.agent.messages import Block, Image, Text, ToolCall, ToolResult
 from docab.agent.toolbox.filesystem import filesystem_tools
 from docab.config import ArmConfig, RunConfig, load_config
 from docab.interchange.inspect_log import (
@@ -88,10 +87,11 @@ from docab.interchange.inspect_log import (
     decode_data_url,
 )
 from docab.log.records import AnswerProtocol
-from docab.log.usage import Usage
+from docab.messages import Block, Image, Text, ToolCall, ToolResult
 from docab.runner.context import output_budget, server_spec
 from docab.runner.dataset import Dataset, load_dataset
 from docab.runner.workspace import DOCUMENT_DIR, copy_document
+from docab.usage import Usage
 
 TRAIL_KEY = "docab"
 DEFAULT_CONFIG = "demo"

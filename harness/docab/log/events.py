@@ -31,10 +31,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, TypeAdapter
 
-from docab.agent.messages import Block, Image, Message, Role, Text, ToolCall, ToolResult, ToolSpec
 from docab.log.records import AnswerProtocol, Status
-from docab.log.usage import Usage
-from docab.models.base import Turn
+from docab.messages import Block, Image, Message, Role, Text, ToolCall, ToolResult, ToolSpec, Turn
+from docab.usage import Usage
 
 TRANSCRIPT_VERSION: Literal[2] = 2
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from docab.log.cost import SampleCost
-from docab.log.usage import Usage, totals_by_role
+from docab.usage import Usage, totals_by_role
 
 RECORD_VERSION = 3
 READ_SHARE = 0.5  # a page counts as read when at least this share of its text was shown

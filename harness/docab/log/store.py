@@ -31,7 +31,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TextIO
 
-from docab.agent.messages import Image, ToolSpec
 from docab.config import identity_hash
 from docab.errors import RunError
 from docab.log.events import Event
@@ -48,6 +47,7 @@ from docab.log.manifest import (
 )
 from docab.log.records import RECORD_VERSION, RunRecord
 from docab.log.transcript import image_path, transcript_document
+from docab.messages import Image, ToolSpec
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"

@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from docab.agent.messages import Image, ToolSpec
 from docab.log.events import TRANSCRIPT_VERSION, Event, ToolDefinition, Transcript, image_path
+from docab.messages import Image, ToolSpec
 
 __all__ = ["TRANSCRIPT_VERSION", "ImageSink", "image_path", "transcript_document", "transcript_path"]
 

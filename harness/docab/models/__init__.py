@@ -11,7 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from docab.models.base import Model, ModelError, Turn
+    from docab.messages import Turn
+    from docab.models.base import Model, ModelError
     from docab.models.config import ModelConfig, ModelConfigError
     from docab.models.registry import build_model
 
@@ -20,7 +21,7 @@ __all__ = ["Model", "ModelConfig", "ModelConfigError", "ModelError", "Turn", "bu
 _HOMES = {
     "Model": "docab.models.base",
     "ModelError": "docab.models.base",
-    "Turn": "docab.models.base",
+    "Turn": "docab.messages",
     "ModelConfig": "docab.models.config",
     "ModelConfigError": "docab.models.config",
     "build_model": "docab.models.registry",

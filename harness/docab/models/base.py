@@ -3,36 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from docab.agent.messages import Message, Reasoning, ToolCall, ToolSpec
-from docab.log.usage import Usage
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One model call's outcome.
-
-    ``latency_s`` covers the whole call including retries and their back-off (not the time spent
-    queued for a provider concurrency slot); ``retries`` counts the attempts after the first;
-    ``stop_reason`` is the provider's own value (``stop``/``length``/``tool_calls``,
-    ``end_turn``/``max_tokens``/``tool_use``); ``reasoning`` is what the model showed of its thinking;
-    ``raw`` is the provider's response as plain JSON data.
-    """
-
-    text: str
-    tool_calls: tuple[ToolCall, ...]
-    usage: Usage
-    latency_s: float
-    retries: int = 0
-    stop_reason: str = ""
-    raw: dict[str, Any] = field(default_factory=dict, compare=False)
-    reasoning: tuple[Reasoning, ...] = ()
-
-    def message(self) -> Message:
-        """The assistant message to append to the conversation (keeps reasoning providers need back)."""
-        return Message.assistant(self.text, self.tool_calls, self.reasoning)
+from docab.messages import Message, ToolSpec, Turn
 
 
 class ModelError(Exception):

@@ -70,10 +70,9 @@ from typing import Any
 from docab.agent.answer import NOT_ANSWERABLE, SUBMIT_TOOL_NAME
 from docab.agent.budget import CHARS_PER_TOKEN, image_tokens
 from docab.agent.evidence import DOCUMENT_FILE, PAGE_HEADING
-from docab.agent.messages import Image, Message, ToolCall, ToolSpec
-from docab.log.usage import Usage
-from docab.models.base import Turn
+from docab.messages import Image, Message, ToolCall, ToolSpec, Turn
 from docab.models.config import ModelConfig, ModelConfigError
+from docab.usage import Usage
 
 SEARCH_MATCHES = 200  # keyword hits the search asks for
 STRUCTURE_MATCHES = 500  # level-1/2 headings the structure step asks for (grep's maximum)

@@ -8,7 +8,7 @@ temperature is 0, the sample's epoch (:data:`EPOCH`, set by the runner), so each
 sampled run gets replies of its own. Headers and keys are never part of it.
 
 A hit costs nothing: the turn's usage is zero tokens, marked as a hit, with the original usage
-kept inside it (:meth:`docab.log.usage.Usage.cache_hit`); the record keeps that original apart
+kept inside it (:meth:`docab.usage.Usage.cache_hit`); the record keeps that original apart
 (``RunRecord.cached_model_usage``) so the report shows what the run spent and what it would have
 cost uncached. Only replies that parsed are stored.
 

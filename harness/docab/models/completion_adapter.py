@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from docab.agent.messages import Message
-from docab.log.usage import UsageRole
+from docab.messages import Message
 from docab.models.base import Model, ModelError
 from docab.models.config import ModelConfigError
+from docab.usage import UsageRole
 from docab_benchmark.mmlongbench.extraction import Completion  # the benchmark defines the result type
 
 

@@ -22,11 +22,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from docab.agent.messages import Block, Image, Message, Reasoning, Text, ToolCall, ToolSpec
-from docab.log.usage import Usage
+from docab.messages import Block, Image, Message, Reasoning, Text, ToolCall, ToolSpec
 from docab.models.config import ModelConfig
 from docab.models.provider import ParsedReply, ProviderModel
 from docab.models.retry import MalformedReply
+from docab.usage import Usage
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 

@@ -30,11 +30,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from docab.agent.messages import Block, Image, Message, Reasoning, Text, ToolCall, ToolSpec
-from docab.log.usage import Usage
+from docab.messages import Block, Image, Message, Reasoning, Text, ToolCall, ToolSpec
 from docab.models.openai_chat import parse_arguments
 from docab.models.provider import ParsedReply, ProviderModel
 from docab.models.retry import MalformedReply
+from docab.usage import Usage
 
 REASONING_FIELD = "reasoning_item"  # Reasoning.field of a Responses reasoning item
 DEFAULT_DETAIL = "auto"  # the API requires a detail on input images

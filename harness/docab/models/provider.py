@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from docab.agent.messages import Message, Reasoning, ToolCall, ToolSpec
-from docab.log.usage import Usage
-from docab.models.base import ModelError, Turn
+from docab.messages import Message, Reasoning, ToolCall, ToolSpec, Turn
+from docab.models.base import ModelError
 from docab.models.cache import EPOCH, ResponseCache, response_key, shared_cache
 from docab.models.causes import credential_failure
 from docab.models.clients import Access
@@ -35,6 +34,7 @@ from docab.models.retry import (
     parse_retry_after,
 )
 from docab.models.text_only import strip_images
+from docab.usage import Usage
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import dataclasses
 import io
 from collections.abc import Sequence
 
-from docab.agent.messages import Block, Image, Message, Text
+from docab.messages import Block, Image, Message, Text
 
 
 def image_size(image: Image) -> tuple[int, int] | None:

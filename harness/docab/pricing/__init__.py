@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from docab.log.cost import SampleCost
-from docab.log.usage import Usage
+from docab.usage import Usage
 
 if TYPE_CHECKING:
     from docab.log.manifest import Manifest

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from docab.log.usage import Usage
+from docab.usage import Usage
 
 
 @dataclass(frozen=True)

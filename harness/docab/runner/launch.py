@@ -38,7 +38,6 @@ from typing import Any
 
 from docab.agent.answer import SUBMIT_TOOL, BenchmarkExtractor
 from docab.agent.budget import CHARS_PER_TOKEN
-from docab.agent.messages import ToolSpec
 from docab.agent.toolbox.filesystem import FILESYSTEM_TOOLS
 from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession, MCPStartError
 from docab.config import RunConfig, load_config, with_overrides
@@ -47,6 +46,7 @@ from docab.log.lock import RunLock, remove_scratch
 from docab.log.manifest import ArmManifest, DatasetInfo, EndpointInfo, Manifest, ModelsInfo, Session
 from docab.log.records import RunRecord
 from docab.log.store import RunStore, StoreError, manifest_for, session_info, utc_now
+from docab.messages import ToolSpec
 from docab.models.base import Model, ModelError
 from docab.models.cache import shared_cache
 from docab.models.completion_adapter import CompletionAdapter

@@ -52,7 +52,6 @@ from docab.log.events import (
 )
 from docab.log.manifest import Manifest
 from docab.log.records import RunRecord
-from docab.log.usage import Usage
 from docab.pricing import record_cost
 from docab.report.plots import breakdown_file
 from docab.report.render import METHOD_NOTE, sections, title
@@ -67,6 +66,7 @@ from docab.report.summary import (
     question_groups,
     question_outcomes,
 )
+from docab.usage import Usage
 
 VIEWER_FORMAT = "docab-viewer/1"
 OUTCOMES = ("correct", "partial", "wrong", "unextracted", "error", "timeout", "limit")

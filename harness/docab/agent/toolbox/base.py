@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from docab.agent.messages import ToolResult, ToolSpec
+from docab.messages import ToolResult, ToolSpec
 
 
 @runtime_checkable

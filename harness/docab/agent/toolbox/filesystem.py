@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docab.agent.messages import Image, Text, ToolResult, ToolSpec
 from docab.agent.toolbox.base import Tool
+from docab.messages import Image, Text, ToolResult, ToolSpec
 from docab_mcpguard import PathDenied, PathPolicy
 
 READ_DEFAULT_LIMIT = 2000

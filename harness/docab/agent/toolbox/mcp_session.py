@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from docab.agent.messages import Block, Image, Text, ToolResult, ToolSpec
+from docab.messages import Block, Image, Text, ToolResult, ToolSpec
 
 SessionScope = Literal["sample", "worker"]
 CLOSE_TIMEOUT_S = 10.0  # the SDK's own shutdown escalates to SIGKILL within about 6 s

@@ -1,7 +1,10 @@
-"""The harness's one neutral conversation format.
+"""The harness's one neutral conversation format: messages, their blocks, tool calls and results,
+and a model's turn.
 
 Everything inside the harness (agent loop, tools, baseline policy, transcripts) speaks these types;
-they are converted to a provider's wire format only at the provider edge (``docab.models``).
+they are converted to a provider's wire format only at the provider edge (``docab.models``). With
+:mod:`docab.usage` this is the harness's ground floor: it imports nothing of docab but the usage
+record, and every layer above may import it (``[tool.importlinter]`` in pyproject.toml).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from docab.usage import Usage
 
 
 @dataclass(frozen=True)
@@ -130,3 +135,28 @@ class Message:
     @property
     def text(self) -> str:
         return "\n".join(b.text for b in self.blocks if isinstance(b, Text))
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model call's outcome.
+
+    ``latency_s`` covers the whole call including retries and their back-off (not the time spent
+    queued for a provider concurrency slot); ``retries`` counts the attempts after the first;
+    ``stop_reason`` is the provider's own value (``stop``/``length``/``tool_calls``,
+    ``end_turn``/``max_tokens``/``tool_use``); ``reasoning`` is what the model showed of its thinking;
+    ``raw`` is the provider's response as plain JSON data.
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    latency_s: float
+    retries: int = 0
+    stop_reason: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    reasoning: tuple[Reasoning, ...] = ()
+
+    def message(self) -> Message:
+        """The assistant message to append to the conversation (keeps reasoning providers need back)."""
+        return Message.assistant(self.text, self.tool_calls, self.reasoning)
