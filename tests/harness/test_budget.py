@@ -170,14 +170,14 @@ def test_fs_read_and_mcp_read_of_the_same_text_are_cut_identically(tmp_path: Pat
 def test_image_tokens_follow_each_providers_documented_rule(
     size: tuple[int, int], anthropic: int, openai: int
 ) -> None:
-    from docab.agent.budget import anthropic_image_tokens, openai_image_tokens
+    from docab.tokens import anthropic_image_tokens, openai_image_tokens
 
     assert abs(anthropic_image_tokens(*size) - anthropic) <= 1
     assert openai_image_tokens(*size) == openai
 
 
 def test_an_image_costs_what_its_size_costs_under_the_runs_rule() -> None:
-    from docab.agent.budget import IMAGE_RULE_MAXIMUM, image_rule_for, image_size, image_tokens
+    from docab.tokens import IMAGE_RULE_MAXIMUM, image_rule_for, image_size, image_tokens
 
     page = Image(png_bytes(size=(1224, 1584)), "image/png")  # a letter page at 144 dpi
     thumb = Image(png_bytes(size=(100, 80)), "image/png")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from docab.cli.main import main
-from docab.log.cost import SampleCost
+from docab.pricing.cost import SampleCost
 from docab.report.render import to_markdown, usd
 from docab.report.schema import parse_summary
 from docab.report.summary import build_report, load_run

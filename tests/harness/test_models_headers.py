@@ -11,7 +11,8 @@ import pytest
 from docab.config import parse_config
 from docab.messages import Message
 from docab.models import ModelConfig, ModelConfigError, build_model
-from docab.models.headers import resolve_headers, variables_of
+from docab.models.clients import resolve_headers
+from docab.models.headers import variables_of
 from docab.models.limits import ConcurrencyLimits
 from tests.harness.model_fakes import FakeClock, generate_once
 from tests.support.llm_stub import LLMStub

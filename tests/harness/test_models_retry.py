@@ -21,8 +21,9 @@ import pytest
 from docab.messages import Message
 from docab.models import ModelError, build_model
 from docab.models.base import ModelError as BaseModelError
+from docab.models.causes import Failure
 from docab.models.limits import ConcurrencyLimits
-from docab.models.retry import Failure, RetryPolicy, RetryTrace, call_with_retries, parse_retry_after
+from docab.models.retry import RetryPolicy, RetryTrace, call_with_retries, parse_retry_after
 from tests.harness.model_fakes import EPOCH, FakeClock
 from tests.support.http_server import Reply, Request
 from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply

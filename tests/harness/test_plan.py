@@ -180,8 +180,8 @@ def test_one_arm_plans_with_the_defaults() -> None:
 
 
 def _record(arm: str, qid: str, doc: str, score: float, usd: float, cached: float, started: str):  # type: ignore[no-untyped-def]
-    from docab.log.cost import SampleCost
     from docab.log.records import RunRecord
+    from docab.pricing.cost import SampleCost
 
     return RunRecord(
         run_id="pilot",

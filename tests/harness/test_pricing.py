@@ -8,7 +8,6 @@ import pytest
 
 from docab.config import CONFIG_DIR, load_config, parse_config
 from docab.errors import ConfigError
-from docab.log.cost import SampleCost
 from docab.log.records import RunRecord
 from docab.models.config import ModelConfig
 from docab.pricing import (
@@ -20,6 +19,7 @@ from docab.pricing import (
     sample_cost,
     shipped_table,
 )
+from docab.pricing.cost import SampleCost
 from docab.runner.context import price_book
 from docab.usage import Usage
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from docab.agent.answer import NOT_ANSWERABLE, Extraction, Submission
+from docab.agent.answer import Extraction, Submission
 from docab.agent.loop import AgentTrace
 from docab.config import parse_config
 from docab.log.store import RunStore
+from docab.protocol import NOT_ANSWERABLE
 from docab.runner.context import RunContext, Worker
 from docab.runner.progress import SilentProgress
 from docab.runner.sample import (

@@ -14,8 +14,8 @@ import pytest
 
 from docab.cli.main import main
 from docab.cli.run import resume_command
-from docab.log.cost import SampleCost
 from docab.log.store import read_records
+from docab.pricing.cost import SampleCost
 from docab.runner.spend import SpendGuard, SpendStop
 from tests.harness.corpus import write_benchmark_folder
 from tests.support.http_server import Reply, Request

@@ -19,7 +19,8 @@ import pytest
 
 from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPStartError
 from docab.cli.main import main
-from docab.config import identity_hash, identity_of, load_config, parse_config
+from docab.config import load_config, parse_config
+from docab.log.identity import identity_hash, identity_of
 from docab.log.manifest import EndpointInfo
 from docab.runner.launch import endpoint_changes, preflight
 from tests.harness.corpus import write_benchmark_folder

@@ -8,7 +8,8 @@ import random
 import pytest
 from PIL import Image
 
-from md_vision.imaging import ImageRejected, looks_like_svg, prepare_image
+from md_vision.errors import ImageRejected
+from md_vision.imaging import looks_like_svg, prepare_image
 from tests.md_vision.conftest import jpeg_bytes, png_bytes
 
 

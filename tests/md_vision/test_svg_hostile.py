@@ -20,7 +20,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from md_vision.imaging import ImageRejected, SvgLimits, check_svg_filters, parse_svg, prepare_image
+from md_vision.errors import ImageRejected
+from md_vision.imaging import SvgLimits, check_svg_filters, parse_svg, prepare_image
 from md_vision.sandbox import RenderLimits, render_isolated
 from tests.md_vision.test_hardening import _descendants
 from tests.md_vision.test_mcp import _command, _stdio

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from md_vision.imaging import ImageRejected
+from md_vision.errors import ImageRejected
 from md_vision.sandbox import RenderLimits, render_isolated
 
 HEAD = '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="300">'

@@ -14,10 +14,8 @@ from typing import Any, Literal, Protocol
 
 from docab.log.records import AnswerProtocol
 from docab.messages import ToolSpec
+from docab.protocol import NOT_ANSWERABLE, SUBMIT_TOOL_NAME
 from docab.usage import Usage
-
-NOT_ANSWERABLE = "Not answerable"  # the benchmark's exact string (its F1 counts it case-sensitively)
-SUBMIT_TOOL_NAME = "submit_answer"
 
 SUBMIT_TOOL = ToolSpec(
     name=SUBMIT_TOOL_NAME,

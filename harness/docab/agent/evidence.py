@@ -55,10 +55,9 @@ from typing import Any
 from docab.agent.document_lines import LINE_CUT_MARK, MD_VISION_META, NUMBERED_LINE
 from docab.log.records import READ_SHARE, PageShare
 from docab.messages import Block, Image, Text, ToolCall, ToolResult
+from docab.protocol import DOCUMENT_FILE, PAGE_HEADING
 
-PAGE_HEADING = re.compile(r"^##\s+Page\s+(\d+)\s*$")
 PAGE_IMAGE = re.compile(r"(?:^|[/\\])page-0*(\d+)\.(?:png|jpe?g|gif|webp)\b", re.IGNORECASE)
-DOCUMENT_FILE = "document/document.md"
 MIN_FINGERPRINT_CHARS = 8  # shorter lines ("---", "1", "Total") are too common to locate a read
 _IMAGE_REFERENCE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<img\b[^>]*>", re.IGNORECASE)
 # The converter's own notes on a page (docab_benchmark.mmlongbench.corpus.markdown): what it did,

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from docab.agent.answer import REMINDER, SUBMIT_TOOL, SUBMIT_TOOL_NAME, Submission, parse_submission
+from docab.agent.answer import REMINDER, SUBMIT_TOOL, Submission, parse_submission
 from docab.agent.budget import OutputBudget
 from docab.agent.document_lines import document_lines
 from docab.agent.evidence import ReadTracker
@@ -35,6 +35,7 @@ from docab.log.events import Event, MessageEvent, ModelErrorEvent, ModelTurnEven
 from docab.log.records import AnswerProtocol, Status, ToolCallRecord
 from docab.messages import Message, Text, ToolCall, ToolResult, Turn
 from docab.models.base import Model, ModelError
+from docab.protocol import SUBMIT_TOOL_NAME
 from docab.usage import Usage
 
 Clock = Callable[[], float]

@@ -87,6 +87,7 @@ from inspect_ai.tool import ToolCall as InspectToolCall
 from inspect_ai.tool import ToolCallError
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from docab.log.costs import manifest_prices
 from docab.log.events import (
     ImageBlock,
     MessageEvent,
@@ -98,7 +99,7 @@ from docab.log.events import (
 )
 from docab.log.manifest import Manifest
 from docab.log.records import RECORD_VERSION, AnswerProtocol, PageShare, RunRecord, Status, ToolCallRecord
-from docab.pricing import PriceBook, manifest_prices
+from docab.pricing import PriceBook
 from docab.usage import Usage, totals_by_role
 
 DOCAB_KEY = "docab"  # metadata key (eval, sample, score) and score name

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from docab.log.cost import SampleCost
+from docab.pricing.cost import SampleCost
 from docab.usage import Usage, totals_by_role
 
 RECORD_VERSION = 3

@@ -31,9 +31,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TextIO
 
-from docab.config import identity_hash
 from docab.errors import RunError
 from docab.log.events import Event
+from docab.log.identity import identity_hash
 from docab.log.manifest import (
     DatasetInfo,
     EndpointInfo,
@@ -203,7 +203,7 @@ def read_records_reporting(path: Path) -> tuple[list[RunRecord], list[str]]:
 def same_run(manifest: Manifest, config_hash: str) -> bool:
     """Does the run of ``manifest`` have the identity ``config_hash``? Its own hash says so, or, for a
     manifest an older docab wrote with another identity (one that still counted the endpoint URL),
-    the hash recomputed from the config it stores (:func:`docab.config.identity_hash`)."""
+    the hash recomputed from the config it stores (:func:`docab.log.identity.identity_hash`)."""
     if manifest.config_hash == config_hash:
         return True
     return bool(manifest.config) and identity_hash(manifest.config) == config_hash

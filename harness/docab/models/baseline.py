@@ -67,11 +67,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from docab.agent.answer import NOT_ANSWERABLE, SUBMIT_TOOL_NAME
-from docab.agent.budget import CHARS_PER_TOKEN, image_tokens
-from docab.agent.evidence import DOCUMENT_FILE, PAGE_HEADING
 from docab.messages import Image, Message, ToolCall, ToolSpec, Turn
 from docab.models.config import ModelConfig, ModelConfigError
+from docab.protocol import DOCUMENT_FILE, NOT_ANSWERABLE, PAGE_HEADING, SUBMIT_TOOL_NAME
+from docab.tokens import CHARS_PER_TOKEN, image_tokens
 from docab.usage import Usage
 
 SEARCH_MATCHES = 200  # keyword hits the search asks for

@@ -15,10 +15,19 @@ import socket
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from docab.models.retry import Failure
+
+@dataclass(frozen=True)
+class Failure:
+    """A classified failed attempt (the retry loop, :mod:`docab.models.retry`, acts on it)."""
+
+    kind: str  # as ModelError.kind
+    message: str
+    retryable: bool
+    status: int | None = None
+    retry_after_s: float | None = None
+
 
 CauseKind = Literal["refused", "dns", "tls", "timeout", "reset", "connection"]
 
@@ -137,8 +146,6 @@ def credential_failure(exc: BaseException, *, hint: str) -> Failure | None:
     """A Failure (kind ``auth``, not retried, no HTTP status) when ``exc`` says the request's
     credentials could not be obtained (no AWS credentials, an unknown profile, expired SSO, no
     Google credentials, a failed token refresh); None for anything else. ``hint`` says what to check."""
-    from docab.models.retry import Failure
-
     for cause in exception_chain(exc):
         module = type(cause).__module__
         text = str(cause)

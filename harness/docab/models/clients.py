@@ -18,6 +18,7 @@ environment is the one that counts. Every client is built with the SDK's retries
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
@@ -26,7 +27,7 @@ from typing import Any, NoReturn
 from docab.models.causes import shorten
 from docab.models.config import ModelConfig, ModelConfigError
 from docab.models.extras import BEDROCK_SIGNING, VERTEX_CREDENTIALS, require
-from docab.models.headers import resolve_headers
+from docab.models.headers import REFERENCE
 
 LOCAL_SERVER_KEY = "not-needed"  # OpenAI-compatible local servers (Ollama, llama.cpp) want some key
 AZURE_ENDPOINT_ENV = "AZURE_OPENAI_ENDPOINT"
@@ -112,8 +113,6 @@ def _missing(
 
 
 def _common(config: ModelConfig, sdk: ModuleType, env: Mapping[str, str], role: str | None) -> dict[str, Any]:
-    from docab.models.provider import sdk_http_client
-
     headers = resolve_headers(config.headers, env, who=who(config, role))
     return {
         "timeout": config.timeout,
@@ -344,3 +343,49 @@ def gemini_client(config: ModelConfig, env: Mapping[str, str], *, role: str | No
         http_options=types.HttpOptions(**options),
     )
     return ClientSetup(client, genai, _key_access(config, key))
+
+
+def sdk_http_client(sdk: Any, config: Any) -> Any | None:
+    """The HTTP client to hand an official SDK, or None for the SDK's default (httpx2).
+
+    Both SDKs ship ``DefaultAioHttpClient`` (their extra ``aiohttp``), which they recommend for
+    high concurrency; with it installed and ``http_backend`` "auto" or "aiohttp", it is used.
+    """
+    if config.http_backend == "httpx":
+        return None
+    try:
+        return sdk.DefaultAioHttpClient()
+    except RuntimeError as exc:  # the SDK says: aiohttp extra not installed
+        if config.http_backend == "aiohttp":
+            raise ModelConfigError(
+                f'{config.name}: http_backend = "aiohttp" needs the SDK\'s aiohttp extra '
+                f"(pip install '{sdk.__name__}[aiohttp]')"
+            ) from exc
+        return None
+
+
+def resolve_headers(headers: Mapping[str, str], env: Mapping[str, str], *, who: str) -> dict[str, str]:
+    """The headers with every ``${VAR}`` replaced by its value in ``env``; raises ModelConfigError
+    naming ``who`` (``the agent model openai/gpt-4o``), the header and the variable when one is unset."""
+    resolved: dict[str, str] = {}
+    for name, template in headers.items():
+
+        def fill(match: re.Match[str], header: str = name) -> str:
+            variable = match.group(1)
+            if variable is None:  # "$$" (a bare "$" was refused when the config was read)
+                return "$"
+            value = env.get(variable, "")
+            if not value:
+                raise ModelConfigError(
+                    f"{who} sends the header {header} from ${{{variable}}}, and {variable} is not set: "
+                    f"export {variable}=... or change headers in the model config"
+                )
+            return value
+
+        value = REFERENCE.sub(fill, template)
+        if any(c in value for c in "\r\n\0"):
+            raise ModelConfigError(
+                f"{who}: the value of the header {name} holds a line break; check its variable"
+            )
+        resolved[name] = value
+    return resolved

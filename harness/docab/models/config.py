@@ -49,6 +49,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from docab.errors import ConfigError
+from docab.models.headers import check_headers
 from docab.pricing import Price
 
 PROVIDERS = ("openai", "anthropic", "google", "baseline")
@@ -92,7 +93,7 @@ LATER_OPTIONS: dict[str, object] = {
     "tpm": None,
 }
 # Where the endpoint lives, how it authenticates and how calls reach it: none of these changes what
-# a record means, so the run's identity (``docab.config.identity_of``) leaves them at their
+# a record means, so the run's identity (``docab.log.identity.identity_of``) leaves them at their
 # defaults; a run resumed at another URL, with another key variable or another retry policy is the
 # same run (each session records its endpoints).
 TRANSPORT_OPTIONS = (
@@ -339,8 +340,6 @@ class ModelConfig(BaseModel):
         return self
 
     def _check_platform_options(self, provider: str, platform: str | None) -> None:
-        from docab.models.headers import check_headers
-
         if self.api != "chat" and provider != "openai":
             raise ValueError(f'api = "{self.api}" applies to openai/ models (the OpenAI Responses API)')
         if self.api == "responses" and self.max_tokens_param != "auto":

@@ -30,10 +30,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from docab.messages import Image, Message, Reasoning, Text, ToolCall, ToolSpec
-from docab.models.causes import credential_failure, provider_message, shorten, transport_cause
+from docab.models.causes import Failure, credential_failure, provider_message, shorten, transport_cause
 from docab.models.config import ModelConfig
 from docab.models.provider import PREFLIGHT_TIMEOUT_S, ParsedReply, Probe, ProviderModel
-from docab.models.retry import Failure, MalformedReply, status_failure
+from docab.models.retry import MalformedReply, status_failure
 from docab.usage import Usage
 
 GEMINI_URL = "https://generativelanguage.googleapis.com"

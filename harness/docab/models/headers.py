@@ -14,11 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from docab.models.config import ModelConfigError
-
 # RFC 9110 token characters: what a field name may hold.
 _NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_REFERENCE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$")
+REFERENCE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$")
 _SECRET_WORDS = ("authorization", "auth", "key", "token", "secret", "password", "cookie", "signature")
 MAX_HEADERS = 32
 MAX_VALUE = 8192
@@ -34,7 +32,7 @@ def variables_of(value: str) -> list[str]:
     """The variables a value names (``${VAR}``); raises ValueError for a ``$`` that starts neither
     ``${VAR}`` nor ``$$``."""
     names: list[str] = []
-    for match in _REFERENCE.finditer(value):
+    for match in REFERENCE.finditer(value):
         token = match.group(0)
         if token == "$$":
             continue
@@ -64,30 +62,3 @@ def check_headers(headers: Mapping[str, str]) -> None:
                 f'manifest: put the value in an environment variable and write {name} = "${{VARIABLE}}" '
                 f'(or "Bearer ${{VARIABLE}}")'
             )
-
-
-def resolve_headers(headers: Mapping[str, str], env: Mapping[str, str], *, who: str) -> dict[str, str]:
-    """The headers with every ``${VAR}`` replaced by its value in ``env``; raises ModelConfigError
-    naming ``who`` (``the agent model openai/gpt-4o``), the header and the variable when one is unset."""
-    resolved: dict[str, str] = {}
-    for name, template in headers.items():
-
-        def fill(match: re.Match[str], header: str = name) -> str:
-            variable = match.group(1)
-            if variable is None:  # "$$" (a bare "$" was refused when the config was read)
-                return "$"
-            value = env.get(variable, "")
-            if not value:
-                raise ModelConfigError(
-                    f"{who} sends the header {header} from ${{{variable}}}, and {variable} is not set: "
-                    f"export {variable}=... or change headers in the model config"
-                )
-            return value
-
-        value = _REFERENCE.sub(fill, template)
-        if any(c in value for c in "\r\n\0"):
-            raise ModelConfigError(
-                f"{who}: the value of the header {name} holds a line break; check its variable"
-            )
-        resolved[name] = value
-    return resolved

@@ -242,19 +242,3 @@ def max_tokens_param(config: ModelConfig) -> str:
     if config.max_tokens_param != "auto":
         return config.max_tokens_param
     return "max_tokens" if config.base_url and config.platform != "azure" else "max_completion_tokens"
-
-
-def build_openai_model(
-    config: ModelConfig, *, env: Mapping[str, str], role: str = "agent", **runtime: Any
-) -> ProviderModel:
-    """``openai/<model>`` or ``openai/azure/<deployment>``, speaking Chat Completions or, with
-    ``api = "responses"``, the Responses API (:mod:`docab.models.openai_responses`)."""
-    from docab.models.clients import openai_client
-
-    setup = openai_client(config, env, role=role)
-    model_class: type[ProviderModel] = OpenAIChatModel
-    if config.api == "responses":
-        from docab.models.openai_responses import OpenAIResponsesModel
-
-        model_class = OpenAIResponsesModel
-    return model_class(config, sdk=setup.sdk, client=setup.client, access=setup.access, role=role, **runtime)

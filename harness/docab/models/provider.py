@@ -17,15 +17,14 @@ from typing import Any
 from docab.messages import Message, Reasoning, ToolCall, ToolSpec, Turn
 from docab.models.base import ModelError
 from docab.models.cache import EPOCH, ResponseCache, response_key, shared_cache
-from docab.models.causes import credential_failure
+from docab.models.causes import Failure, credential_failure
 from docab.models.clients import Access
-from docab.models.config import ModelConfig, ModelConfigError
+from docab.models.config import ModelConfig
 from docab.models.limits import ConcurrencyLimits
 from docab.models.pacing import estimate_tokens
 from docab.models.retry import (
     Caller,
     Clock,
-    Failure,
     MalformedReply,
     RetryPolicy,
     RetryTrace,
@@ -425,22 +424,3 @@ def as_plain_json(response: Any) -> dict[str, Any]:
     if isinstance(response, dict):
         return response
     raise MalformedReply(f"the reply body is not a JSON object ({type(response).__name__})")
-
-
-def sdk_http_client(sdk: Any, config: Any) -> Any | None:
-    """The HTTP client to hand an official SDK, or None for the SDK's default (httpx2).
-
-    Both SDKs ship ``DefaultAioHttpClient`` (their extra ``aiohttp``), which they recommend for
-    high concurrency; with it installed and ``http_backend`` "auto" or "aiohttp", it is used.
-    """
-    if config.http_backend == "httpx":
-        return None
-    try:
-        return sdk.DefaultAioHttpClient()
-    except RuntimeError as exc:  # the SDK says: aiohttp extra not installed
-        if config.http_backend == "aiohttp":
-            raise ModelConfigError(
-                f'{config.name}: http_backend = "aiohttp" needs the SDK\'s aiohttp extra '
-                f"(pip install '{sdk.__name__}[aiohttp]')"
-            ) from exc
-        return None

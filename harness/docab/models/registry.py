@@ -56,8 +56,6 @@ def build_model(
     }
     try:
         if config.provider == "openai":
-            from docab.models.openai_chat import build_openai_model
-
             return build_openai_model(config, **runtime)
         if config.provider == "google":
             from docab.models.gemini import build_gemini_model
@@ -89,3 +87,21 @@ def _build_baseline(config: ModelConfig) -> Model:
         )
     model: Model = build(config)
     return model
+
+
+def build_openai_model(
+    config: ModelConfig, *, env: Mapping[str, str], role: str = "agent", **runtime: Any
+) -> Model:
+    """``openai/<model>`` or ``openai/azure/<deployment>``, speaking Chat Completions or, with
+    ``api = "responses"``, the Responses API (:mod:`docab.models.openai_responses`)."""
+    from docab.models.clients import openai_client
+    from docab.models.openai_chat import OpenAIChatModel
+    from docab.models.provider import ProviderModel
+
+    setup = openai_client(config, env, role=role)
+    model_class: type[ProviderModel] = OpenAIChatModel
+    if config.api == "responses":
+        from docab.models.openai_responses import OpenAIResponsesModel
+
+        model_class = OpenAIResponsesModel
+    return model_class(config, sdk=setup.sdk, client=setup.client, access=setup.access, role=role, **runtime)

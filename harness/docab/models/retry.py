@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Protocol, TypeVar
 
 from docab.models.base import ModelError
-from docab.models.causes import provider_message, shorten, transport_cause
+from docab.models.causes import Failure, provider_message, shorten, transport_cause
 
 T = TypeVar("T")
 
@@ -67,17 +67,6 @@ class RetryPolicy:
     def backoff(self, attempt: int, rng: random.Random) -> float:
         ceiling: float = min(self.max_delay_s, self.base_delay_s * 2.0**attempt)
         return ceiling * (0.5 + 0.5 * rng.random())
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A classified failed attempt."""
-
-    kind: str  # as ModelError.kind
-    message: str
-    retryable: bool
-    status: int | None = None
-    retry_after_s: float | None = None
 
 
 class MalformedReply(Exception):

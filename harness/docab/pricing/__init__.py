@@ -29,18 +29,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from docab.log.cost import SampleCost
+from docab.pricing.cost import SampleCost
 from docab.usage import Usage
-
-if TYPE_CHECKING:
-    from docab.log.manifest import Manifest
-    from docab.log.records import RunRecord
-    from docab.models.config import ModelConfig
 
 TABLE_PATH = Path(__file__).with_name("prices.toml")
 PER_TOKENS = 1_000_000  # prices are per million tokens
@@ -160,6 +155,19 @@ def is_loopback(url: str | None) -> bool:
 # -- the run's prices -----------------------------------------------------------------------------------
 
 
+class PricedModel(Protocol):
+    """What the book reads of a run's model (a ``docab.models.config.ModelConfig``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def price(self) -> Price | None: ...
+    @property
+    def base_url(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class PriceBook:
     """The prices of one run: the table, and what the config says of the models it uses."""
@@ -168,7 +176,7 @@ class PriceBook:
     configured: Mapping[str, PriceQuote] = field(default_factory=dict)  # by model name
 
     @classmethod
-    def for_models(cls, models: Iterable[ModelConfig], table: Mapping[str, Price] | None = None) -> PriceBook:
+    def for_models(cls, models: Iterable[PricedModel], table: Mapping[str, Price] | None = None) -> PriceBook:
         """The book of a run whose models are ``models`` (agent first, then the extractor): their
         ``price``, or 0 for an offline policy or a loopback ``base_url``. A name configured twice
         keeps its first configuration."""
@@ -220,26 +228,3 @@ def sample_cost(
 ) -> SampleCost:
     """:meth:`PriceBook.sample_cost` with ``book`` (default: the shipped table alone)."""
     return (book or PriceBook()).sample_cost(usage, cached)
-
-
-def record_cost(record: RunRecord, book: PriceBook | None = None) -> SampleCost:
-    """A record's cost: as recorded, or for a record written before prices were, its usage priced
-    with ``book`` (default: the shipped table)."""
-    if record.cost is not None:
-        return record.cost
-    return sample_cost(record.usage, record.cached_tool_usage + record.cached_model_usage, book)
-
-
-def manifest_prices(manifest: Manifest) -> PriceBook:
-    """The prices of the run the manifest describes: its models' ``price`` (or 0 for an offline
-    policy or a local server), then docab's table."""
-    from docab.models.config import ModelConfig, ModelConfigError
-
-    models = []
-    for config in (manifest.models.config, manifest.models.extractor_config):
-        if config:
-            try:
-                models.append(ModelConfig.from_mapping(config))
-            except ModelConfigError:
-                continue  # a manifest of another docab version: the table alone prices it
-    return PriceBook.for_models(models)

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
+from docab.log.costs import record_cost
 from docab.log.records import RunRecord
-from docab.pricing import record_cost
 from docab.report.summary import (
     NOT_ANSWERABLE,
     QuestionOutcome,

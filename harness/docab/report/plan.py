@@ -442,7 +442,7 @@ def pilot_from_run(
 ) -> Pilot:
     """A loaded run as a pilot: ``arms`` in the report's order (the first two are compared),
     ``concurrency`` its workers (default: its last session's, else its config's, else 4)."""
-    from docab.pricing import record_cost
+    from docab.log.costs import record_cost
 
     compared = (arms[0], arms[1]) if len(arms) >= 2 else None
     sessions = [s.concurrency for s in manifest.sessions if s.concurrency]

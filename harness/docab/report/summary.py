@@ -40,10 +40,10 @@ from pathlib import Path
 import numpy as np
 
 from docab.interchange import is_inspect_source
-from docab.log.cost import SampleCost
+from docab.log.costs import manifest_prices, record_cost
 from docab.log.manifest import ArmManifest, Manifest, ManifestError, ModelsInfo, load_manifest
 from docab.log.records import PROSE_FALLBACK, RunRecord
-from docab.pricing import manifest_prices, record_cost
+from docab.pricing.cost import SampleCost
 from docab.report import prompt_cache, schema, signflip, stats
 
 NOT_ANSWERABLE = "Not answerable"

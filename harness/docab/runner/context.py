@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from docab.agent.answer import AnswerExtractor, protocol_instructions
-from docab.agent.budget import OutputBudget, image_rule_for
+from docab.agent.budget import OutputBudget
 from docab.agent.evidence import PageMap
 from docab.agent.toolbox.base import Tool
 from docab.agent.toolbox.filesystem import filesystem_tools
@@ -30,6 +30,7 @@ from docab.runner.breaker import CircuitBreaker
 from docab.runner.progress import ProgressSink
 from docab.runner.spend import SpendGuard
 from docab.runner.workspace import DocumentPool, WorkspaceSlot
+from docab.tokens import image_rule_for
 
 Scorer = Callable[[str, str, str], float]  # (gold, prediction, answer_format) -> score in [0, 1]
 

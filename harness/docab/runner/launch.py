@@ -5,7 +5,7 @@
 1. load the questions and their converted documents; apply ``limit`` (or ``first``) then ``shard``;
 2. read ``results/<run-id>/`` if it exists (only read; refused at once when another process
    holds its lock: checking its manifest matches this config's
-   identity, which leaves out where the endpoints live, see :func:`docab.config.identity_of`);
+   identity, which leaves out where the endpoints live, see :func:`docab.log.identity.identity_of`);
 3. plan the work units still to do (records already written are skipped: resume; with
    ``retry_errors``, samples whose newest record is an error or timeout are run again, and
    their new records appended);
@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 from docab.agent.answer import SUBMIT_TOOL, BenchmarkExtractor
-from docab.agent.budget import CHARS_PER_TOKEN
 from docab.agent.toolbox.filesystem import FILESYSTEM_TOOLS
 from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession, MCPStartError
 from docab.config import RunConfig, load_config, with_overrides
@@ -61,6 +60,7 @@ from docab.runner.progress import ProgressSink, ProgressState, progress_for, tot
 from docab.runner.schedule import WorkUnit, in_shard, newest_per_key, plan, spread_over_documents
 from docab.runner.spend import SpendGuard, SpendStop
 from docab.runner.workers import run_units
+from docab.tokens import CHARS_PER_TOKEN
 from docab_benchmark.mmlongbench.errors import DataError
 from docab_benchmark.mmlongbench.extraction import load_prompt
 

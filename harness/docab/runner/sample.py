@@ -32,7 +32,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docab.agent.answer import NOT_ANSWERABLE, Extraction
+from docab.agent.answer import Extraction
 from docab.agent.evidence import PageMap, ReadTracker, page_spans
 from docab.agent.loop import AgentTrace, CallObserver, run_agent
 from docab.agent.toolbox.base import Tool
@@ -45,6 +45,7 @@ from docab.log.transcript import transcript_path
 from docab.models.base import ModelError
 from docab.models.cache import EPOCH
 from docab.pricing import PriceBook
+from docab.protocol import NOT_ANSWERABLE
 from docab.runner.context import RunContext, Worker
 from docab.runner.dataset import Sample
 from docab.runner.workspace import WorkspaceError

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from docab.log.cost import SampleCost
+from docab.pricing.cost import SampleCost
 
 
 @dataclass(frozen=True)

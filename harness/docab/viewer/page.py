@@ -37,6 +37,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from docab.log.costs import record_cost
 from docab.log.events import (
     EVENT,
     TRANSCRIPT_VERSION,
@@ -52,7 +53,6 @@ from docab.log.events import (
 )
 from docab.log.manifest import Manifest
 from docab.log.records import RunRecord
-from docab.pricing import record_cost
 from docab.report.plots import breakdown_file
 from docab.report.render import METHOD_NOTE, sections, title
 from docab.report.schema import Summary

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from md_vision.errors import ImageRejected
+
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
 
@@ -47,10 +49,6 @@ _XLINK = "{http://www.w3.org/1999/xlink}href"
 # Our own pixel check runs first and is the one that applies; Pillow's warning would only add
 # noise on stderr.
 warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-
-
-class ImageRejected(Exception):
-    """The image cannot be shown; ``str()`` is the reason, one short clause."""
 
 
 SvgRenderer: TypeAlias = Callable[[str, int, int], bytes]  # (clean SVG, width, height) -> PNG

@@ -7,7 +7,7 @@ runs in a process of its own, forked by the forkserver the folder parsers use (i
 resvg already, so a render starts in milliseconds), under limits set in the child before it
 renders: CPU time (``RLIMIT_CPU``), address space (``RLIMIT_AS``) and a wall deadline, at which the
 server kills it. A child that crashes, runs out of time or memory costs one image: the caller gets
-:class:`~md_vision.imaging.ImageRejected` with a one-line reason, and the server carries on.
+:class:`~md_vision.errors.ImageRejected` with a one-line reason, and the server carries on.
 
 Every helper process dies with its parent (:func:`die_with_parent`): on Linux the kernel sends it
 SIGKILL when its parent exits (``PR_SET_PDEATHSIG``), elsewhere a thread watches the parent's id.
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from md_vision.imaging import ImageRejected
+from md_vision.errors import ImageRejected
 
 # What the forkserver imports once, so that each folder worker and each render starts ready (a
 # render whose child imports Pillow and resvg itself takes 0.3 s instead of 15 ms).

@@ -27,8 +27,9 @@ from docab_mcpguard import FetchLimits, GuardedClient, Opened, PathPolicy, Resol
 from md_vision.cache import SizedLRU
 from md_vision.datauri import MIN_ELIDED_CHARS, elide, placeholder, shown_chars
 from md_vision.document import Document, ImageRef, ParseStopped, parse_document
+from md_vision.errors import ImageRejected
 from md_vision.folder import POOL_THRESHOLD, FoundFile, index_many, parser_pool, scan_folder, warm_up
-from md_vision.imaging import ImageRejected, PreparedImage, SvgRenderer, prepare_image
+from md_vision.imaging import PreparedImage, SvgRenderer, prepare_image
 from md_vision.index import (
     OVERVIEW_HEADINGS,
     FileIndex,
