@@ -188,7 +188,7 @@ def test_export_schema_declares_every_field_and_only_identifiers() -> None:
 
     from docab.log.records import RunRecord
     from docab.report.frames import QUESTIONS_SCHEMA, RECORDS_SCHEMA
-    from docab.report.summary import QuestionOutcome
+    from docab.report.outcomes import QuestionOutcome
 
     skipped = {"usage", "cached_tool_usage", "cached_model_usage", "tool_calls"}
     fields = [f for f in RunRecord.__dataclass_fields__ if f not in skipped]

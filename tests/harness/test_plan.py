@@ -207,8 +207,8 @@ def _record(arm: str, qid: str, doc: str, score: float, usd: float, cached: floa
 
 def test_a_loaded_run_becomes_a_pilot_with_uncached_costs_and_its_sessions_time() -> None:
     from docab.log.manifest import Manifest, Session
+    from docab.report.outcomes import question_outcomes
     from docab.report.plan import pilot_from_run
-    from docab.report.summary import question_outcomes
 
     records = [
         _record("fs", "q1", "d1", 1.0, 0.10, 0.0, "2026-01-01T00:00:10+00:00"),

@@ -8,18 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from docab.report.arms import FLOOR_LABEL
+from docab.report.breakdowns import question_groups
+from docab.report.comparisons import planning_statement
+from docab.report.outcomes import evidence_recall, question_outcomes
 from docab.report.render import print_console, to_markdown
 from docab.report.schema import SUMMARY_VERSION, ArmSummary, Summary, SummaryFormatError, parse_summary
-from docab.report.summary import (
-    FLOOR_LABEL,
-    ReportError,
-    build_report,
-    evidence_recall,
-    load_run,
-    planning_statement,
-    question_groups,
-    question_outcomes,
-)
+from docab.report.summary import ReportError, build_report, load_run
 from tests.harness.synthetic_runs import make_record, random_run, write_run
 
 RESAMPLES = 500
@@ -515,7 +510,8 @@ def test_breakdowns_say_how_many_cells_and_that_they_are_unadjusted(tmp_path: Pa
 def test_evidence_recall_counts_pages_opened_and_recall_seen_adds_search_results() -> None:
     """Issue 24, item 2: both are reported per arm with intervals; the headline recall (which the
     gate and the CI baseline read) counts only pages a read call opened."""
-    from docab.report.summary import evidence_summary, question_outcomes
+    from docab.report.arms import evidence_summary
+    from docab.report.outcomes import question_outcomes
 
     records = [
         make_record("fs", f"q{i}", f"d{i % 3}", pages_read=(3,) if i < 2 else (), pages_seen=(3,))

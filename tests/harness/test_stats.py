@@ -9,8 +9,8 @@ import pytest
 from scipy import stats as sps
 
 from docab.report import stats
+from docab.report.comparisons import paired_results
 from docab.report.stats import PairedData
-from docab.report.summary import paired_results
 
 
 def test_clustered_se_worked_example() -> None:
@@ -347,7 +347,7 @@ def test_near_identical_arms_never_claim_finer_resolution_than_planned() -> None
 
 
 def test_a_constant_nonzero_difference_states_the_mde_on_the_mean_squared_difference() -> None:
-    from docab.report.summary import mde_statement
+    from docab.report.comparisons import mde_statement
 
     data = make_paired(n_docs=10, per_doc=3)
     all_improved = PairedData(**{**data.__dict__, "score_a": np.zeros(30), "score_b": np.ones(30)})

@@ -78,7 +78,8 @@ def run_export(args: argparse.Namespace) -> int:
     import json
 
     from docab.report.frames import arrow_table, questions_frame, records_frame
-    from docab.report.summary import ReportError, load_run, question_outcomes
+    from docab.report.outcomes import question_outcomes
+    from docab.report.summary import ReportError, load_run
 
     try:
         run = load_run(*args.run_dirs, reruns_as_epochs=args.reruns_as_epochs)

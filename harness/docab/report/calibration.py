@@ -1,7 +1,7 @@
 """Calibration of the report's intervals, tests and gate by simulation (``docab calibrate``).
 
 Every figure is computed by the code the report itself runs (:func:`docab.report.stats.paired_analysis`,
-:func:`docab.report.summary.paired_results`, :func:`docab.report.gate.evaluate`) on runs simulated
+:func:`docab.report.comparisons.paired_results`, :func:`docab.report.gate.evaluate`) on runs simulated
 with a known truth, so what is measured is what a user reads.
 
 The simulated run (:func:`simulate`), for one design:
@@ -265,7 +265,8 @@ def _excludes(low: float | None, high: float | None, value: float) -> bool:
 
 
 def _comparison(run: SimulatedRun) -> tuple[stats.PairedAnalysis, Comparison]:
-    from docab.report.summary import difference, paired_results
+    from docab.report.arms import difference
+    from docab.report.comparisons import paired_results
 
     analysis = stats.paired_analysis(run.data)
     recall = stats.mean_t(run.recall_b - run.recall_a, run.data.clusters)

@@ -5,7 +5,7 @@ Two levels, both flat (one scalar or list per cell, so they write to parquet as 
 - ``records_frame``: one row per run record (arm, question, epoch), as the runner wrote it, with
   tokens per role, tool calls per tool and evidence recall added as columns.
 - ``questions_frame``: one row per (arm, question), epochs averaged: the unit the report pairs
-  and the statistics resample (``docab.report.summary.QuestionOutcome``).
+  and the statistics resample (``docab.report.outcomes.QuestionOutcome``).
 
 The column names are the record's field names (``docab.log.records.RunRecord``) plus the derived
 columns documented in ``RECORD_COLUMNS_ADDED``; every column is a valid identifier (the role
@@ -32,13 +32,8 @@ import pyarrow as pa
 
 from docab.log.costs import record_cost
 from docab.log.records import RunRecord
-from docab.report.summary import (
-    NOT_ANSWERABLE,
-    QuestionOutcome,
-    evidence_pages_groups,
-    evidence_recall,
-    evidence_recall_seen,
-)
+from docab.report.breakdowns import evidence_pages_groups
+from docab.report.outcomes import NOT_ANSWERABLE, QuestionOutcome, evidence_recall, evidence_recall_seen
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -158,7 +153,7 @@ RECORDS_SCHEMA = pa.schema(
 
 QUESTIONS_SCHEMA = pa.schema(
     [
-        # docab.report.summary.QuestionOutcome's fields, in its order
+        # docab.report.outcomes.QuestionOutcome's fields, in its order
         ("arm", _TEXT),
         ("qid", _TEXT),
         ("doc_id", _TEXT),

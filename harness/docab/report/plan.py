@@ -43,7 +43,7 @@ from scipy import stats as sps
 from docab.log.manifest import Manifest
 from docab.log.records import RunRecord
 from docab.report import schema, stats
-from docab.report.summary import QuestionOutcome
+from docab.report.outcomes import QuestionOutcome
 
 MIN_DOCUMENTS_FOR_DISCORDANCE = 10  # below this the pilot's discordance is too noisy to plan with
 MIN_DOCUMENTS_FOR_ICC = 10  # documents with two or more pilot questions, for an ICC

@@ -8,8 +8,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from docab.report.outcomes import QuestionOutcome
 from docab.report.schema import ArmSummary, Dimension, Estimate, Summary
-from docab.report.summary import QuestionOutcome, Report
+from docab.report.summary import Report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -205,7 +206,7 @@ def breakdown_file(dimension: str) -> str:
 
 def write_plots(report: Report, folder: Path) -> list[Path]:
     """Draw every plot into ``folder`` (created if needed); returns the files written."""
-    from docab.report.summary import DIMENSIONS
+    from docab.report.breakdowns import DIMENSIONS
 
     folder.mkdir(parents=True, exist_ok=True)
     summary = report.summary

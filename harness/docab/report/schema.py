@@ -442,7 +442,7 @@ class BreakdownCell(SchemaModel):
 
 class BreakdownDifference(SchemaModel):
     """B − A on the group's paired questions; an interval only when the group spans at least
-    ``docab.report.summary.MIN_DOCUMENTS_FOR_INTERVAL`` documents (else ``note`` says so).
+    ``docab.report.breakdowns.MIN_DOCUMENTS_FOR_INTERVAL`` documents (else ``note`` says so).
     Intervals are unadjusted for the number of cells."""
 
     n: int  # questions of the group both arms ran

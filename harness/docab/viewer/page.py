@@ -53,19 +53,12 @@ from docab.log.events import (
 )
 from docab.log.manifest import Manifest
 from docab.log.records import RunRecord
+from docab.report.arms import FLOOR_LABEL, arm_order, is_floor
+from docab.report.breakdowns import DIMENSIONS, question_groups
+from docab.report.outcomes import QuestionOutcome, evidence_recall, question_outcomes
 from docab.report.plots import breakdown_file
 from docab.report.render import METHOD_NOTE, sections, title
 from docab.report.schema import Summary
-from docab.report.summary import (
-    DIMENSIONS,
-    FLOOR_LABEL,
-    QuestionOutcome,
-    arm_order,
-    evidence_recall,
-    is_floor,
-    question_groups,
-    question_outcomes,
-)
 from docab.usage import Usage
 
 VIEWER_FORMAT = "docab-viewer/1"
