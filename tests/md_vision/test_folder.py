@@ -213,14 +213,14 @@ def test_a_call_while_the_workers_start_parses_here_and_never_waits_for_them(tmp
         async with MdVision(settings_for(tmp_path, index_workers=2)) as vision:
             vision.expect_warm_up()
             early = await vision.index(str(tmp_path))
-            made_early = vision._parsers is not None
+            made_early = vision._pool._parsers is not None
             vision.warm_up()
-            assert vision._warming is not None
-            await asyncio.wrap_future(vision._warming)
+            assert vision._pool._warming is not None
+            await asyncio.wrap_future(vision._pool._warming)
             for number in range(40):
                 (tmp_path / f"d{number:02d}.md").write_text(f"# Changed {number}\n")
             later = await vision.index(str(tmp_path))
-            return early, made_early, vision._parsers is not None, later
+            return early, made_early, vision._pool._parsers is not None, later
 
     early, made_early, made_later, later = run(go())
     assert len(early.entries) == 40 and not made_early

@@ -248,12 +248,14 @@ def test_an_index_made_before_the_folders_changed_is_not_cached_after(tmp_path: 
 
     async def go() -> str:
         async with MdVision(settings) as vision:
-            before, generation = vision._paths_snapshot()
+            before, generation = vision._loader.paths_snapshot()
             stale = await vision.index("sub/f.md")  # shown relative to the old first folder
-            key = next(iter(vision._indexes._items))  # the file's cache key
+            key = next(iter(vision._indexer._indexes._items))  # the file's cache key
             vision.use_paths(PathPolicy.from_dirs([outer / "sub"]))  # clears the cache
-            vision._cache_index(key, (stale.entries[0], ""), generation)  # the in-flight index finishing late
-            assert vision._indexes.get(key) is None
+            vision._indexer.cache_index(
+                key, (stale.entries[0], ""), generation
+            )  # the in-flight index finishing late
+            assert vision._indexer._indexes.get(key) is None
             assert before.show(outer / "sub" / "f.md") == "sub/f.md"
             fresh = await vision.index("f.md")
             return fresh.entries[0].path

@@ -216,7 +216,7 @@ def test_data_uris_not_shown_as_images_say_why_and_short_ones_stay(tmp_path: Pat
 
 def test_limits_at_their_edges(tmp_path: Path) -> None:
     from md_vision.datauri import MIN_ELIDED_CHARS, data_uri_spans
-    from md_vision.service import OVERVIEW_PAGE_FILES
+    from md_vision.indexing import OVERVIEW_PAGE_FILES
 
     prefix = "data:image/png;base64,"
     at_edge = prefix + "A" * (MIN_ELIDED_CHARS - len(prefix))

@@ -53,7 +53,8 @@ from md_vision import __version__
 from md_vision.folder import start_forkserver_deaf_to_ctrl_c
 from md_vision.index import FileProblem
 from md_vision.resources import PAGE_SIZE, ResourceFailure, list_page, read_resource
-from md_vision.service import ImageBlock, IndexResult, MdVision, ReadResult, TextBlock, ToolFailure
+from md_vision.results import ImageBlock, IndexResult, ReadResult, TextBlock, ToolFailure
+from md_vision.service import MdVision
 from md_vision.settings import ACCESS, Settings
 
 META_KEY = "io.github.docab/md-vision"
