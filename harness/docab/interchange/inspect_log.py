@@ -38,6 +38,10 @@ Any other Inspect log reads too: usage and tool calls come from its events, its 
 score, and each sample without a ``doc_id`` in its metadata is its own document (a warning says so).
 
 The arm of a log is ``eval.metadata["docab"]["arm"]``, else the task argument ``arm``, else the task.
+
+Why one module: export and import are the two directions of one mapping (the table above); side
+by side, a field added to one direction is seen missing from the other, and the round-trip tests
+read one file.
 """
 
 from __future__ import annotations

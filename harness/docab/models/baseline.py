@@ -55,6 +55,10 @@ what it wrote, plus each image's cost under the default image rule of ``docab.ag
 marked ``estimated`` in the raw usage, so a demo shows how much context each arm's tools produce.
 
 The policy holds no state between calls, so one instance serves any number of samples concurrently.
+
+Why one module: the policy is one algorithm whose steps read the state they need back from the
+conversation, and its fairness rests on every arm going through the same functions; one module
+keeps that checkable in one reading.
 """
 
 from __future__ import annotations

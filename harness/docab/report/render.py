@@ -3,6 +3,9 @@
 ``sections(summary)`` decides what is shown (titles, headers, rows, notes); the two renderers only
 format. They read the typed summary (``docab.report.schema.Summary``) built by
 ``docab.report.summary.build_report``.
+
+Why one module: the layout (``sections``) and its two renderers change together; a new row,
+column or note is one edit here, and apart each table's shape would live in two files.
 """
 
 from __future__ import annotations

@@ -29,6 +29,10 @@ The design (../shared/specs/harness.md, "Statistics for the A/B report"), checke
 Every function takes plain sequences or numpy arrays and returns small frozen dataclasses; nothing
 here reads files or prints. ``docab.report.summary`` turns the results into the summary's schema
 (``docab.report.schema``), the one JSON form of them.
+
+Why one module: the interval, the tests and their degrees-of-freedom corrections are one design,
+checked together by one simulation; the sign-flip test, which needs its own enumeration, and the
+simulation already live apart (:mod:`docab.report.signflip`, :mod:`docab.report.calibration`).
 """
 
 from __future__ import annotations

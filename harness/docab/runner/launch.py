@@ -20,6 +20,12 @@
 
 Errors are :class:`docab.errors.DocabError`\\ s worded for the library's own terms
 (``limit must be at least 1``); ``docab run`` and ``docab demo`` check their flags before calling.
+
+Why one module: the six steps share one run's state (the plan, the lock, the manifest session,
+the progress display) in one event loop, and their order is the contract; split, that state would
+cross modules and the order would be spread over them. The pieces that stand alone already live
+apart (:mod:`docab.log.lock`, :mod:`docab.runner.schedule`, :mod:`docab.runner.workers`,
+:mod:`docab.models.preflight`).
 """
 
 from __future__ import annotations

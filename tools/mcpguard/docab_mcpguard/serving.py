@@ -19,6 +19,10 @@ use; they are how clients of 2025-11-25 and earlier (the desktop clients and the
 receive logs and declare folders, so they are used, with the warning silenced at the call. On
 2026-07-28 the SDK delivers a log message only when the request opted in, and roots come through
 ``input_required`` rounds (:class:`ClientRoots`).
+
+Why one module: these conventions hook the same SDK server object (its request handlers, its
+session, the context of the call in flight); apart, each would reach into the others' private
+hooks.
 """
 
 from __future__ import annotations

@@ -41,6 +41,10 @@ index counts it in the section holding that line):
 
 (cmark-gfm also reports positions for inline nodes, but they are wrong after link reference
 definitions, hard line breaks and multi-line link destinations, so they are not used.)
+
+Why one module: the line map, the frontmatter blanking, the heading text and the image references
+are all read off one cmark pass and must agree on line numbers; the invariant that a read returns
+the source byte for byte has its single home here.
 """
 
 from __future__ import annotations
