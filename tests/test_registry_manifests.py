@@ -5,7 +5,9 @@ the server: its PyPI name and version, the flags it takes, the variables it read
 
 from __future__ import annotations
 
+import argparse
 import copy
+import importlib
 import json
 import re
 import subprocess
@@ -97,3 +99,66 @@ def test_the_schema_check_refuses_what_the_registry_refuses(change: Any, complai
     change(document)
     found = errors(document)
     assert found, f"the validator accepted a document with a bad {complaint}"
+
+
+def server_parser(distribution: str) -> argparse.ArgumentParser:
+    """The parser of the flags the server takes when it serves MCP."""
+    if distribution == "markfetch":
+        from markfetch.__main__ import build_server_parser
+
+        return build_server_parser()
+    _, module = SERVERS[distribution]
+    parser: argparse.ArgumentParser = importlib.import_module(f"{module}.__main__").build_parser()
+    return parser
+
+
+# Flags a registry entry does not carry, and why. The registry writes a named argument as
+# `--flag=value`, which a switch without a value cannot take.
+NOT_IN_MANIFEST = {
+    "--skill": "prints vision-bridge's skill file and exits; not a way to run the server",
+    "--allow-domain": "md-vision's alias of --allow-host (the JavaScript server's spelling)",
+    "--relative-paths": "a switch without a value, for harness sandboxes rather than installed clients",
+    "--raw-data-uris": "a switch without a value, changing how reads show data: URIs",
+}
+
+
+@pytest.mark.parametrize("distribution", sorted(SERVERS))
+def test_every_server_flag_is_in_server_json_as_an_argument_or_its_variable(distribution: str) -> None:
+    """A client configured from the registry can set everything the server's --help offers: each
+    flag is a package argument (with the default --help states), or its environment variable is
+    listed, or it is in NOT_IN_MANIFEST with a reason."""
+    (package,) = manifest(distribution)["packages"]
+    arguments = {argument["name"]: argument for argument in package["packageArguments"]}
+    variables = {variable["name"] for variable in package["environmentVariables"]}
+    missing, wrong_defaults = [], []
+    for action in server_parser(distribution)._actions:
+        flags = [flag for flag in action.option_strings if flag.startswith("--")]
+        if not flags or action.dest in ("help", "version") or flags[0] in NOT_IN_MANIFEST:
+            continue
+        help_text = " ".join((action.help or "").split())
+        listed = [arguments[flag] for flag in flags if flag in arguments]
+        variable = re.search(r"\benv ([A-Z][A-Z0-9_]+)", help_text)
+        if not listed and not (variable and variable[1] in variables):
+            missing.append(flags[0])
+        stated = re.search(r"\[([0-9][0-9,.]*)\]$", help_text)
+        if listed and stated and listed[0].get("default") != stated[1].replace(",", ""):
+            wrong_defaults.append((flags[0], listed[0].get("default"), stated[1]))
+    assert missing == [], f"flags of {distribution} that server.json does not offer: {missing}"
+    assert wrong_defaults == []
+
+
+def test_md_vision_starts_with_every_argument_of_server_json_at_its_default() -> None:
+    """What a registry client would write, `--flag=default` for every named argument, is a valid
+    command line (the arguments without a default are left out, as a client would)."""
+    from md_vision.__main__ import parse_settings
+
+    (package,) = manifest("md-vision")["packages"]
+    argv = [
+        f"{argument['name']}={argument['default']}"
+        for argument in package["packageArguments"]
+        if "default" in argument
+    ]
+    assert len(argv) >= 14
+    settings = parse_settings(argv, env={})
+    assert settings.limits.max_folder_files == 20_000
+    assert settings.limits.parse_timeout_s == 30

@@ -37,6 +37,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def build_server_parser() -> argparse.ArgumentParser:
+    """The flags markfetch takes when it serves MCP (the fetch command's are in :mod:`markfetch.cli`)."""
+    from docab_mcpguard.access import add_flags
+    from markfetch.config import ACCESS
+
+    parser = argparse.ArgumentParser(prog="markfetch", add_help=False, allow_abbrev=False)
+    add_flags(parser, ACCESS, hosts_help="hosts that may be internal", paths_help="savePath folders")
+    return parser
+
+
 def server_flags(args: Sequence[str]) -> argparse.Namespace | None:
     """The server's flags when ``args`` holds nothing else (then markfetch serves MCP), else None."""
     if not args or any(arg in ("-h", "--help", "-V", "--version") for arg in args):
@@ -45,13 +55,8 @@ def server_flags(args: Sequence[str]) -> argparse.Namespace | None:
             if args
             else argparse.Namespace(allow_host=[], allow_path=[], structured_output=None, max_message_mb=None)
         )
-    from docab_mcpguard.access import add_flags
-    from markfetch.config import ACCESS
-
-    parser = argparse.ArgumentParser(prog="markfetch", add_help=False, allow_abbrev=False)
-    add_flags(parser, ACCESS, hosts_help="hosts that may be internal", paths_help="savePath folders")
     try:
-        parsed, extra = parser.parse_known_args(list(args))
+        parsed, extra = build_server_parser().parse_known_args(list(args))
     except SystemExit:
         return None
     return None if extra else parsed

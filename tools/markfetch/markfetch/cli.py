@@ -42,7 +42,8 @@ environment: MARKFETCH_TIMEOUT_MS (30000), MARKFETCH_MAX_BYTES (5000000), MARKFE
 may reach loopback/private addresses; the flag --allow-host wins), MARKFETCH_CACHE_TTL (seconds,
 0 = off), MARKFETCH_CACHE_DIR, MARKFETCH_CACHE_MAX_MB (256: expired entries pruned, then the
 oldest). The MCP server also reads MARKFETCH_ALLOW_PATHS (--allow-path:
-folders savePath may write in) and MARKFETCH_STRUCTURED_OUTPUT (--no-structured-output).
+folders savePath may write in), MARKFETCH_STRUCTURED_OUTPUT (--no-structured-output) and
+MARKFETCH_MAX_MESSAGE_MB (--max-message-mb: the largest JSON-RPC message read, default 16).
 """
 
 
