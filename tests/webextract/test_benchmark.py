@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from docab.cli.main import main as docab
-from docab_benchmark.webextract.data import DataError, load_pages
+from docab_benchmark.webextract.data import DataError, load_pages, load_set
 from docab_benchmark.webextract.extractors import EXTRACTORS, markdown_to_text
+from docab_benchmark.webextract.metric import snippet_counts, snippet_rates
 from docab_benchmark.webextract.runner import evaluate
 from tests.conftest import shared_data
 from tests.markfetch.pages import article_page, paragraphs
@@ -109,8 +111,8 @@ def test_docab_webextract_command(tmp_path: Path, capsys) -> None:
         == 0
     )
     printed = capsys.readouterr().out
-    assert "markfetch" in printed and "precision" in printed and "ms/page" in printed
-    payload = json.loads(out.read_text())
+    assert "markfetch" in printed and "F1 dev" in printed and "F1 val" in printed and "ms/page" in printed
+    (payload,) = json.loads(out.read_text())["sets"]
     assert payload["pages"] == 3 and [r["extractor"] for r in payload["results"]] == [
         "markfetch",
         "trafilatura-markdown",
@@ -127,6 +129,13 @@ def test_docab_webextract_command(tmp_path: Path, capsys) -> None:
 def test_docab_webextract_bad_input(tmp_path: Path, capsys) -> None:
     assert docab(["webextract", "--data", str(tmp_path / "missing")]) == 2
     assert "not a folder" in capsys.readouterr().err
+    assert (
+        docab(
+            ["webextract", "--data", str(make_benchmark(tmp_path / "ok")), "--data", str(tmp_path / "gone")]
+        )
+        == 2
+    )
+    assert "gone is not a folder" in capsys.readouterr().err  # checked before any extraction
     assert docab(["webextract", "--data", str(tmp_path), "--extractors", "nope"]) == 2
     assert "unknown extractor" in capsys.readouterr().err
 
@@ -147,3 +156,138 @@ def test_dev_set_markfetch_beats_plain_trafilatura_markdown() -> None:
     pages = load_pages(shared_data("article-extraction-dev"))
     markfetch, trafilatura = evaluate(pages, [EXTRACTORS["markfetch"], EXTRACTORS["trafilatura-markdown"]])
     assert markfetch.scores().f1 > trafilatura.scores().f1
+
+
+def make_per_file_benchmark(root: Path, n: int = 4, *, checkout: bool = False) -> Path:
+    """The web-content-extraction layout: ground-truth/NNNN.json (schema 2.0) and html/NNNN.html.gz,
+    or, as in a checkout of its repository, benchmark/ground-truth/ and release/html/."""
+    truth_dir = root / ("benchmark/ground-truth" if checkout else "ground-truth")
+    html_dir = root / ("release/html" if checkout else "html")
+    truth_dir.mkdir(parents=True)
+    html_dir.mkdir(parents=True)
+    for i in range(1, n + 1):
+        body = paragraphs(4, topic=f"harbour {i}")
+        text = "\n\n".join(re.findall(r"<p>(.*?)</p>", body))
+        page = article_page(body, title=f"Page {i}").replace(
+            "</body>", "<footer><p>Subscribe to our newsletter for weekly harbour news.</p></footer></body>"
+        )
+        (html_dir / f"{i:04d}.html.gz").write_bytes(gzip.compress(page.encode()))
+        document = {
+            "schema_version": "2.0",
+            "url": f"https://example.org/{i}",
+            "file_id": f"{i:04d}",
+            "ground_truth": {
+                "title": f"Page {i}",
+                "main_content": text,
+                "with": [text.split(": ")[0]],
+                "without": ["Subscribe to our newsletter", "Cookie settings"],
+            },
+        }
+        (truth_dir / f"{i:04d}.json").write_text(json.dumps(document))
+    return root
+
+
+@pytest.mark.parametrize("checkout", [False, True])
+def test_the_web_content_extraction_layout_loads_with_its_sentences(tmp_path: Path, checkout: bool) -> None:
+    page_set = load_set(make_per_file_benchmark(tmp_path, checkout=checkout))
+    assert page_set.layout == "web-content-extraction" and page_set.ai_ground_truth
+    assert [p.key for p in page_set.pages] == ["0001", "0002", "0003", "0004"]
+    first = page_set.pages[0]
+    assert first.url == "https://example.org/1" and "harbour 1" in first.article_body
+    assert first.must_contain and first.must_not_contain == ("Subscribe to our newsletter", "Cookie settings")
+    assert {p.part for p in page_set.pages} <= {"dev", "validation"}
+    assert all(p.part == ("dev" if p.split == "A" else "validation") for p in page_set.pages)
+    assert len(load_set(tmp_path, limit=2).pages) == 2
+
+
+def test_the_article_layout_reads_sentences_when_its_entries_have_them(tmp_path: Path) -> None:
+    root = make_benchmark(tmp_path)
+    truth = json.loads((root / "ground-truth.json").read_text())
+    first = sorted(truth)[0]
+    truth[first] |= {"with": ["Paragraph 0 about the topic 0"], "without": ["Cookie settings", ""]}
+    (root / "ground-truth.json").write_text(json.dumps(truth))
+    page_set = load_set(root)
+    assert page_set.layout == "article-extraction" and not page_set.ai_ground_truth
+    assert page_set.pages[0].must_contain == ("Paragraph 0 about the topic 0",)
+    assert page_set.pages[0].must_not_contain == ("Cookie settings",)  # blank sentences are dropped
+    assert page_set.pages[1].must_contain == ()
+
+
+def test_per_file_layout_errors_say_what_is_missing(tmp_path: Path) -> None:
+    root = make_per_file_benchmark(tmp_path / "a", n=2)
+    (root / "html" / "0002.html.gz").unlink()
+    page_set = load_set(root)  # a page without its HTML is left out and named, as the benchmark's runner does
+    assert [p.key for p in page_set.pages] == ["0001"] and page_set.unpaired == ("0002.json",)
+    (root / "html" / "0001.html.gz").unlink()
+    with pytest.raises(DataError, match="none of the ground-truth files"):
+        load_set(root)
+    (tmp_path / "b" / "ground-truth").mkdir(parents=True)
+    with pytest.raises(DataError, match="no html/ folder"):
+        load_set(tmp_path / "b")
+    (tmp_path / "b" / "html").mkdir()
+    with pytest.raises(DataError, match=r"no \.json ground-truth files"):
+        load_set(tmp_path / "b")
+    (tmp_path / "b" / "ground-truth" / "0001.json").write_text('{"url": "x"}')
+    (tmp_path / "b" / "html" / "0001.html.gz").write_bytes(gzip.compress(b"<p>x</p>"))
+    with pytest.raises(DataError, match="no ground_truth object"):
+        load_set(tmp_path / "b")
+
+
+def test_sentences_are_found_case_and_whitespace_blind_and_rates_skip_pages_without_them() -> None:
+    text = "The  Boats came in\nlate that evening.\u00a0Subscribe to our NEWSLETTER today"
+    counts = snippet_counts(
+        text, ["the boats came in late", "a sentence it lost"], ["subscribe to our newsletter"]
+    )
+    assert (counts.must_found, counts.must_total, counts.must_not_found, counts.must_not_total) == (
+        1,
+        2,
+        1,
+        1,
+    )
+    none = snippet_counts(text, [], [])
+    clean = snippet_counts(
+        "the boats came in late", ["the boats came in late"], ["cookie settings", "share this"]
+    )
+    rates = snippet_rates([counts, none, clean])
+    assert rates.must == pytest.approx((0.5 + 1.0) / 2) and rates.pages_with_must == 2
+    assert rates.must_not == pytest.approx((1.0 + 0.0) / 2) and rates.pages_with_must_not == 2
+    assert snippet_rates([none]).must is None
+
+
+def test_docab_webextract_scores_two_sets_apart_with_dev_validation_and_sentences(
+    tmp_path: Path, capsys
+) -> None:
+    article = make_benchmark(tmp_path / "article", n=4)
+    per_file = make_per_file_benchmark(tmp_path / "wceb", n=6)
+    out = tmp_path / "out.json"
+    argv = [
+        "webextract",
+        "--data",
+        str(article),
+        "--data",
+        str(per_file),
+        "--extractors",
+        "markfetch,trafilatura-markdown",
+    ]
+    assert docab([*argv, "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "ground truth by people" in printed and "AI-made ground truth" in printed
+    assert "must-not val" in printed and "gap" in printed
+    first, second = json.loads(out.read_text())["sets"]
+    assert (first["layout"], second["layout"]) == ("article-extraction", "web-content-extraction")
+    assert second["pages"] == 6 and sum(second["parts"].values()) == 6
+    for row in second["results"]:
+        assert row["must"] == pytest.approx(1.0)  # every page keeps its first sentence
+        assert row["must_not"] is not None and 0.0 <= row["must_not"] <= 0.5
+        for part, figures in row["parts"].items():
+            assert figures["pages"] == second["parts"][part]
+        if set(row["parts"]) == {"dev", "validation"}:
+            assert row["generalisation_gap_f1"] == pytest.approx(
+                row["parts"]["dev"]["f1"] - row["parts"]["validation"]["f1"]
+            )
+    assert all(row["must"] is None for row in first["results"])  # that set has no sentences
+
+    assert docab([*argv, "--split", "validation", "--json", str(out)]) == 0
+    capsys.readouterr()
+    for page_set in json.loads(out.read_text())["sets"]:
+        assert set(page_set["parts"]) == {"dev", "validation"} and page_set["parts"]["dev"] == 0

@@ -1,4 +1,18 @@
-"""Load the article-extraction benchmark's layout: ``html/<sha256>.html.gz`` and ``ground-truth.json``."""
+"""Load an extraction benchmark folder into typed pages, whichever of two public layouts it has.
+
+- **article-extraction** (scrapinghub/article-extraction-benchmark): ``html/<key>.html.gz`` and
+  ``ground-truth.json``, mapping each key to ``{"url", "articleBody"}``. Entries may also carry
+  ``"with"`` and ``"without"`` sentence lists (the web-content-extraction benchmark's release
+  folder uses this layout with them).
+- **web-content-extraction** (tiptopjaw/web-content-extraction-benchmark, pages of 2025-2026 with
+  AI-made ground truth): one JSON file per page in ``ground-truth/`` (or ``benchmark/ground-truth/``
+  in a checkout of the repository), ``{"url", "ground_truth": {"main_content", "with",
+  "without"}}``, and the HTML as ``html/<key>.html.gz`` (or ``release/html/``, ``benchmark/html/``).
+
+Every page falls in one of two stable halves by a hash of its key: the **dev** part, to develop
+on, and the **validation** part, to check on. The split is fixed before anyone looks at a page,
+so a set brought in later splits the same way on every machine.
+"""
 
 from __future__ import annotations
 
@@ -7,35 +21,102 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
+
+Part = Literal["dev", "validation"]
+Layout = Literal["article-extraction", "web-content-extraction"]
 
 
 class DataError(Exception):
-    """The folder does not hold the benchmark's layout; the message says what is missing."""
+    """The folder does not hold a benchmark layout; the message says what is missing."""
 
 
 @dataclass(frozen=True)
 class Page:
-    key: str  # the sha256 the benchmark names the page by
+    key: str  # the name the benchmark gives the page (a sha256, or a file number)
     url: str
     html: str
     article_body: str  # the ground truth
+    must_contain: tuple[str, ...] = ()  # sentences a good extraction keeps ("with")
+    must_not_contain: tuple[str, ...] = ()  # boilerplate it leaves out ("without")
 
     @property
     def split(self) -> str:
         """A stable half of the pages ("A" or "B"), to develop on one and check on the other."""
         return "A" if int(hashlib.sha256(f"split:{self.key}".encode()).hexdigest(), 16) % 2 == 0 else "B"
 
+    @property
+    def part(self) -> Part:
+        """``dev`` (half A) or ``validation`` (half B)."""
+        return "dev" if self.split == "A" else "validation"
+
+
+@dataclass(frozen=True)
+class PageSet:
+    """The pages of one benchmark folder, and which layout they came in."""
+
+    folder: Path
+    layout: Layout
+    pages: list[Page]
+    unpaired: tuple[
+        str, ...
+    ] = ()  # ground-truth files without their HTML, left out (as the benchmark's runner does)
+
+    @property
+    def ai_ground_truth(self) -> bool:
+        """The ground truth was written by a model (the web-content-extraction benchmark's)."""
+        return self.layout == "web-content-extraction"
+
 
 def load_pages(folder: str | Path, *, limit: int | None = None) -> list[Page]:
-    """All pages of ``folder`` in key order (the HTML is UTF-8, as the benchmark's own runners read it)."""
+    """All pages of ``folder`` in key order (see :func:`load_set`)."""
+    return load_set(folder, limit=limit).pages
+
+
+def load_set(folder: str | Path, *, limit: int | None = None) -> PageSet:
+    """The pages of ``folder`` in key order, in either layout; the HTML is read as UTF-8, as the
+    benchmarks' own runners read it. ``limit``: only the first pages."""
     root = Path(folder).expanduser()
-    truth_file = root / "ground-truth.json"
     if not root.is_dir():
         raise DataError(
-            f"{root} is not a folder; pass the benchmark folder (with html/ and ground-truth.json)"
+            f"{root} is not a folder; pass a benchmark folder (html/ and ground-truth.json, or "
+            "ground-truth/*.json)"
         )
-    if not truth_file.is_file():
-        raise DataError(f"{truth_file} is missing; is {root} a checkout of the article-extraction benchmark?")
+    truth_file = root / "ground-truth.json"
+    if truth_file.is_file():
+        return PageSet(root, "article-extraction", _load_article_layout(root, truth_file, limit))
+    truth_dir = _first_dir(root, ("ground-truth", "benchmark/ground-truth"))
+    html_dir = _first_dir(root, ("html", "release/html", "benchmark/html"))
+    if truth_dir is None:
+        raise DataError(
+            f"{truth_file} is missing, and so is a ground-truth/ folder of per-page JSON files; is {root} "
+            "a checkout of the article-extraction or the web-content-extraction benchmark?"
+        )
+    if html_dir is None:
+        raise DataError(f"{root} has {truth_dir.name}/ but no html/ folder (nor release/html/)")
+    pages, unpaired = _load_per_file_layout(truth_dir, html_dir, limit)
+    return PageSet(root, "web-content-extraction", pages, unpaired)
+
+
+def _first_dir(root: Path, names: tuple[str, ...]) -> Path | None:
+    return next((root / name for name in names if (root / name).is_dir()), None)
+
+
+def _read_html(html_file: Path, listed_in: str) -> str:
+    try:
+        return gzip.decompress(html_file.read_bytes()).decode("utf-8", "replace")
+    except FileNotFoundError:
+        raise DataError(f"{html_file} is missing (listed in {listed_in})") from None
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{html_file} is not a readable gzip file ({type(exc).__name__})") from None
+
+
+def _snippets(entry: dict[str, Any], name: str) -> tuple[str, ...]:
+    value = entry.get(name) or ()
+    return tuple(str(item) for item in value if str(item).strip()) if isinstance(value, list) else ()
+
+
+def _load_article_layout(root: Path, truth_file: Path, limit: int | None) -> list[Page]:
     try:
         truth = json.loads(truth_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -44,20 +125,49 @@ def load_pages(folder: str | Path, *, limit: int | None = None) -> list[Page]:
         raise DataError(f"{truth_file} should map page hashes to {{url, articleBody}}")
     pages: list[Page] = []
     for key in sorted(truth)[:limit]:
-        entry = truth[key]
-        html_file = root / "html" / f"{key}.html.gz"
-        try:
-            html = gzip.decompress(html_file.read_bytes()).decode("utf-8", "replace")
-        except FileNotFoundError:
-            raise DataError(f"{html_file} is missing (listed in ground-truth.json)") from None
-        except (OSError, EOFError) as exc:
-            raise DataError(f"{html_file} is not a readable gzip file ({type(exc).__name__})") from None
+        entry = truth[key] if isinstance(truth[key], dict) else {}
         pages.append(
             Page(
                 key=key,
                 url=str(entry.get("url", "")),
-                html=html,
+                html=_read_html(root / "html" / f"{key}.html.gz", "ground-truth.json"),
                 article_body=str(entry.get("articleBody") or ""),
+                must_contain=_snippets(entry, "with"),
+                must_not_contain=_snippets(entry, "without"),
             )
         )
     return pages
+
+
+def _load_per_file_layout(
+    truth_dir: Path, html_dir: Path, limit: int | None
+) -> tuple[list[Page], tuple[str, ...]]:
+    """The pages whose ground truth has its HTML beside it, and the names of those that have not
+    (the published repository has one such file; its own runner pairs them the same way)."""
+    files = sorted(truth_dir.glob("*.json"))
+    if not files:
+        raise DataError(f"{truth_dir} holds no .json ground-truth files")
+    unpaired = tuple(file.name for file in files if not (html_dir / f"{file.stem}.html.gz").is_file())
+    files = [file for file in files if file.name not in unpaired][:limit]
+    if not files:
+        raise DataError(f"none of the ground-truth files in {truth_dir} has its HTML in {html_dir}")
+    pages: list[Page] = []
+    for file in files:
+        try:
+            document = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DataError(f"{file} is not readable JSON ({type(exc).__name__})") from None
+        truth = document.get("ground_truth") if isinstance(document, dict) else None
+        if not isinstance(truth, dict):
+            raise DataError(f"{file} has no ground_truth object (with main_content, with, without)")
+        pages.append(
+            Page(
+                key=file.stem,
+                url=str(document.get("url", "")),
+                html=_read_html(html_dir / f"{file.stem}.html.gz", file.name),
+                article_body=str(truth.get("main_content") or ""),
+                must_contain=_snippets(truth, "with"),
+                must_not_contain=_snippets(truth, "without"),
+            )
+        )
+    return pages, unpaired

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import re
 import statistics
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -161,4 +162,62 @@ def paired_f1_difference(
         low=draws[int(0.025 * (resamples - 1))],
         high=draws[int(0.975 * (resamples - 1))],
         pages=n,
+    )
+
+
+# --- "must contain" and "must not contain" sentences -------------------------------------------
+#
+# The web-content-extraction benchmark gives each page sentences a good extraction keeps ("with")
+# and boilerplate it leaves out ("without"); its runner counts a sentence as present when it is a
+# case-insensitive substring of the output. Here both sides are also NFKC-normalised and their
+# whitespace collapsed, so that a sentence split over two lines by a markdown renderer (or a
+# non-breaking space in the page) still counts.
+
+
+def _normalise(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+@dataclass(frozen=True)
+class SnippetCounts:
+    """How many of one page's must / must-not sentences an output contains."""
+
+    must_found: int
+    must_total: int
+    must_not_found: int
+    must_not_total: int
+
+
+def snippet_counts(text: str, must_contain: Sequence[str], must_not_contain: Sequence[str]) -> SnippetCounts:
+    """Which of the page's sentences ``text`` contains (case-insensitive substrings, see above)."""
+    normal = _normalise(text)
+
+    def found(snippets: Sequence[str]) -> int:
+        return sum(1 for snippet in snippets if _normalise(snippet) and _normalise(snippet) in normal)
+
+    return SnippetCounts(
+        found(must_contain), len(must_contain), found(must_not_contain), len(must_not_contain)
+    )
+
+
+@dataclass(frozen=True)
+class SnippetRates:
+    """Mean share of must sentences kept (higher is better) and of must-not sentences let through
+    (lower is better), each over the pages that have such sentences (None when none has)."""
+
+    must: float | None
+    must_not: float | None
+    pages_with_must: int
+    pages_with_must_not: int
+
+
+def snippet_rates(counts: Iterable[SnippetCounts]) -> SnippetRates:
+    pages = list(counts)
+    kept = [c.must_found / c.must_total for c in pages if c.must_total]
+    leaked = [c.must_not_found / c.must_not_total for c in pages if c.must_not_total]
+    return SnippetRates(
+        statistics.fmean(kept) if kept else None,
+        statistics.fmean(leaked) if leaked else None,
+        len(kept),
+        len(leaked),
     )

@@ -1,8 +1,9 @@
-"""``docab webextract``: extraction quality and speed on the article-extraction benchmark."""
+"""``docab webextract``: extraction quality and speed on web-extraction benchmarks (dev and validation parts)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -13,19 +14,30 @@ from typing import TYPE_CHECKING, Any
 from docab.cli.errors import CommandError
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.table import Table
 
+    from docab_benchmark.webextract.data import PageSet
+    from docab_benchmark.webextract.extractors import Extractor
     from docab_benchmark.webextract.runner import ExtractorResult
 
-HELP = "score markfetch and baseline extractors on the article-extraction benchmark"
+HELP = "score markfetch and baseline extractors on web-extraction benchmarks"
 DESCRIPTION = """\
-Run markfetch's extraction and baseline extractors over the article-extraction benchmark
-(html/<sha256>.html.gz + ground-truth.json) and print precision, recall and F1 with the
-benchmark's own metric (4-token shingles, per-page P/R averaged), plus milliseconds per page.
-Markdown outputs are scored on the text they render to.
+Run markfetch's extraction and baseline extractors over one or more extraction benchmark folders
+and print precision, recall and F1 with the article-extraction benchmark's own metric (4-token
+shingles, per-page P/R averaged), plus milliseconds per page. Markdown outputs are scored on the
+text they render to.
 
-The pages are split into two stable halves, A and B (by hash): develop on one, check on the
-other; both are shown so that tuning to one half shows up as a gap.
+Two layouts are read: the article-extraction benchmark's (html/<sha256>.html.gz +
+ground-truth.json) and the web-content-extraction benchmark's (ground-truth/NNNN.json with
+"with"/"without" sentences + html/NNNN.html.gz, or a checkout of its repository). Where pages have
+them, "must" is the share of must-contain sentences kept and "must-not" the share of boilerplate
+sentences let through (lower is better). That benchmark's ground truth was written by a model:
+its figures are printed in a table of their own.
+
+Every set is split into two stable parts by a hash of each page's key, fixed before anyone looks:
+dev (to develop on) and validation (to check on; never read page by page). Both are shown, and
+the gap between them: a rule fitted to the dev pages shows up as a gap.
 
 A second table gives each extractor's F1 minus plain trafilatura markdown's on the same pages,
 with a 95 % paired bootstrap interval over pages: how far the margin could move on another
@@ -33,9 +45,12 @@ draw of pages like these."""
 EPILOG = """\
 examples:
   docab webextract --data ../shared/data/article-extraction-dev
+  docab webextract --data ../shared/data/article-extraction-dev --data ~/web-content-extraction-benchmark
   docab webextract --data DIR --extractors markfetch,trafilatura-markdown --repeat 3
-  docab webextract --data DIR --json results/webextract.json
+  docab webextract --data DIR --split validation --json results/webextract.json
 """
+
+PARTS = ("dev", "validation")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,7 +64,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--data", required=True, metavar="PATH", help="benchmark folder (html/ and ground-truth.json)"
+        "--data",
+        required=True,
+        action="append",
+        metavar="PATH",
+        help="a benchmark folder (repeatable: each set gets its own tables)",
     )
     parser.add_argument(
         "--extractors",
@@ -58,9 +77,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"comma-separated, from: {', '.join(EXTRACTORS)} (default: all)",
     )
     parser.add_argument(
-        "--split", choices=("A", "B", "all"), default="all", help="score only one half (default: all)"
+        "--split",
+        choices=("dev", "validation", "A", "B", "all"),
+        default="all",
+        help="score only one part: dev (= A) or validation (= B) (default: all)",
     )
-    parser.add_argument("--limit", type=int, metavar="N", help="only the first N pages (quick checks)")
+    parser.add_argument(
+        "--limit", type=int, metavar="N", help="only the first N pages of each set (quick checks)"
+    )
     parser.add_argument(
         "--repeat", type=int, default=1, metavar="N", help="time each call N times, keep the fastest"
     )
@@ -71,9 +95,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from docab_benchmark.webextract.data import DataError, load_pages
-    from docab_benchmark.webextract.extractors import EXTRACTORS, TIME_BASELINE
-    from docab_benchmark.webextract.runner import evaluate
+    from docab_benchmark.webextract.data import DataError, load_set
+    from docab_benchmark.webextract.extractors import EXTRACTORS
 
     names = [n.strip() for n in args.extractors.split(",") if n.strip()]
     unknown = [n for n in names if n not in EXTRACTORS]
@@ -85,24 +108,70 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--limit must be at least 1")
     if args.repeat < 1:
         raise CommandError("--repeat must be at least 1")
-    try:
-        pages = load_pages(args.data, limit=args.limit)
-    except DataError as exc:
-        raise CommandError(str(exc)) from None
-    if args.split != "all":
-        pages = [p for p in pages if p.split == args.split]
-    if not pages:
-        raise CommandError(f"no pages to score in {args.data}")
-    extractors = [EXTRACTORS[n] for n in names]
+    wanted = {"A": "dev", "B": "validation"}.get(args.split, args.split)
+    sets: list[PageSet] = []
+    for folder in args.data:  # every folder is checked before any extraction starts
+        try:
+            page_set = load_set(folder, limit=args.limit)
+        except DataError as exc:
+            raise CommandError(str(exc)) from None
+        if wanted != "all":
+            page_set = dataclasses.replace(page_set, pages=[p for p in page_set.pages if p.part == wanted])
+        if not page_set.pages:
+            raise CommandError(f"no pages to score in {folder}")
+        sets.append(page_set)
 
     from rich.console import Console
+
+    console = Console(stderr=args.json == "-")
+    console.width = max(console.width, 170)  # the tables need room even when piped
+    payloads = [_score_set(console, page_set, [EXTRACTORS[n] for n in names], args) for page_set in sets]
+    console.print(
+        f"time × is relative to {_baseline_name()}; machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()} (timings are noisy on a shared machine)"
+    )
+    if args.json:
+        payload = {
+            "split": args.split,
+            "repeat": args.repeat,
+            "machine": {
+                "cpu": platform.machine(),
+                "cores": os.cpu_count(),
+                "python": platform.python_version(),
+            },
+            "sets": payloads,
+        }
+        text = json.dumps(payload, indent=2)
+        if args.json == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def _baseline_name() -> str:
+    from docab_benchmark.webextract.extractors import TIME_BASELINE
+
+    return TIME_BASELINE
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _score_set(
+    console: Console, page_set: PageSet, extractors: list[Extractor], args: argparse.Namespace
+) -> dict[str, Any]:
+    """Extract, score and print one set; its JSON payload."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.table import Table
 
-    console = Console(stderr=args.json == "-")
-    console.width = max(console.width, 112)  # the tables need room even when piped
+    from docab_benchmark.webextract.runner import evaluate, part_figures
+
+    pages = page_set.pages
     with Progress(
-        TextColumn("[bold]extracting"),
+        TextColumn(f"[bold]extracting {page_set.folder.name}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
@@ -114,75 +183,81 @@ def run(args: argparse.Namespace) -> int:
             pages, extractors, repeat=args.repeat, on_page=lambda _page: progress.advance(task)
         )
 
-    splits = {name: [p.key for p in pages if p.split == name] for name in ("A", "B")}
-    baseline = next((r for r in results if r.extractor.name == TIME_BASELINE), None)
-    table = Table(title=f"Article extraction: {len(pages)} pages from {args.data}", title_justify="left")
-    for column in ("extractor", "precision", "recall", "F1", "F1 (A)", "F1 (B)", "ms/page", "time ×"):
+    parts = {name: [p.key for p in pages if p.part == name] for name in PARTS}
+    sentences = any(p.must_contain or p.must_not_contain for p in pages)
+    baseline = next((r for r in results if r.extractor.name == _baseline_name()), None)
+    truth = "AI-made ground truth" if page_set.ai_ground_truth else "ground truth by people"
+    title = (
+        f"{page_set.layout} benchmark ({truth}): {len(pages)} pages from {page_set.folder} "
+        f"(dev {len(parts['dev'])}, validation {len(parts['validation'])})"
+    )
+    if page_set.unpaired:
+        shown = ", ".join(page_set.unpaired[:5]) + (" …" if len(page_set.unpaired) > 5 else "")
+        title += f"; {len(page_set.unpaired)} ground-truth file(s) without their HTML left out: {shown}"
+    table = Table(title=title, title_justify="left")
+    columns = ["extractor", "F1", "P dev", "R dev", "F1 dev", "P val", "R val", "F1 val", "gap"]
+    if sentences:
+        columns += ["must dev", "must val", "must-not dev", "must-not val"]
+    for column in [*columns, "ms/page", "time ×"]:
         table.add_column(column, justify="left" if column == "extractor" else "right")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for result in results:
-        scores = result.scores()
-        by_split = {name: result.scores(keys).f1 if keys else None for name, keys in splits.items()}
+        whole = part_figures(result, list(result.counts))
+        by_part = {name: part_figures(result, keys) for name, keys in parts.items() if keys}
+        dev, val = by_part.get("dev"), by_part.get("validation")
+        gap = dev.f1 - val.f1 if dev and val else None
         ratio = result.ms_per_page / baseline.ms_per_page if baseline and baseline.ms_per_page else None
         rows.append(
             {
                 "extractor": result.extractor.name,
                 "label": result.extractor.label,
-                "precision": scores.precision,
-                "recall": scores.recall,
-                "f1": scores.f1,
-                "f1_by_split": by_split,
+                **dataclasses.asdict(whole),
+                "parts": {name: dataclasses.asdict(figures) for name, figures in by_part.items()},
+                "generalisation_gap_f1": gap,
                 "ms_per_page": result.ms_per_page,
-                "time_ratio_vs_" + TIME_BASELINE: ratio,
+                "time_ratio_vs_" + _baseline_name(): ratio,
                 "failures": len(result.failures),
             }
         )
-        table.add_row(
-            result.extractor.name,
-            f"{scores.precision:.3f}",
-            f"{scores.recall:.3f}",
-            f"[bold]{scores.f1:.3f}",
-            "-" if by_split["A"] is None else f"{by_split['A']:.3f}",
-            "-" if by_split["B"] is None else f"{by_split['B']:.3f}",
-            f"{result.ms_per_page:.0f}",
-            "-" if ratio is None else f"{ratio:.2f}",
-        )
+        cells = [result.extractor.name, f"[bold]{whole.f1:.3f}"]
+        for figures in (dev, val):
+            cells += (
+                ["-"] * 3
+                if figures is None
+                else [f"{figures.precision:.3f}", f"{figures.recall:.3f}", f"[bold]{figures.f1:.3f}"]
+            )
+        cells.append("-" if gap is None else f"{gap:+.3f}")
+        if sentences:
+            cells += [
+                _rate(dev.must if dev else None),
+                _rate(val.must if val else None),
+                _rate(dev.must_not if dev else None),
+                _rate(val.must_not if val else None),
+            ]
+        cells += [f"{result.ms_per_page:.0f}", "-" if ratio is None else f"{ratio:.2f}"]
+        table.add_row(*cells)
     console.print(table)
     for result in results:
         console.print(f"  {result.extractor.name}: {result.extractor.label}")
-    console.print(
-        f"time × is relative to {TIME_BASELINE}; machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()} (timings are noisy on a shared machine)"
-    )
     if baseline is not None and len(results) > 1:
         console.print()
-        console.print(_difference_table(results, baseline, splits, rows))
-    if args.json:
-        payload = {
-            "data": str(Path(args.data).resolve()),
-            "pages": len(pages),
-            "split": args.split,
-            "repeat": args.repeat,
-            "machine": {
-                "cpu": platform.machine(),
-                "cores": os.cpu_count(),
-                "python": platform.python_version(),
-            },
-            "results": rows,
-        }
-        text = json.dumps(payload, indent=2)
-        if args.json == "-":
-            sys.stdout.write(text + "\n")
-        else:
-            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.json).write_text(text + "\n", encoding="utf-8")
-    return 0
+        console.print(_difference_table(results, baseline, parts, rows))
+    console.print()
+    return {
+        "data": str(page_set.folder.resolve()),
+        "layout": page_set.layout,
+        "ai_ground_truth": page_set.ai_ground_truth,
+        "pages": len(pages),
+        "unpaired": list(page_set.unpaired),
+        "parts": {name: len(keys) for name, keys in parts.items()},
+        "results": rows,
+    }
 
 
 def _difference_table(
     results: list[ExtractorResult],
     baseline: ExtractorResult,
-    splits: dict[str, list[str]],
+    parts: dict[str, list[str]],
     rows: list[dict[str, Any]],
 ) -> Table:
     """F1 of each extractor minus the baseline's on the same pages, with paired intervals; the
@@ -196,9 +271,9 @@ def _difference_table(
         title=f"F1 minus {name}'s on the same pages [95 % paired bootstrap interval over pages]",
         title_justify="left",
     )
-    for column in ("extractor", "all", "A", "B"):
+    for column in ("extractor", "all", "dev", "validation"):
         table.add_column(column, justify="left" if column == "extractor" else "right", no_wrap=True)
-    groups = {"all": list(baseline.counts), **splits}
+    groups = {"all": list(baseline.counts), **parts}
     for result, row in zip(results, rows, strict=True):
         if result is baseline:
             continue
