@@ -15,7 +15,9 @@ Guards keep the cut to tails that are furniture:
 - a tail that holds a quotation, a table, code or a list of plain items (no links) stays:
   Readability drops those as not looking like prose (quoted posts, embedded tweets, a closing
   example, a closing list of steps), while a list of links at the end is the furniture this cut
-  is for.
+  is for;
+- so does a tail of short closing sentences ("The end.", a last line that points to a
+  footnote): shorter than Readability reads at all, so its absence there says nothing.
 
 Agreement is measured on word 4-shingles, the unit of the extraction benchmark's metric.
 On the extraction benchmark's dev pages (``docab webextract``) the cut fired on 10 pages of half
@@ -100,7 +102,7 @@ def trim_unshared_tail(
         return []
     if cut_total > MAX_CUT_SHARE * (kept_total + cut_total):
         return []
-    if any(_readability_blind_spot(block) for block in tail):
+    if any(_readability_blind_spot(block) for block in tail) or all(_closing_line(block) for block in tail):
         return []
     for block in tail:
         parent = block.getparent()
@@ -162,6 +164,20 @@ def _cell_blocks(cell: etree._Element) -> list[etree._Element]:
         else:
             open_paragraph().append(child)
     return list(cell)
+
+
+# Readability does not read paragraphs shorter than this (second_opinion_text's min_text_length).
+READABILITY_MIN_CHARS = 25
+_SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*$")
+
+
+def _closing_line(block: etree._Element) -> bool:
+    """A short closing sentence ("The end.", a last line pointing to a footnote): too short for
+    Readability to read, so its absence there is no opinion. No links but in-page ones."""
+    text = " ".join("".join(block.itertext()).split())
+    if block.tag != "p" or not text or len(text) >= READABILITY_MIN_CHARS or not _SENTENCE_END.search(text):
+        return False
+    return all((link.get("href") or "").startswith("#") for link in block.iter("a"))
 
 
 def _readability_blind_spot(block: etree._Element) -> bool:

@@ -9,8 +9,10 @@ The chain:
    ``snake_case``, drops code languages and resolves relative links against the host only).
    Before rendering, the coda after a final typed rule and the trailing run of link lists are
    cut, then the trailing blocks a second extractor leaves out when it otherwise agrees
-   (:mod:`markfetch.consensus`); after it, the headline or standfirst that opens the body goes
-   (the title is returned separately).
+   (:mod:`markfetch.consensus`); ordered lists get back the numbers the page gave them
+   (``start``, ``value``); after it, the headline or standfirst that opens the body goes
+   (the title is returned separately). The page's footnotes are taken out before and put back
+   after, when the text still points to them (:mod:`markfetch.footnotes`).
 3. Fallback: when the reader view keeps almost nothing of a page that has text (client-rendered
    shells with server-rendered lists, long listings), the page's main region is converted whole.
    A page too big for the reader view to finish in reasonable time (READER_MAX_ELEMENTS) goes
@@ -33,6 +35,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lxml import etree, html
+
+    from markfetch.htmlprep import PreparedPage
 
 # The reader view is trusted when it keeps at least READER_MIN_CHARS characters (trafilatura's
 # own minimum for an extraction) and at least READER_MIN_SHARE of the page's visible text;
@@ -100,7 +104,8 @@ def extract_article(
 
     Raises :class:`ExtractionFailed` when the page yields no text at all.
     """
-    from markfetch import htmlprep
+    from markfetch import footnotes, htmlprep
+    from markfetch.markdown import RULE_MARK, html_to_markdown
 
     tree = htmlprep.parse_html(page_html)
     if tree is None:
@@ -108,12 +113,13 @@ def extract_article(
     base_url = _base_url(tree, url)
     title = page_title(tree)
     prepared = htmlprep.prepare(tree)
+    notes = footnotes.take_footnotes(tree)  # put back after extraction, which would drop them
     page_chars = htmlprep.visible_text_length(tree)
 
     if _element_count(tree) > max_elements:
         body, method = _whole_body(tree, base_url, prepared.code_languages), "full-body"
     else:
-        body = _reader_view(tree, base_url, prepared.code_languages)
+        body = _reader_view(tree, base_url, prepared)
         method = "reader"
         reader_chars = _text_length(body)
         if reader_chars < max(READER_MIN_CHARS, READER_MIN_SHARE * page_chars):
@@ -123,7 +129,7 @@ def extract_article(
             # loses.
             if _text_length(whole) >= 0.8 * reader_chars and whole.strip():
                 body, method = whole, "full-body"
-    body = tidy_markdown(body)
+    body = tidy_markdown(body.replace(RULE_MARK, ""))  # a mark the reader view ran into its text
     if not body.strip():
         raise ExtractionFailed(
             "the page has no readable text (it may be rendered by JavaScript in the browser)"
@@ -132,17 +138,31 @@ def extract_article(
     # <title> (the browser tab's label, often another wording or the site's name) never replaces it.
     title = leading_h1(body) or title
     body = drop_title_headline(body, title, headline_texts(tree))
+    body = _LEADING_RULES.sub("", body)  # what stood before them (the headline) is not in the body
+    kept = footnotes.referenced(notes, body)
+    if kept:
+        rendered = footnotes.render_footnotes(
+            kept,
+            lambda element: html_to_markdown(
+                element, base_url=base_url, code_languages=prepared.code_languages
+            ),
+        )
+        body = tidy_markdown(f"{body.rstrip()}\n\n{rendered}\n")
     return Article(title=title, body=body, method=method)
+
+
+_LEADING_RULES = re.compile(r"\A(?:[ \t]*\n)*(?:---[ \t]*\n(?:[ \t]*\n)*)+")
 
 
 # -- reader view -----------------------------------------------------------------------------
 
 
-def _reader_view(tree: html.HtmlElement, base_url: str | None, languages: dict[str, str]) -> str:
+def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: PreparedPage) -> str:
     import trafilatura
     from trafilatura.settings import Document
 
     from markfetch import consensus
+    from markfetch.htmlprep import number_lists
     from markfetch.markdown import html_to_markdown
 
     document = trafilatura.bare_extraction(
@@ -163,7 +183,9 @@ def _reader_view(tree: html.HtmlElement, base_url: str | None, languages: dict[s
     # trafilatura works on a copy of the tree, so the second opinion reads the same prepared page.
     second_opinion = consensus.shingles(consensus.second_opinion_text(tree))
     consensus.trim_unshared_tail(block_container(body), second_opinion)
-    return html_to_markdown(body, base_url=base_url, code_languages=languages)
+    drop_edge_rules(body)
+    number_lists(body, prepared.list_numbers)
+    return html_to_markdown(body, base_url=base_url, code_languages=prepared.code_languages)
 
 
 # A trailing block is boilerplate ("You may also like", related links, tag lists) when it is
@@ -267,6 +289,8 @@ _INLINE_PARENTS = frozenset(
 
 def to_html(body: etree._Element) -> etree._Element:
     """Map trafilatura's XML body (head, list, item, code, quote, hi, ref ...) to HTML tags, in place."""
+    from markfetch.markdown import RULE_MARK
+
     for element in list(body.iter()):
         tag = element.tag
         if not isinstance(tag, str):
@@ -300,6 +324,27 @@ def to_html(body: etree._Element) -> etree._Element:
             element.tag = "tr"
         elif tag == "cell":
             element.tag = "th" if element.get("role") == "head" else "td"
+        elif tag == "p" and len(element) == 0 and (element.text or "").strip() == RULE_MARK:
+            element.tag, element.text = "hr", None
+    return body
+
+
+def drop_edge_rules(body: etree._Element) -> etree._Element:
+    """Remove rules that open or close the article, or follow another rule: they separate nothing
+    (what stood beyond them was cut)."""
+    container = block_container(body)
+    blocks = [child for child in container if isinstance(child.tag, str)]
+    previous_rule = True  # a rule first in the article separates nothing
+    for block in blocks:
+        rule = block.tag == "hr"
+        if rule and previous_rule:
+            container.remove(block)
+            continue
+        previous_rule = rule
+    while (
+        last := next((c for c in reversed(container) if isinstance(c.tag, str)), None)
+    ) is not None and last.tag == "hr":
+        container.remove(last)
     return body
 
 

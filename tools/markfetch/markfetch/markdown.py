@@ -36,6 +36,9 @@ BLOCKS = frozenset(
     }
 )  # fmt: skip
 TASK_DONE, TASK_OPEN = "\u2611", "\u2610"  # ☑ ☐: markers the HTML preparation puts in list items
+# The HTML preparation writes each <hr> as a paragraph of this text, which the reader view keeps
+# (it turns a rule into a line break); the renderer writes it as a rule again.
+RULE_MARK = "\u2042markfetch-rule\u2042"
 
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")  # \u00a0 kept out of code only
 _HARD_BREAK = "\u2028"  # placeholder for <br> while inline text is being normalised
@@ -251,7 +254,7 @@ class MarkdownRenderer:
         if tag == "blockquote":
             inner = "\n\n".join(self._blocks(element))
             return [_indent(inner, "> ")] if inner.strip() else []
-        if tag == "hr":
+        if tag == "hr" or (tag == "p" and len(element) == 0 and (element.text or "").strip() == RULE_MARK):
             return ["---"]
         if tag == "li":  # a stray item outside any list
             rendered = self._list_items([element], ordered=False, start=1)
@@ -285,6 +288,8 @@ class MarkdownRenderer:
             blocks = self._blocks(item)
             if not blocks:
                 continue
+            if ordered:
+                number = _item_value(item, number)
             marker = f"{number}. " if ordered else "- "
             number += 1
             first = blocks[0]
@@ -430,6 +435,31 @@ class MarkdownRenderer:
             return ""
         kept = [escape_line_start(line) for line in lines if line]
         return "\\\n".join(kept)
+
+
+def numbered_items(listing: etree._Element) -> list[tuple[etree._Element, int]]:
+    """The ``<li>`` children of an ordered list with the numbers the page gives them (``start``
+    on the list, ``value`` on an item, else one more than the item before)."""
+    try:
+        number = int(listing.get("start", "1"))
+    except ValueError:
+        number = 1
+    items = []
+    for item in listing:
+        if item.tag == "li":
+            number = _item_value(item, number)
+            items.append((item, number))
+            number += 1
+    return items
+
+
+def _item_value(item: etree._Element, default: int) -> int:
+    """An ordered item's number: its ``value`` attribute when it has a usable one. The number is
+    written as is, mid-list too: CommonMark renderers renumber, but a model reads the text."""
+    try:
+        return max(0, int(item.get("value", "")))
+    except ValueError:
+        return default
 
 
 def _wrap_outside(text: str, wrap: Callable[[str], str]) -> str:
