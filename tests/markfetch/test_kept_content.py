@@ -147,3 +147,31 @@ def test_no_marker_of_a_rule_ever_reaches_the_text() -> None:
         blog(prose(3) + "<div>Before the rule <span>inline<hr>after</span> the rule.</div>" + prose(2))
     )
     assert "markfetch-rule" not in body and "\u2042" not in body
+
+
+def test_a_teaser_list_goes_but_a_roundup_of_entries_with_linked_headings_stays() -> None:
+    """Story teasers (a linked headline and a date) are furniture; a roundup's entries (a linked
+    heading and a paragraph of their own) are the page's content."""
+    teasers = (
+        "<ul class='more'>"
+        + "".join(
+            f"<li><h3><a href='/story-{i}'>Another story number {i} from the harbour desk</a></h3>"
+            f"<span>3 March 2025</span></li>"
+            for i in range(3)
+        )
+        + "</ul>"
+    )
+    roundup = (
+        "<ol>"
+        + "".join(
+            f"<li><h3><a href='/recipes/{i}'>Recipe {i}: harbour fish stew</a></h3><p>Simmer the catch of "
+            f"the day with fennel, tomatoes and saffron for forty minutes, then finish it with parsley and "
+            f"lemon; serves {i + 2}.</p></li>"
+            for i in range(3)
+        )
+        + "</ol>"
+    )
+    body = body_of(blog(prose(3) + roundup + prose(1, "lamps") + teasers))
+    assert "Another story number" not in body
+    for i in range(3):
+        assert f"Recipe {i}: harbour fish stew" in body and f"serves {i + 2}." in body
