@@ -162,8 +162,8 @@ def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: Prepare
     from trafilatura.settings import Document
 
     from markfetch import consensus
-    from markfetch.htmlprep import number_lists
     from markfetch.markdown import html_to_markdown
+    from markfetch.preserved import number_lists
 
     document = trafilatura.bare_extraction(
         tree,

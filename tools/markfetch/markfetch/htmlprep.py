@@ -13,9 +13,12 @@ All functions mutate the lxml tree they are given and do no I/O.
   the text of code but not its attributes.
 - Task-list checkboxes become ☐/☑ markers that the markdown renderer turns into ``[ ]``/``[x]``.
 - ``<header>`` regions (masthead, byline, share bar) go unless they wrap the article's prose.
-- Teaser cards go: list items whose heading links to another page ("latest stories" grids). On
-  the article-extraction dev pages, 351 such items on 37 pages held text of the article once
-  (7 items, one page, which the reader view misses anyway); lists in articles carry no headings.
+- Teaser cards go: list items whose heading links to another page, with at most a subline beside
+  it ("latest stories" grids; TEASER_MAX_OTHER_CHARS). On the article-extraction dev pages, 351
+  such items on 37 pages held text of the article once (7 items, one page, which the reader view
+  misses anyway); lists in articles carry no headings.
+- What the reader view would drop of the page's structure is carried across it
+  (:mod:`markfetch.preserved`: list numbering, rules, figure captions).
 - Dates marked up as schema.org properties (``itemprop="datePublished"``) go: metadata.
 - ``<small>`` print goes: HTML's side comments (dates, bylines, disclaimers, copyright).
 - Page furniture named by its class or id (newsletter, promo, share, social, outbrain ...) goes,
@@ -35,8 +38,8 @@ from markfetch.markdown import (
     code_block_text,
     language_hint,
     normalise_code,
-    numbered_items,
 )
+from markfetch.preserved import keep_figure_captions, list_numbers, mark_rules
 
 _HIDDEN_STYLE = re.compile(
     r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!important)?\s*(?:;|$)", re.I
@@ -521,78 +524,6 @@ def _list_start(listing: etree._Element) -> int:
         return int(listing.get("start", "1"))
     except ValueError:
         return 1
-
-
-def list_key(listing: etree._Element) -> str:
-    """How an ordered list is found again after extraction: the words of its first item."""
-    first = next((child for child in listing if child.tag in ("li", "item")), None)
-    return " ".join("".join(first.itertext()).split())[:120] if first is not None else ""
-
-
-def list_numbers(tree: etree._Element) -> dict[str, tuple[int, ...]]:
-    """The numbers of the items of every ordered list that does not simply count from 1."""
-    found: dict[str, tuple[int, ...]] = {}
-    for listing in tree.iter("ol"):
-        items = [child for child in listing if child.tag == "li"]
-        if not items or (listing.get("start") is None and all(i.get("value") is None for i in items)):
-            continue
-        numbers = [number for _, number in numbered_items(listing)]
-        key = list_key(listing)
-        if key:
-            found.setdefault(key, tuple(numbers))
-    return found
-
-
-def number_lists(body: etree._Element, numbers: dict[str, tuple[int, ...]]) -> None:
-    """Give the extracted ordered lists back the numbers their page gave them (``list_numbers``),
-    as ``value`` attributes, when the list is found by its first item."""
-    if not numbers:
-        return
-    for listing in body.iter("ol"):
-        known = numbers.get(list_key(listing))
-        if known is None:
-            continue
-        for item, number in zip((child for child in listing if child.tag == "li"), known, strict=False):
-            item.set("value", str(number))
-
-
-def keep_figure_captions(tree: etree._Element) -> None:
-    """A figure's caption is content, and the reader view drops every ``<figure>`` whole: each
-    captioned figure becomes a paragraph of its caption, in italics (the image stays out, as
-    every image of the reader view does). A figure that holds a table is left to the extractor,
-    which keeps such tables."""
-    for figure in list(tree.iter("figure")):
-        parent = figure.getparent()
-        if parent is None or figure.find(".//table") is not None:
-            continue
-        caption = figure.find(".//figcaption")
-        if caption is None or not "".join(caption.itertext()).strip():
-            continue
-        paragraph = figure.makeelement("p", {})
-        emphasis = paragraph.makeelement("em", {})
-        paragraph.append(emphasis)
-        emphasis.text = caption.text
-        for child in list(caption):
-            if child.tag in ("p", "div", "span", "br"):  # blocks inside a caption run on as its text
-                emphasis.append(child)
-                child.tag = "span" if child.tag != "br" else "br"
-            else:
-                emphasis.append(child)
-        paragraph.tail = figure.tail
-        parent.replace(figure, paragraph)
-
-
-def mark_rules(tree: etree._Element) -> None:
-    """Write each ``<hr>`` as a paragraph of ``RULE_MARK``: the reader view would drop the rule."""
-    from markfetch.markdown import RULE_MARK
-
-    for rule in list(tree.iter("hr")):
-        parent = rule.getparent()
-        if parent is None or parent.tag in ("table", "tr", "ul", "ol", "dl", "pre"):
-            continue
-        mark = rule.makeelement("p", {})
-        mark.text, mark.tail = RULE_MARK, rule.tail
-        parent.replace(rule, mark)
 
 
 def prepare(tree: html.HtmlElement) -> PreparedPage:

@@ -1,0 +1,90 @@
+"""What the reader view drops that the page's author put there, carried across it. Pure: no I/O.
+
+trafilatura keeps the words of an article but not some of its structure:
+
+- ordered lists lose their numbering (``<ol start="3">``, ``<li value="10">``): the numbers are
+  read before extraction (:func:`list_numbers`) and given back to the extracted lists found again
+  by their first item (:func:`number_lists`);
+- a rule (``<hr>``) becomes a line break: each is written as a paragraph of ``RULE_MARK`` before
+  extraction (:func:`mark_rules`), which the renderer writes as ``---``;
+- a ``<figure>`` goes whole, caption included: a captioned figure becomes a paragraph of its
+  caption (:func:`keep_figure_captions`).
+
+The page's footnotes, which go too, are carried by :mod:`markfetch.footnotes`.
+"""
+
+from __future__ import annotations
+
+from lxml import etree
+
+from markfetch.markdown import RULE_MARK, numbered_items
+
+
+def list_key(listing: etree._Element) -> str:
+    """How an ordered list is found again after extraction: the words of its first item."""
+    first = next((child for child in listing if child.tag in ("li", "item")), None)
+    return " ".join("".join(first.itertext()).split())[:120] if first is not None else ""
+
+
+def list_numbers(tree: etree._Element) -> dict[str, tuple[int, ...]]:
+    """The numbers of the items of every ordered list that does not simply count from 1."""
+    found: dict[str, tuple[int, ...]] = {}
+    for listing in tree.iter("ol"):
+        items = [child for child in listing if child.tag == "li"]
+        if not items or (listing.get("start") is None and all(i.get("value") is None for i in items)):
+            continue
+        numbers = [number for _, number in numbered_items(listing)]
+        key = list_key(listing)
+        if key:
+            found.setdefault(key, tuple(numbers))
+    return found
+
+
+def number_lists(body: etree._Element, numbers: dict[str, tuple[int, ...]]) -> None:
+    """Give the extracted ordered lists back the numbers their page gave them (``list_numbers``),
+    as ``value`` attributes, when the list is found by its first item."""
+    if not numbers:
+        return
+    for listing in body.iter("ol"):
+        known = numbers.get(list_key(listing))
+        if known is None:
+            continue
+        for item, number in zip((child for child in listing if child.tag == "li"), known, strict=False):
+            item.set("value", str(number))
+
+
+def keep_figure_captions(tree: etree._Element) -> None:
+    """A figure's caption is content, and the reader view drops every ``<figure>`` whole: each
+    captioned figure becomes a paragraph of its caption, in italics (the image stays out, as
+    every image of the reader view does). A figure that holds a table is left to the extractor,
+    which keeps such tables."""
+    for figure in list(tree.iter("figure")):
+        parent = figure.getparent()
+        if parent is None or figure.find(".//table") is not None:
+            continue
+        caption = figure.find(".//figcaption")
+        if caption is None or not "".join(caption.itertext()).strip():
+            continue
+        paragraph = figure.makeelement("p", {})
+        emphasis = paragraph.makeelement("em", {})
+        paragraph.append(emphasis)
+        emphasis.text = caption.text
+        for child in list(caption):
+            if child.tag in ("p", "div", "span", "br"):  # blocks inside a caption run on as its text
+                emphasis.append(child)
+                child.tag = "span" if child.tag != "br" else "br"
+            else:
+                emphasis.append(child)
+        paragraph.tail = figure.tail
+        parent.replace(figure, paragraph)
+
+
+def mark_rules(tree: etree._Element) -> None:
+    """Write each ``<hr>`` as a paragraph of ``RULE_MARK``: the reader view would drop the rule."""
+    for rule in list(tree.iter("hr")):
+        parent = rule.getparent()
+        if parent is None or parent.tag in ("table", "tr", "ul", "ol", "dl", "pre"):
+            continue
+        mark = rule.makeelement("p", {})
+        mark.text, mark.tail = RULE_MARK, rule.tail
+        parent.replace(rule, mark)
