@@ -175,3 +175,16 @@ def test_a_teaser_list_goes_but_a_roundup_of_entries_with_linked_headings_stays(
     assert "Another story number" not in body
     for i in range(3):
         assert f"Recipe {i}: harbour fish stew" in body and f"serves {i + 2}." in body
+
+
+def test_a_line_of_links_to_the_sites_legal_pages_goes_but_a_sentence_naming_them_stays() -> None:
+    legal = (
+        "<p><a href='/privacy'>Privacy Policy</a> | <a href='/cookies'>Cookie Notice</a> | "
+        "<a href='/terms'>Terms of Use</a></p>"
+    )
+    sentence = "<p>Read the harbour authority's <a href='/privacy'>privacy policy</a> before you book a berth online.</p>"
+    chapters = "<p><a href='/part-2'>Part two: the lamps</a> | <a href='/part-3'>Part three: the tide</a></p>"
+    body = body_of(blog(prose(3) + legal + sentence + prose(1, "lamps") + chapters + prose(2, "tide")))
+    assert "Cookie Notice" not in body and "Terms of Use" not in body
+    assert "before you book a berth online" in body
+    assert "Part two: the lamps" in body
