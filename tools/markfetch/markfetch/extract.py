@@ -162,6 +162,7 @@ def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: Prepare
     from trafilatura.settings import Document
 
     from markfetch import consensus
+    from markfetch.furniture import drop_site_link_lines
     from markfetch.markdown import html_to_markdown
     from markfetch.preserved import number_lists
 
@@ -179,49 +180,15 @@ def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: Prepare
     )
     if not isinstance(document, Document) or document.body is None:  # a dict only with as_dict
         return ""
-    body = prune_trailing_link_clusters(cut_final_coda(drop_site_link_lines(to_html(document.body))))
+    body = to_html(document.body)
+    drop_site_link_lines(block_container(body))
+    body = prune_trailing_link_clusters(cut_final_coda(body))
     # trafilatura works on a copy of the tree, so the second opinion reads the same prepared page.
     second_opinion = consensus.shingles(consensus.second_opinion_text(tree))
     consensus.trim_unshared_tail(block_container(body), second_opinion)
     drop_edge_rules(body)
     number_lists(body, prepared.list_numbers)
     return html_to_markdown(body, base_url=base_url, code_languages=prepared.code_languages)
-
-
-# Links that name a site's legal and housekeeping pages. A block that is nothing but such links
-# ("Privacy Policy | Cookie Notice | Terms of Use") is the site's, not the article's, wherever the
-# reader view kept it. Chosen on the dev parts (`docab webextract --split dev`): on the
-# web-content-extraction pages it lowered the must-not rate 0.0400 -> 0.0373 (F1 0.7684 ->
-# 0.7685); the article-extraction pages have no such block left (0.9859 either way).
-_SITE_LINK = re.compile(
-    r"(privacy( policy| notice| statement| settings| choices)?|your privacy choices|"
-    r"cookies?( policy| notice| settings| preferences)?|manage cookies|"
-    r"terms( of (use|service))?|terms (and|&) conditions|legal( notice)?|imprint|impressum|"
-    r"accessibility( statement)?|site ?map|contact( us)?|about( us)?|careers|"
-    r"advertise( with us)?|do not sell( or share)? my personal information|disclaimer)",
-    re.IGNORECASE,
-)
-_LINK_SEPARATORS = re.compile(r"[\s|•·,\-–—/]+")
-
-
-def drop_site_link_lines(body: etree._Element) -> etree._Element:
-    """Remove the blocks that hold only links to the site's legal and housekeeping pages."""
-    container = block_container(body)
-    for block in [
-        child for child in container if isinstance(child.tag, str) and child.tag in _LINK_LINE_TAGS
-    ]:
-        names = [" ".join("".join(link.itertext()).split()) for link in block.iter("a")]
-        if not names or not all(_SITE_LINK.fullmatch(name) for name in names):
-            continue
-        rest = " ".join("".join(block.itertext()).split())
-        for name in names:
-            rest = rest.replace(name, "", 1)
-        if not _LINK_SEPARATORS.sub("", rest):  # nothing but the links and their separators
-            container.remove(block)
-    return body
-
-
-_LINK_LINE_TAGS = frozenset({"p", "ul", "ol", "div"})
 
 
 # A trailing block is boilerplate ("You may also like", related links, tag lists) when it is
