@@ -122,6 +122,7 @@ def test_structured_content_beside_the_text(folders: tuple[Path, Path, Path]) ->
                     "chars": [size, 14],
                 },
                 "error": "",
+                "indexed_lines": 0,
             }
         ],
         "next_cursor": "",

@@ -54,6 +54,31 @@ def test_images_in_one_paragraph_and_many_reference_definitions_are_indexed(tmp_
     assert tools.tools
 
 
+def test_megabytes_of_headings_are_indexed_up_to_the_structure_cap(tmp_path: Path) -> None:
+    from md_vision.document import MAX_STRUCTURE
+
+    lines = 3 * MAX_STRUCTURE  # 2.4 MB of empty ATX headings: three pieces' worth, parsed one at a time
+    (tmp_path / "headings.md").write_text("###\n" * lines)
+
+    async def scenario(client: Client) -> Any:
+        return (
+            await client.call_tool("index_md", {"uri": "headings.md", "max_tokens": 2_000}),
+            await client.call_tool(
+                "read_md_with_images", {"uri": "headings.md", "line_range": [lines - 1, lines]}
+            ),
+            await client.list_tools(),
+        )
+
+    index, tail, tools = _run(_params("--allow-path", str(tmp_path)), scenario)
+    text = index.content[0].text
+    assert not index.is_error
+    assert f"only those on lines 1-{MAX_STRUCTURE} are indexed (of {lines:,})" in text
+    assert f"indexed_lines=1-{MAX_STRUCTURE}" in text and "rows=1-" in text
+    assert index.structured_content["files"][0]["indexed_lines"] == MAX_STRUCTURE
+    assert not tail.is_error and tail.content[0].text == "###\n###\n"
+    assert tools.tools
+
+
 def test_a_parse_past_its_deadline_is_refused_and_the_server_goes_on(tmp_path: Path) -> None:
     (tmp_path / "headings.md").write_text("#\n" * 1_000_000)
     (tmp_path / "small.md").write_text("# Small\n\ntext\n")

@@ -8,8 +8,11 @@ line range that starts inside a fence or frontmatter cannot turn into a heading.
 Lines are numbered from 1 and end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (as in CommonMark).
 The line count agrees with ``wc -l`` for a file that ends with a newline.
 
-The structure comes from one cmark-gfm pass (:mod:`md_vision.parser`: CommonMark plus GFM tables,
-rendered as CommonMark XML with the source position of every block). YAML frontmatter, which
+The structure comes from cmark-gfm (:mod:`md_vision.parser`: CommonMark plus GFM tables, rendered
+as CommonMark XML with the source position of every block): one pass over a text of up to a
+megabyte, pieces cut at block starts over a longer one, which read exactly as one pass
+(:mod:`md_vision.pieces`), so a parse costs the memory of one piece. Past :data:`MAX_STRUCTURE`
+headings and images the parse stops and :attr:`Document.structure_end` says how far it got. YAML frontmatter, which
 CommonMark does not know, is found here and blanked out before parsing (line numbers kept).
 
 **Headings** are cmark's heading nodes. The level is the node's; the line is its first source
@@ -50,8 +53,9 @@ the source byte for byte has its single home here.
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from html import unescape
 from html.parser import HTMLParser
@@ -59,7 +63,8 @@ from itertools import accumulate, count
 from operator import add
 from typing import Literal, overload
 
-from md_vision.parser import markdown_to_xml
+from md_vision.chunking import PIECE_CHARS
+from md_vision.pieces import parse_pieces
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _FRONTMATTER_OPEN = re.compile(r"---[ \t]*(?:\r\n|\r|\n)")
@@ -105,10 +110,13 @@ class Frontmatter:
 @dataclass(frozen=True)
 class Document:
     text: str
-    line_starts: tuple[int, ...]  # offset of each line's start, plus a final len(text)
+    line_starts: Sequence[int]  # offset of each line's start, plus a final len(text) (an array)
     frontmatter: Frontmatter | None
     headings: tuple[Heading, ...]
     images: tuple[ImageRef, ...]
+    # The last line whose headings and images were read, when the parse stopped at
+    # MAX_STRUCTURE of them (sections end there); None: the whole document.
+    structure_end: int | None = None
     _section_ends: tuple[int, ...] = field(default=(), repr=False)
     _image_lines: tuple[int, ...] = field(default=(), repr=False, init=False)
 
@@ -146,18 +154,31 @@ class Document:
         object.__setattr__(self, "_image_lines", tuple(image.line for image in self.images))
 
 
-def line_starts_of(text: str) -> tuple[int, ...]:
-    if "\r" in text:
-        starts = [0, *(match.end() for match in _LINE_BREAK.finditer(text))]
-    else:  # the common case, at C speed: after each "\n", the lengths so far plus the "\n"s
-        ended = text.split("\n")[:-1]
-        starts = [0, *map(add, accumulate(map(len, ended)), count(1))]
+LINE_BLOCK = 1 << 20  # characters split at a time when finding line starts (bounds the temporaries)
+
+
+def line_starts_of(text: str) -> array[int]:
+    """Where each line starts, plus a final ``len(text)``: 8 bytes a line (an int object each
+    would be 36, and 10 MB of one-character lines has 5 million)."""
+    starts = array("q", [0])
+    block_start = 0
+    while block_start < len(text):
+        block_end = min(block_start + LINE_BLOCK, len(text))
+        if text[block_end - 1] == "\r":  # keep "\r\n" in one block
+            block_end = min(block_end + 1, len(text))
+        block = text[block_start:block_end]
+        if "\r" in block:
+            starts.extend(block_start + match.end() for match in _LINE_BREAK.finditer(block))
+        else:  # the common case, at C speed: after each "\n", the lengths so far plus the "\n"s
+            ended = block.split("\n")[:-1]
+            starts.extend(map(add, accumulate(map(len, ended)), count(block_start + 1)))
+        block_start = block_end
     if starts[-1] != len(text):
         starts.append(len(text))  # last line has no line break: close it
-    return tuple(starts)
+    return starts
 
 
-def _find_frontmatter(text: str, line_starts: tuple[int, ...]) -> Frontmatter | None:
+def _find_frontmatter(text: str, line_starts: Sequence[int]) -> Frontmatter | None:
     if not _FRONTMATTER_OPEN.match(text):
         return None
     for index in range(1, len(line_starts) - 1):
@@ -220,6 +241,10 @@ _REFERENCE_LINE = re.compile(
 
 
 STOP_EVERY = 4096  # headings or images read between two looks at the caller's stop check
+# Headings and images read from one document; past them the parse stops (Document.structure_end).
+# Real documents stay far below (a 1,000-page manual: a few thousand); 10 MB of bare headings
+# would be 2.5 million, 17 s of reading and 2 GB (tests/perf/bench_bombs.py).
+MAX_STRUCTURE = 200_000
 
 
 class ParseStopped(Exception):
@@ -286,33 +311,41 @@ class _Found:
 class _Reader:
     """Turns cmark's XML of a text into headings and image references."""
 
-    def __init__(
-        self, text: str, line_starts: tuple[int, ...], stop: Callable[[], bool] | None = None
-    ) -> None:
+    def __init__(self, text: str, line_starts: Sequence[int], stop: Callable[[], bool] | None = None) -> None:
         self.stop = stop
         self.text = text
         self.line_starts = line_starts
         self.headings: list[Heading] = []
         self.images: list[ImageRef] = []
         self._seen: dict[tuple[int, str], int] = {}
+        self._offset = 0  # lines of the source before the piece being read (md_vision.chunking)
 
     def line(self, number: int) -> str:
         """Source line ``number`` without its line break."""
         starts = self.line_starts
         return self.text[starts[number - 1] : starts[number]].rstrip("\r\n")
 
-    def read(self, xml: bytes) -> None:
-        self._read_images(xml, self._read_headings(xml))
+    def read(self, xml: bytes, offset: int = 0, budget: int | None = None) -> None:
+        """Read the headings and images of ``xml``, the XML of the source from line ``offset + 1``.
 
-    def _read_headings(self, xml: bytes) -> dict[int, _Block]:
-        """Headings, in order; returns their blocks by XML position (setext ends corrected)."""
+        ``budget``: read no further than the heading that makes more than that many new headings
+        (the caller then keeps the first of them, :meth:`keep_first`)."""
+        self._offset = offset
+        headings, end = self._read_headings(xml, budget)
+        self._read_images(xml if end is None else xml[:end], headings)
+
+    def _read_headings(self, xml: bytes, budget: int | None) -> tuple[dict[int, _Block], int | None]:
+        """Headings, in order; returns their blocks by XML position (setext ends corrected), and
+        where the heading past ``budget`` starts in the XML (None: all were read)."""
         blocks: dict[int, _Block] = {}
         quotes_seen, quote_depth = 0, 0  # <block_quote> nesting, counted up to `quotes_seen`
         for number, position in enumerate(_tags(xml, b"<heading ")):
             if number % STOP_EVERY == 0:
-                self._check()
+                self.check()
+            if budget is not None and number > budget:
+                return blocks, position
             node = _node_at(_HEADING, xml, position)
-            block = _block(node)
+            block = _block(node, self._offset)
             nested = position - xml.rfind(b"\n", 0, position) - 1 > 2  # not a child of <document>
             if block.last > block.first:  # setext: its text lines may carry block-quote markers
                 for tag in _QUOTE_TAG.finditer(xml, quotes_seen, position):
@@ -320,14 +353,30 @@ class _Reader:
                 quotes_seen = position
             self._heading(block, int(node[5]), nested, quote_depth)
             blocks[position] = block
-        return blocks
+        return blocks, None
 
-    def _check(self) -> None:
+    def check(self) -> None:
         if self.stop is not None and self.stop():
             raise ParseStopped
 
+    def drop_after(self, line: int) -> None:
+        """Forget headings and images after ``line`` (read from lines a piece only carried)."""
+        while self.headings and self.headings[-1].line > line:
+            self.headings.pop()
+        while self.images and self.images[-1].line > line:
+            self.images.pop()
+
+    def keep_first(self, limit: int) -> int:
+        """Keep the headings and images on the lines before the ``limit + 1``-th of them, in
+        line order; returns the last line kept."""
+        lines = sorted([heading.line for heading in self.headings] + [image.line for image in self.images])
+        last = lines[limit] - 1 if len(lines) > limit else lines[-1] if lines else 0
+        self.headings = [heading for heading in self.headings if heading.line <= last]
+        self.images = [image for image in self.images if image.line <= last]
+        return last
+
     def _read_images(self, xml: bytes, headings: dict[int, _Block]) -> None:
-        self._check()
+        self.check()
         nodes = [_node_at(_IMAGE_NODE, xml, position) for position in _tags(xml, b"<image ")]
         raw_html = [_node_at(_HTML_NODE, xml, position) for position in _tags(xml, b"<html_")]
         if raw_html:
@@ -345,7 +394,7 @@ class _Reader:
         inside = 0  # end of the current image's alt text: what is in there belongs to the alt
         for number, node in enumerate(nodes):
             if number % STOP_EVERY == 0:
-                self._check()
+                self.check()
             position = node.start()
             if position < inside:
                 continue
@@ -363,7 +412,8 @@ class _Reader:
                         self._place(block, found)
                         found = []
                     # An HTML block: its lines are the source lines, so tag lines are exact.
-                    self.images.extend(_html_images(_xml_text(node["raw"]), int(node["first"])))
+                    first = int(node["first"]) + self._offset
+                    self.images.extend(_html_images(_xml_text(node["raw"]), first))
                 continue
             elif _RAW_IMG_TAG.match(node["raw"]):
                 tag = _xml_text(node["raw"])
@@ -381,7 +431,7 @@ class _Reader:
                     self._place(block, found)
                     found = []
                 leaf = start
-                block = headings.get(start) or _block(_node_at(_LEAF, xml, start))
+                block = headings.get(start) or _block(_node_at(_LEAF, xml, start), self._offset)
             found.append(image)
         if found:
             self._place(block, found)
@@ -565,9 +615,10 @@ def _node_at(pattern: re.Pattern[bytes], xml: bytes, position: int) -> re.Match[
     return node
 
 
-def _block(node: re.Match[bytes]) -> _Block:
-    """A block from the ``sourcepos`` numbers in groups 1-4 of ``node``."""
+def _block(node: re.Match[bytes], offset: int) -> _Block:
+    """A block from the ``sourcepos`` numbers in groups 1-4 of ``node``, lines moved by ``offset``."""
     first, column, last, end_column = int(node[1]), int(node[2]), int(node[3]), int(node[4])
+    first, last = first + offset, last + offset
     if end_column == 0 and last > first:  # cmark's way of saying "to the end of the line before"
         return _Block(first, last - 1, column, None)
     return _Block(first, last, column, end_column)
@@ -586,36 +637,68 @@ def _char_index(line: str, column: int) -> int:
     return len(line.encode("utf-8", "surrogatepass")[: column - 1].decode("utf-8", "replace"))
 
 
-def parse_document(text: str, stop: Callable[[], bool] | None = None) -> Document:
+def parse_document(
+    text: str,
+    stop: Callable[[], bool] | None = None,
+    *,
+    max_structure: int = MAX_STRUCTURE,
+    piece_chars: int = PIECE_CHARS,
+) -> Document:
     """Parse ``text`` once into a :class:`Document` (pure; no I/O).
 
-    ``stop``: asked after the C parser and then every :data:`STOP_EVERY` headings or images;
-    when it answers True the parse gives up with :class:`ParseStopped` (a deadline, a cancelled
-    call). The C parser itself runs to its end (linear: about 0.4 s per MB of headings)."""
+    A text longer than ``piece_chars`` is parsed a piece at a time (:mod:`md_vision.chunking`), so
+    its memory is that of one piece. ``max_structure``: the headings and images read; past that
+    count the parse stops, and :attr:`Document.structure_end` says through which line the
+    structure is known (the text is all there).
+
+    ``stop``: asked before each piece and then every :data:`STOP_EVERY` headings or images; when
+    it answers True the parse gives up with :class:`ParseStopped` (a deadline, a cancelled call).
+    cmark itself runs a piece to its end (about 0.4 s per MB of headings)."""
     line_starts = line_starts_of(text)
     frontmatter = _find_frontmatter(text, line_starts)
     masked = text
+    hidden = 0  # lines of frontmatter hidden from cmark
     if frontmatter is not None:
         # Keep the line numbering but hide the fences from cmark (`---` is a rule or a setext
         # underline to it).
-        masked = "\n" * frontmatter.end_line + text[line_starts[frontmatter.end_line] :]
+        hidden = frontmatter.end_line
+        masked = "\n" * hidden + text[line_starts[hidden] :]
     reader = _Reader(text, line_starts, stop)
-    reader.read(markdown_to_xml(masked))
+    line_count = len(line_starts) - 1
+    structure_end = _read_pieces(reader, masked, line_starts, hidden, max_structure, piece_chars)
     images = reader.images
     for number in range(1, len(images)):  # guard the invariant that `images_between` bisects on
         if images[number].line < images[number - 1].line:
             previous = images[number - 1].line
             image = images[number]
             images[number] = ImageRef(image.target, previous, image.alt, image.syntax, image.markup)
-    line_count = len(line_starts) - 1
     return Document(
         text=text,
         line_starts=line_starts,
         frontmatter=frontmatter,
         headings=tuple(reader.headings),
         images=tuple(images),
-        _section_ends=_section_ends(reader.headings, line_count),
+        structure_end=structure_end,
+        _section_ends=_section_ends(reader.headings, line_count if structure_end is None else structure_end),
     )
+
+
+def _read_pieces(
+    reader: _Reader,
+    masked: str,
+    line_starts: Sequence[int],
+    hidden: int,
+    max_structure: int,
+    piece_chars: int,
+) -> int | None:
+    """Feed ``masked`` (the text, its first ``hidden`` lines blanked) to ``reader`` piece by piece;
+    the last line whose structure was read when ``max_structure`` stopped it, else None."""
+    for piece in parse_pieces(masked, line_starts, hidden, piece_chars, reader.check):
+        reader.read(piece.xml, piece.offset, max_structure - len(reader.headings) - len(reader.images))
+        reader.drop_after(piece.last)  # nothing comes from the definitions a piece carries
+        if len(reader.headings) + len(reader.images) > max_structure:
+            return reader.keep_first(max_structure)
+    return None
 
 
 def _section_ends(headings: list[Heading], line_count: int) -> tuple[int, ...]:

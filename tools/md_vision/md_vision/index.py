@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from md_vision.document import Document, parse_document
+from md_vision.document import MAX_STRUCTURE, Document, parse_document
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,9 @@ class FileIndex:
     line_count: int
     char_count: int
     rows: tuple[IndexRow, ...]
+    # The last line whose headings and images were read, when the document has more than
+    # md_vision.document.MAX_STRUCTURE of them (shown as `indexed_lines=1-N`); None: all.
+    structure_end: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,7 @@ def index_document(document: Document, path: str | None = None) -> FileIndex:
         line_count=document.line_count,
         char_count=document.char_count,
         rows=tuple(rows),
+        structure_end=document.structure_end,
     )
 
 
@@ -97,6 +101,8 @@ def format_file_index(index: FileIndex, first_row: int = 0, end_row: int | None 
     window = ""
     if first_row > 0 or end < len(index.rows):
         window = f" rows={first_row + 1}-{end}/{len(index.rows)}"
+    if index.structure_end is not None:
+        window += f" indexed_lines=1-{index.structure_end}"
     parts = [f"<file{path} lines={index.line_count} chars={index.char_count}{window}>\n"]
     if index.frontmatter is not None and first_row == 0:
         frontmatter = index.frontmatter
@@ -107,6 +113,18 @@ def format_file_index(index: FileIndex, first_row: int = 0, end_row: int | None 
     fence = _fence_for(table) if "```" in table else "```"
     parts.append(f"{fence}tsv\n{table}{fence}\n</file>")
     return "".join(parts)
+
+
+def structure_note(index: FileIndex) -> str | None:
+    """What a reader of a cut-short index must know (None when the index is whole)."""
+    if index.structure_end is None:
+        return None
+    name = index.path or "the document"
+    return (
+        f"{name} has more than {MAX_STRUCTURE:,} headings and images, so only those on lines "
+        f"1-{index.structure_end} are indexed (of {index.line_count:,}); the text after them can "
+        "still be read with line_range, without its images."
+    )
 
 
 def format_problem(problem: FileProblem) -> str:

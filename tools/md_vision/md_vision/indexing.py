@@ -26,6 +26,7 @@ from md_vision.index import (
     format_problem,
     format_row,
     index_document,
+    structure_note,
     top_rows,
 )
 from md_vision.loading import Loader
@@ -209,8 +210,11 @@ class Indexer:
         entry, text = indexed
         budget = char_budget(tokens)
         key = uri_key(resolved)
+        cut_short = structure_note(entry) if isinstance(entry, FileIndex) else None
         if position is None and len(text) <= budget:
-            return IndexResult((entry,), (), text)
+            if cut_short is None:
+                return IndexResult((entry,), (), text)
+            return IndexResult((entry,), (cut_short,), f"Note: {cut_short}\n\n{text}")
         if position is not None and (
             position.uri_key != key or position.listing or position.part != "detail"
         ):
@@ -228,7 +232,9 @@ class Indexer:
             + _next_page(following)
         )
         body = format_file_index(entry, start, end)
-        return IndexResult((entry,), (note,), f"Note: {note}\n\n{body}", following, (entry.rows[start:end],))
+        notes = (note,) if cut_short is None else (note, cut_short)
+        shown = "".join(f"Note: {text}\n\n" for text in notes)
+        return IndexResult((entry,), notes, f"{shown}{body}", following, (entry.rows[start:end],))
 
     async def _index_folder_cancellably(
         self, root: Opened, shown: str, position: IndexCursor | None, tokens: int, progress: Progress | None

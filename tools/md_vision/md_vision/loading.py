@@ -44,8 +44,11 @@ LARGE_DOCUMENT_CHARS = 1_000_000  # parsed on their own lane (see Loader.parse)
 
 
 def _size_of_document(document: Document) -> int:
-    return len(document.text) * 2 + 64 * (
-        len(document.line_starts) + len(document.images) + len(document.headings)
+    # The text (up to 2 bytes a character), 8 bytes a line start, ~150 bytes a heading or image.
+    return (
+        len(document.text) * 2
+        + 8 * len(document.line_starts)
+        + 150 * (len(document.images) + len(document.headings))
     )
 
 

@@ -143,6 +143,7 @@ class IndexedFile(StructuredOutput):
     chars: int = 0
     headings: HeadingColumns = Field(default_factory=HeadingColumns)
     error: str = ""  # why the file could not be indexed
+    indexed_lines: int = 0  # > 0: only lines 1..indexed_lines were indexed (too many headings and images)
 
 
 class IndexOutput(StructuredOutput):
@@ -179,6 +180,7 @@ def index_output(result: IndexResult) -> IndexOutput:
                     images=[row.image_count for row in rows],
                     chars=[row.char_count for row in rows],
                 ),
+                indexed_lines=entry.structure_end or 0,
             )
         )
     return IndexOutput(files=files, next_cursor=result.next_cursor or "")

@@ -1,0 +1,154 @@
+"""A long document parsed a piece at a time reads exactly as one parse of it (md_vision.pieces),
+and the structure cap stops a parse with the lines it covers said (issue 26, item 2)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from md_vision.document import Document, parse_document
+
+# Blocks that end, continue or swallow one another: containers, fences, HTML blocks, setext
+# underlines, lazy lines, definitions and references in both directions.
+SNIPPETS = [
+    "# Title\n",
+    "## Sub *em*\n",
+    "Para text\n",
+    "Setext\n===\n",
+    "Another\n---\n",
+    "\n",
+    "\n",
+    "\n",
+    "- item\n",
+    "- # list heading\n",
+    "  continued\n",
+    "1. one\n",
+    "2. two ![i](a.png)\n",
+    "   - nested\n",
+    "> quote\n",
+    "> # qh\n",
+    ">\n",
+    "> > deep\n",
+    "> Setext in quote\n> ---\n",
+    "```\n",
+    "~~~\n",
+    "# in fence?\n",
+    "    indented code\n",
+    "<div>\n",
+    '<img src="h.png">\n',
+    "</div>\n",
+    "<!--\n",
+    "-->\n",
+    "![alt](x.png)\n",
+    "![r1]\n",
+    "![a][r2]\n",
+    "[r1]: r1.png\n",
+    '[R2]: r2.png "t"\n',
+    "lazy line\n",
+    "***\n",
+    "text ![x](y.png) more\n",
+    "<script>\n",
+    "</script>\n",
+    "* star item\n",
+    "+ plus\n",
+    "10) paren\n",
+    "  # indented heading\n",
+]
+
+
+def _shape(document: Document) -> tuple[object, ...]:
+    ends = tuple(document.section_end(number) for number in range(len(document.headings)))
+    return document.headings, document.images, ends, document.structure_end
+
+
+def _documents(seed: int, count: int) -> list[str]:
+    rng = random.Random(seed)
+    documents = []
+    for _ in range(count):
+        parts = rng.choices(SNIPPETS, k=rng.randint(5, 120))
+        if rng.random() < 0.2:
+            parts.insert(0, "---\ntitle: x\n---\n")
+        documents.append("".join(parts))
+    return documents
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_pieces_read_as_one_parse(seed: int) -> None:
+    for text in _documents(seed, 150):
+        whole = _shape(parse_document(text))
+        for piece_chars in (1, 7, 40, 150):
+            assert _shape(parse_document(text, piece_chars=piece_chars)) == whole, (piece_chars, text)
+
+
+def test_a_definition_in_a_later_piece_resolves_and_the_first_of_a_label_wins() -> None:
+    text = (
+        "# Start\n\n![a][later]\n\n![b][twice]\n\n"
+        + "".join(f"## Filler {number}\n\ntext\n\n" for number in range(200))
+        + "[twice]: first.png\n\n"
+        + "".join(f"## More {number}\n\ntext\n\n" for number in range(200))
+        + '[later]: <later one.png> "A \\"title\\""\n[twice]: second.png\n\n![c][twice]\n'
+    )
+    whole = parse_document(text)
+    assert [image.target for image in whole.images] == ["later one.png", "first.png", "first.png"]
+    assert _shape(parse_document(text, piece_chars=200)) == _shape(whole)
+
+
+def test_a_definition_shown_in_a_code_block_of_another_piece_is_not_one() -> None:
+    text = (
+        "![a][shown]\n\n"
+        + "".join(f"## Filler {number}\n\ntext\n\n" for number in range(100))
+        + "```\n\n[shown]: shown.png\n```\n"
+    )
+    assert parse_document(text).images == ()
+    assert parse_document(text, piece_chars=100).images == ()
+
+
+def test_one_block_longer_than_a_piece_is_parsed_whole() -> None:
+    fence = "```\n" + "# not a heading\n\n" * 500 + "```\n"
+    text = "# Before\n\n" + fence + "# After\n\n![x](x.png)\n"
+    document = parse_document(text, piece_chars=64)
+    assert [heading.text for heading in document.headings] == ["Before", "After"]
+    assert _shape(document) == _shape(parse_document(text))
+
+
+def test_line_ends_of_every_kind_survive_the_cuts() -> None:
+    text = "".join(f"# H{number}\r\n\r\ntext ![i](i{number}.png)\r" for number in range(300))
+    assert _shape(parse_document(text, piece_chars=50)) == _shape(parse_document(text))
+
+
+def test_the_structure_cap_stops_the_parse_and_says_where() -> None:
+    text = "".join(f"## H{number}\n![i](i{number}.png)\n" for number in range(100))
+    document = parse_document(text, max_structure=11, piece_chars=64)
+    # Eleven headings and images: H0..H4 with their images, then H5 (line 11); the twelfth item,
+    # H5's image on line 12, is past the cap, so the structure is known through line 11.
+    assert document.structure_end == 11
+    assert [heading.text for heading in document.headings] == [f"H{n}" for n in range(6)]
+    assert len(document.images) == 5
+    assert document.section_end(5) == 11  # the last section ends where the structure does
+    assert document.line_count == 200  # the text is all there, for line ranges
+    assert parse_document(text).structure_end is None
+
+
+def test_the_cap_counts_the_first_items_in_line_order() -> None:
+    text = "![a](a.png)\n# Title\n" + "![b](b.png)\n" * 50
+    document = parse_document(text, max_structure=3)
+    assert document.structure_end == 3
+    assert [image.target for image in document.images] == ["a.png", "b.png"]
+
+
+def test_an_index_cut_short_says_so_in_its_tag_note_and_structure() -> None:
+    from md_vision.document import MAX_STRUCTURE
+    from md_vision.index import format_file_index, index_document, structure_note
+    from md_vision.results import IndexResult
+    from md_vision.server import index_output
+
+    text = "".join(f"## H{number}\n" for number in range(30))
+    index = index_document(parse_document(text, max_structure=10), "big.md")
+    assert index.structure_end == 10 and len(index.rows) == 10
+    assert format_file_index(index).startswith('<file path="big.md" lines=30 chars=200 indexed_lines=1-10>\n')
+    note = structure_note(index)
+    assert note is not None and f"more than {MAX_STRUCTURE:,} headings and images" in note
+    assert "lines 1-10 are indexed (of 30)" in note and "line_range" in note
+    assert index_output(IndexResult((index,))).files[0].indexed_lines == 10
+    assert structure_note(index_document(parse_document(text))) is None
