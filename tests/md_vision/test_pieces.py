@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from md_vision.document import Document, parse_document
+from md_vision.document import Document, StructureEnd, parse_document
 
 # Blocks that end, continue or swallow one another: containers, fences, HTML blocks, setext
 # underlines, lazy lines, definitions and references in both directions.
@@ -122,7 +122,7 @@ def test_the_structure_cap_stops_the_parse_and_says_where() -> None:
     document = parse_document(text, max_structure=11, piece_chars=64)
     # Eleven headings and images: H0..H4 with their images, then H5 (line 11); the twelfth item,
     # H5's image on line 12, is past the cap, so the structure is known through line 11.
-    assert document.structure_end == 11
+    assert document.structure_end == StructureEnd(11, "cap")
     assert [heading.text for heading in document.headings] == [f"H{n}" for n in range(6)]
     assert len(document.images) == 5
     assert document.section_end(5) == 11  # the last section ends where the structure does
@@ -133,7 +133,7 @@ def test_the_structure_cap_stops_the_parse_and_says_where() -> None:
 def test_the_cap_counts_the_first_items_in_line_order() -> None:
     text = "![a](a.png)\n# Title\n" + "![b](b.png)\n" * 50
     document = parse_document(text, max_structure=3)
-    assert document.structure_end == 3
+    assert document.structure_end == StructureEnd(3, "cap")
     assert [image.target for image in document.images] == ["a.png", "b.png"]
 
 
@@ -145,10 +145,35 @@ def test_an_index_cut_short_says_so_in_its_tag_note_and_structure() -> None:
 
     text = "".join(f"## H{number}\n" for number in range(30))
     index = index_document(parse_document(text, max_structure=10), "big.md")
-    assert index.structure_end == 10 and len(index.rows) == 10
+    assert index.structure_end == StructureEnd(10, "cap") and len(index.rows) == 10
     assert format_file_index(index).startswith('<file path="big.md" lines=30 chars=200 indexed_lines=1-10>\n')
     note = structure_note(index)
     assert note is not None and f"more than {MAX_STRUCTURE:,} headings and images" in note
     assert "lines 1-10 are indexed (of 30)" in note and "line_range" in note
     assert index_output(IndexResult((index,))).files[0].indexed_lines == 10
     assert structure_note(index_document(parse_document(text))) is None
+
+
+def test_one_block_too_dense_for_a_piece_stops_the_parse_where_it_is() -> None:
+    from md_vision.index import index_document, structure_note
+
+    # One list item holding all the headings: no cut at the top level or in the list.
+    item = "- first\n" + "".join(f"  # H{number}\n" for number in range(30_000))
+    text = "# Before\n\n" + item + "\n# After\n"
+    whole = parse_document(text)
+    assert whole.structure_end is None and len(whole.headings) == 30_002
+    document = parse_document(text, piece_chars=2_000)
+    assert document.structure_end is not None and document.structure_end.reason == "dense block"
+    end = document.structure_end.line
+    assert 3 < end < whole.line_count - 1
+    assert document.headings == tuple(h for h in whole.headings if h.line <= end)
+    assert document.headings[-1].nested and document.section_end(len(document.headings) - 1) == end
+    note = structure_note(index_document(document, "dense.md"))
+    assert note is not None and f"a block too dense to parse in pieces from line {end + 1:,}" in note
+
+
+def test_a_dense_paragraph_at_the_start_of_a_piece_keeps_nothing_of_it() -> None:
+    text = "# Before\n\n" + "![](x.png)\n" * 30_000 + "\n# After\n"
+    document = parse_document(text, piece_chars=2_000)
+    assert document.structure_end == StructureEnd(2, "dense block")
+    assert [heading.text for heading in document.headings] == ["Before"] and document.images == ()

@@ -13,7 +13,8 @@ peak resident memory, and the largest resident size of its SVG render children s
 every 10 ms).
 Then hostile markdown against md-vision (issue 26 item 3), each on a fresh server so that each
 peak is its own: ``index_md`` of images in one paragraph, of reference definitions and their uses,
-of 10 MB of setext and of empty ATX headings; the time of the first and of a second call (the
+of 10 MB of setext and of empty ATX headings, of one list item holding 10 MB of headings and of
+one 10 MB paragraph of images; the time of the first and of a second call (the
 cache), the answer, and the server's peak memory. ``--only markdown`` runs just these.
 
 Last, a 300 MB JSON-RPC line to each server over raw pipes (issue 26 item 7; ``--only message``):
@@ -77,6 +78,8 @@ MARKDOWN_BOMBS: list[tuple[str, str]] = [
     ),
     ("10 MB: 2,000,000 setext headings", "ab\n=\n" * 2_000_000),
     ("10 MB: 2,500,000 empty ATX headings", "###\n" * 2_500_000),
+    ("10 MB: one list item, 1,600,000 headings", "- x\n" + "  # h\n" * 1_600_000),
+    ("10 MB: 900,000 images, one paragraph", "# Images\n\n" + "![](x.png)\n" * 900_000),
 ]
 
 

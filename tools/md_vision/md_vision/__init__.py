@@ -38,6 +38,7 @@ _EXPORTS = {
     "Document": "md_vision.document",
     "Heading": "md_vision.document",
     "ImageRef": "md_vision.document",
+    "StructureEnd": "md_vision.document",
     "parse_document": "md_vision.document",
     "MdVision": "md_vision.service",
     "ReadResult": "md_vision.results",

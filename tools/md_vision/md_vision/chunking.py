@@ -21,7 +21,10 @@ blocks, with two kinds of cut:
 Not at a table: cmark-gfm turns the last line of a paragraph into a table's header and then gives
 the table the paragraph's first line (and the paragraph none), so a table's start is not where
 it starts. A piece with no such start inside it (one block longer than a piece: a huge fence, paragraph or
-list item) is parsed again twice as long, so the cost stays linear.
+list item) is parsed again twice as long, so the cost stays linear, unless its XML would then
+pass :data:`PIECE_XML_PER_CHAR` times a piece's characters: then the parse stops at the latest
+block start at any depth (:func:`last_block_start`; what came before it is complete), and the
+document's structure is known that far.
 
 **Link reference definitions** are the one thing CommonMark resolves across the whole document:
 ``![alt][label]`` in one piece may use a definition in another. Each piece is therefore given, on
@@ -39,6 +42,11 @@ from dataclasses import dataclass
 from html import unescape
 
 PIECE_CHARS = 1_000_000  # characters of markdown per piece; a document this size is parsed whole
+# A piece whose XML would pass this many bytes per character of a normal piece is not parsed:
+# one block that dense (a list item holding a million headings) stops the parse where it is.
+# A megabyte of empty headings writes 14 MB of XML, of setext headings 28 MB, of prose about 2.
+PIECE_XML_PER_CHAR = 40
+MIN_PIECE_XML = 1 << 20  # below this the XML is never too dense (tiny pieces: its fixed head)
 
 _ESC = r"\\[^\r\n]"
 _DEST_CHAR = rf"(?:[^\x00-\x20()\\\x7f]|{_ESC})"
@@ -194,3 +202,27 @@ def _openings_backwards(xml: bytes, prefix: bytes, start: int, end: int) -> Iter
         if match is not None:  # not a closing tag
             yield match
         position = xml.rfind(prefix, start, position)
+
+
+# Not a table's nodes: their starts are not where they start (see the module's docstring).
+_BLOCK_TAGS = frozenset(
+    b"block_quote list item code_block html_block custom_block paragraph heading thematic_break".split()
+)
+_ANY_OPENING = re.compile(rb'\n *<(?P<tag>\w+) sourcepos="(?P<line>\d+):')
+
+
+def last_block_start(xml: bytes, first_line: int, last_line: int) -> Cut | None:
+    """The latest block start at any depth after ``first_line`` and at most at ``last_line``:
+    every node before it in the XML is complete (but the piece after it cannot start a parse)."""
+    position = len(xml)
+    while True:
+        position = xml.rfind(b"\n", 0, position)
+        if position < 0:
+            return None
+        match = _ANY_OPENING.match(xml, position)
+        if match is not None and match["tag"] in _BLOCK_TAGS:
+            line = int(match["line"])
+            if first_line < line <= last_line:
+                return Cut(line, position + 1)
+            if line <= first_line:
+                return None

@@ -102,6 +102,16 @@ class ImageRef:
 
 
 @dataclass(frozen=True, slots=True)
+class StructureEnd:
+    """Where a parse stopped reading headings and images (the text is all there)."""
+
+    line: int  # the last line whose headings and images were read
+    # "cap": more than MAX_STRUCTURE of them; "dense block": one block (a list item holding a
+    # million headings) too dense to parse in pieces (md_vision.chunking)
+    reason: Literal["cap", "dense block"]
+
+
+@dataclass(frozen=True, slots=True)
 class Frontmatter:
     text: str  # the YAML between the fences, with its line ends
     end_line: int  # line of the closing fence
@@ -114,9 +124,7 @@ class Document:
     frontmatter: Frontmatter | None
     headings: tuple[Heading, ...]
     images: tuple[ImageRef, ...]
-    # The last line whose headings and images were read, when the parse stopped at
-    # MAX_STRUCTURE of them (sections end there); None: the whole document.
-    structure_end: int | None = None
+    structure_end: StructureEnd | None = None  # None: read to the end; else sections end there
     _section_ends: tuple[int, ...] = field(default=(), repr=False)
     _image_lines: tuple[int, ...] = field(default=(), repr=False, init=False)
 
@@ -647,7 +655,8 @@ def parse_document(
     """Parse ``text`` once into a :class:`Document` (pure; no I/O).
 
     A text longer than ``piece_chars`` is parsed a piece at a time (:mod:`md_vision.chunking`), so
-    its memory is that of one piece. ``max_structure``: the headings and images read; past that
+    its memory is that of one piece; one block too dense to fit a piece stops the parse there
+    (:attr:`Document.structure_end` says so too). ``max_structure``: the headings and images read; past that
     count the parse stops, and :attr:`Document.structure_end` says through which line the
     structure is known (the text is all there).
 
@@ -679,7 +688,9 @@ def parse_document(
         headings=tuple(reader.headings),
         images=tuple(images),
         structure_end=structure_end,
-        _section_ends=_section_ends(reader.headings, line_count if structure_end is None else structure_end),
+        _section_ends=_section_ends(
+            reader.headings, line_count if structure_end is None else structure_end.line
+        ),
     )
 
 
@@ -690,14 +701,16 @@ def _read_pieces(
     hidden: int,
     max_structure: int,
     piece_chars: int,
-) -> int | None:
+) -> StructureEnd | None:
     """Feed ``masked`` (the text, its first ``hidden`` lines blanked) to ``reader`` piece by piece;
-    the last line whose structure was read when ``max_structure`` stopped it, else None."""
+    where it stopped before the end, if it did."""
     for piece in parse_pieces(masked, line_starts, hidden, piece_chars, reader.check):
         reader.read(piece.xml, piece.offset, max_structure - len(reader.headings) - len(reader.images))
         reader.drop_after(piece.last)  # nothing comes from the definitions a piece carries
         if len(reader.headings) + len(reader.images) > max_structure:
-            return reader.keep_first(max_structure)
+            return StructureEnd(reader.keep_first(max_structure), "cap")
+        if piece.stopped:
+            return StructureEnd(piece.last, "dense block")
     return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from md_vision.document import MAX_STRUCTURE, Document, parse_document
+from md_vision.document import MAX_STRUCTURE, Document, StructureEnd, parse_document
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,9 +27,8 @@ class FileIndex:
     line_count: int
     char_count: int
     rows: tuple[IndexRow, ...]
-    # The last line whose headings and images were read, when the document has more than
-    # md_vision.document.MAX_STRUCTURE of them (shown as `indexed_lines=1-N`); None: all.
-    structure_end: int | None = None
+    # Where the parse stopped reading headings and images (shown as `indexed_lines=1-N`); None: all.
+    structure_end: StructureEnd | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +101,7 @@ def format_file_index(index: FileIndex, first_row: int = 0, end_row: int | None 
     if first_row > 0 or end < len(index.rows):
         window = f" rows={first_row + 1}-{end}/{len(index.rows)}"
     if index.structure_end is not None:
-        window += f" indexed_lines=1-{index.structure_end}"
+        window += f" indexed_lines=1-{index.structure_end.line}"
     parts = [f"<file{path} lines={index.line_count} chars={index.char_count}{window}>\n"]
     if index.frontmatter is not None and first_row == 0:
         frontmatter = index.frontmatter
@@ -117,13 +116,18 @@ def format_file_index(index: FileIndex, first_row: int = 0, end_row: int | None 
 
 def structure_note(index: FileIndex) -> str | None:
     """What a reader of a cut-short index must know (None when the index is whole)."""
-    if index.structure_end is None:
+    end = index.structure_end
+    if end is None:
         return None
     name = index.path or "the document"
+    why = (
+        f"has more than {MAX_STRUCTURE:,} headings and images, so only those"
+        if end.reason == "cap"
+        else f"has a block too dense to parse in pieces from line {end.line + 1:,}, so only the headings and images"
+    )
     return (
-        f"{name} has more than {MAX_STRUCTURE:,} headings and images, so only those on lines "
-        f"1-{index.structure_end} are indexed (of {index.line_count:,}); the text after them can "
-        "still be read with line_range, without its images."
+        f"{name} {why} on lines 1-{end.line} are indexed (of {index.line_count:,}); the text after "
+        "them can still be read with line_range, without its images."
     )
 
 

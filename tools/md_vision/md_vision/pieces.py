@@ -6,6 +6,7 @@ Where the pieces are cut, and why the result equals one parse of the whole text,
 - a text of at most ``piece_chars`` characters is one piece, parsed as it is;
 - a longer one without any line that looks like a link reference definition is cut as it goes:
   each parse ends at the latest block start it finds, and the next piece starts there;
+- one block too dense to parse in a piece ends the parse there (:data:`Piece.stopped`);
 - with such lines, a first walk finds the cuts and, by a probe after each piece, which of those
   lines cmark takes as definitions and what they resolve to; the second parses each piece between
   its cuts, carrying the other pieces' definitions of the labels it mentions. Two parses: the
@@ -19,9 +20,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from md_vision.chunking import (
+    MIN_PIECE_XML,
+    PIECE_XML_PER_CHAR,
+    Cut,
     Definition,
     carried,
     definition_labels,
+    last_block_start,
     last_cut,
     looks_like_definitions,
     probe,
@@ -40,6 +45,7 @@ class Piece:
     offset: int
     first: int
     last: int
+    stopped: bool = False  # the parse ends here: what follows is one block too dense for a piece
 
 
 class _Text:
@@ -87,14 +93,15 @@ def parse_pieces(
         yield from _walk(text, piece_chars, check, None)
         return
     definitions: dict[str, tuple[int, Definition]] = {}
-    cuts = [piece.last for piece in _walk(text, piece_chars, check, definitions)]
+    cuts = [(piece.last, piece.stopped) for piece in _walk(text, piece_chars, check, definitions)]
     first = 0
-    for number, last in enumerate(cuts):
+    for number, (last, stopped) in enumerate(cuts):
         check()
         piece = text.lines(first, last)
         head, tail = carried(piece, number, definitions)
         head_lines = head.count("\n")
-        yield Piece(markdown_to_xml(head + piece + tail), first - head_lines, first + 1, last)
+        xml = markdown_to_xml(head + piece + tail) if piece else b""
+        yield Piece(xml, first - head_lines, first + 1, last, stopped)
         first = last
 
 
@@ -116,9 +123,12 @@ def _walk(
         xml = markdown_to_xml(piece + probe(labels))
         lines = end - first
         cut = None if whole else last_cut(xml, 1, lines)
-        if cut is None and not whole:  # one block longer than the piece: parse a longer one
-            size *= 2
-            continue
+        stopped = False
+        if cut is None and not whole:  # one block longer than the piece
+            if 2 * len(xml) <= max(PIECE_XML_PER_CHAR * piece_chars, MIN_PIECE_XML):
+                size *= 2  # parse a longer one
+                continue
+            cut, stopped = last_block_start(xml, 1, lines) or Cut(1, 0), True
         kept = lines if cut is None else cut.line - 1
         if definitions is not None:
             found = resolved(xml, labels, lines)
@@ -130,7 +140,7 @@ def _walk(
                 found = resolved(markdown_to_xml(prefix + probe(labels)), labels, kept_lines) or {}
             for label, definition in found.items():
                 definitions.setdefault(label, (number, definition))
-        yield Piece(xml if cut is None else xml[: cut.xml_position], first, first + 1, first + kept)
-        if whole:
+        yield Piece(xml if cut is None else xml[: cut.xml_position], first, first + 1, first + kept, stopped)
+        if whole or stopped:
             return
         first, size, number = first + kept, piece_chars, number + 1

@@ -180,7 +180,7 @@ def index_output(result: IndexResult) -> IndexOutput:
                     images=[row.image_count for row in rows],
                     chars=[row.char_count for row in rows],
                 ),
-                indexed_lines=entry.structure_end or 0,
+                indexed_lines=entry.structure_end.line if entry.structure_end else 0,
             )
         )
     return IndexOutput(files=files, next_cursor=result.next_cursor or "")
