@@ -75,7 +75,8 @@ def test_megabytes_of_headings_are_indexed_up_to_the_structure_cap(tmp_path: Pat
     assert f"only those on lines 1-{MAX_STRUCTURE} are indexed (of {lines:,})" in text
     assert f"indexed_lines=1-{MAX_STRUCTURE}" in text and "rows=1-" in text
     assert index.structured_content["files"][0]["indexed_lines"] == MAX_STRUCTURE
-    assert not tail.is_error and tail.content[0].text == "###\n###\n"
+    assert not tail.is_error and tail.content[-1].text == "###\n###\n"
+    assert f"Images after line {MAX_STRUCTURE} of this document are not inlined" in tail.content[0].text
     assert tools.tools
 
 

@@ -222,6 +222,12 @@ class Reader:
                 f"{len(skipped)} more image(s) in this range were not inlined (max_images={max_images}); they "
                 "remain as markdown in the text. Raise max_images (up to 50) or read a smaller section."
             )
+        cut_short = document.structure_end
+        if cut_short is not None and selection.last > cut_short.line:
+            notes.append(
+                f"Images after line {cut_short.line} of this document are not inlined: md-vision stopped "
+                "reading its structure there (too many headings and images, or a block too dense to parse)."
+            )
         if next_range is not None:
             notes.append(
                 f"This result holds lines {selection.first}-{end} of the {whole.first}-{whole.last} requested, "
