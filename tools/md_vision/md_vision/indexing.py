@@ -260,71 +260,62 @@ class Indexer:
         progress: Progress | None,
     ) -> IndexResult:
         with root:  # this thread owns the folder's descriptor
-            return self._index_opened_folder(root, shown, position, tokens, cancelled, progress)
-
-    def _index_opened_folder(
-        self,
-        root: Opened,
-        shown: str,
-        position: IndexCursor | None,
-        tokens: int,
-        cancelled: threading.Event,
-        progress: Progress | None = None,
-    ) -> IndexResult:
-        limits = self._loader.settings.limits
-        if progress is not None:
-            progress(0, None, f"looking for markdown files under {shown}")
-        scan = scan_folder(root, self._loader.settings.paths, limits.max_folder_files, cancelled=cancelled)
-        notes: list[str] = []
-        if scan.found == 0:
-            raise SourceError(
-                f"no markdown files (.md, .markdown) under {shown} (hidden folders, node_modules and "
-                ".gitignore'd paths are skipped)"
+            limits = self._loader.settings.limits
+            if progress is not None:
+                progress(0, None, f"looking for markdown files under {shown}")
+            scan = scan_folder(
+                root, self._loader.settings.paths, limits.max_folder_files, cancelled=cancelled
             )
-        if scan.found > len(scan.files):
-            notes.append(
-                f"{shown} holds {scan.found} markdown files; only the first {len(scan.files)} in sorted order are "
-                f"indexed (limit --max-files {limits.max_folder_files}). Index a subfolder to see the rest."
+            notes: list[str] = []
+            if scan.found == 0:
+                raise SourceError(
+                    f"no markdown files (.md, .markdown) under {shown} (hidden folders, node_modules and "
+                    ".gitignore'd paths are skipped)"
+                )
+            if scan.found > len(scan.files):
+                notes.append(
+                    f"{shown} holds {scan.found} markdown files; only the first {len(scan.files)} in sorted order are "
+                    f"indexed (limit --max-files {limits.max_folder_files}). Index a subfolder to see the rest."
+                )
+            if scan.walk_truncated:
+                notes.append("The folder is very large; the scan stopped early. Index a subfolder instead.")
+            if scan.outside:
+                notes.append(
+                    f"{scan.outside} file(s) were skipped because they are symlinks leading outside the allowed paths."
+                )
+            files = scan.files
+            folder = _FolderPages(
+                root=root.path,
+                shown=shown,
+                files=files,
+                cancelled=cancelled,
+                key=uri_key(str(root.path)),
+                listing=listing_fingerprint(str(file.path) for file in files),
+                tokens=tokens,
+                notes=notes,
+                ticker=_Ticker(progress, len(files) if position is None else None),
             )
-        if scan.walk_truncated:
-            notes.append("The folder is very large; the scan stopped early. Index a subfolder instead.")
-        if scan.outside:
-            notes.append(
-                f"{scan.outside} file(s) were skipped because they are symlinks leading outside the allowed paths."
-            )
-        files = scan.files
-        folder = _FolderPages(
-            root=root.path,
-            shown=shown,
-            files=files,
-            cancelled=cancelled,
-            key=uri_key(str(root.path)),
-            listing=listing_fingerprint(str(file.path) for file in files),
-            tokens=tokens,
-            notes=notes,
-            ticker=_Ticker(progress, len(files) if position is None else None),
-        )
-        budget = char_budget(tokens) - sum(len(note) + 8 for note in notes)
-        if position is None:
-            whole = self._entries_within(files, budget, cancelled, folder.ticker)
-            if whole is not None:
-                body = "\n\n".join(text for _entry, text in whole)
-                if notes:
-                    body = "\n".join(f"Note: {note}" for note in notes) + "\n\n" + body
-                return IndexResult(tuple(entry for entry, _text in whole), tuple(notes), body)
-            return self._overview_page(folder, 0)
-        if position.uri_key != folder.key:
-            raise ToolFailure(_FOREIGN_CURSOR)
-        if position.listing != folder.listing:
-            raise ToolFailure(
-                f"files were added to or removed from {shown} since this cursor was given, so its pages "
-                "would no longer line up; call index_md without a cursor to start again"
-            )
-        if position.file >= len(files):
-            raise ToolFailure(_FOREIGN_CURSOR)
-        if position.part == "overview":
-            return self._overview_page(folder, position.file)
-        return self._detail_page(folder, position.file, position.row)
+            budget = char_budget(tokens) - sum(len(note) + 8 for note in notes)
+            if position is None:
+                whole = self._entries_within(files, budget, cancelled, folder.ticker)
+                if whole is not None:
+                    body = "\n\n".join(text for _entry, text in whole)
+                    if notes:
+                        body = "\n".join(f"Note: {note}" for note in notes) + "\n\n" + body
+                    return IndexResult(tuple(entry for entry, _text in whole), tuple(notes), body)
+                return self._overview_page(folder, 0)
+            if position.uri_key != folder.key:
+                raise ToolFailure(_FOREIGN_CURSOR)
+            if position.listing != folder.listing:
+                raise ToolFailure(
+                    f"files were added to or removed from {shown} since this cursor was given, so its pages "
+                    "would no longer line up; call index_md without a cursor to start again"
+                )
+            if position.file >= len(files):
+                raise ToolFailure(_FOREIGN_CURSOR)
+            if position.part == "overview":
+                return self._overview_page(folder, position.file)
+            return self._detail_page(folder, position.file, position.row)
 
     def _entries(self, files: list[FoundFile], cancelled: threading.Event | None = None) -> list[_Indexed]:
         """The index entries of ``files``, in order: cached ones as they are, the others parsed (by

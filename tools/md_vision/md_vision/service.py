@@ -44,7 +44,10 @@ __all__ = [
 
 
 class MdVision:
-    """Read and index markdown under a :class:`Settings` sandbox. Use ``async with`` or ``aclose``."""
+    """Read and index markdown under a :class:`Settings` sandbox. Use ``async with`` or ``aclose``.
+
+    The methods' signatures are the public API; what they do is documented once, on the rooms'
+    methods they call."""
 
     def __init__(
         self,
@@ -105,13 +108,7 @@ class MdVision:
         max_tokens: int | None = None,
         raw_data_uris: bool | None = None,
     ) -> ReadResult:
-        """The read behind ``read_md_with_images``; raises :class:`ToolFailure`.
-
-        The text stays within ``max_tokens`` (default: ``--max-result-tokens``): a longer selection
-        is read up to a line end and ``next_line_range`` names the rest. Long ``data:`` URIs are
-        placeholders in the text unless ``raw_data_uris`` (default: the server's
-        ``--raw-data-uris``; :mod:`md_vision.datauri`).
-        """
+        """The read behind ``read_md_with_images``: :meth:`md_vision.reading.Reader.read`."""
         return await self._reader.read(
             uri, section, line_range, max_images, max_tokens=max_tokens, raw_data_uris=raw_data_uris
         )
@@ -124,12 +121,5 @@ class MdVision:
         *,
         progress: Progress | None = None,
     ) -> IndexResult:
-        """The index behind ``index_md``: a file, a folder or a URL; raises :class:`ToolFailure`.
-
-        An index that fits ``max_tokens`` (default ``--max-result-tokens``) is returned whole, in the
-        reference's format. A larger one comes in pages (``next_cursor`` names the next): a folder's
-        starts with an overview (each file with its top-level headings), then each file's full
-        index; one file's index is split by heading rows. ``progress`` hears how a folder's
-        files are coming along.
-        """
+        """The index behind ``index_md``: :meth:`md_vision.indexing.Indexer.index`."""
         return await self._indexer.index(uri, cursor, max_tokens, progress=progress)
