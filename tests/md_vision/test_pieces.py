@@ -177,3 +177,43 @@ def test_a_dense_paragraph_at_the_start_of_a_piece_keeps_nothing_of_it() -> None
     document = parse_document(text, piece_chars=2_000)
     assert document.structure_end == StructureEnd(2, "dense block")
     assert [heading.text for heading in document.headings] == ["Before"] and document.images == ()
+
+
+# Found by a red-team pass: definitions cmark takes that a first, narrower search for them missed.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[foo]: /u.png\r\n\r\n# x\r\n\r\n![x][foo]\r\n",  # CRLF
+        "[foo]: /u.png\r\r# x\r\r![x][foo]\r",  # lone CR
+        "\ufeff[foo]: /u.png\n\n# x\n\n![x][foo]\n",  # a byte-order mark
+        "- [foo]: /u.png\n\n# x\n\n![x][foo]\n",  # in a list item
+        "- a\n    > [foo]: /u.png\n\n# x\n\n![x][foo]\n",  # in a quote in a list item
+        "[bar]: /b\n    [foo]: /u.png\n\n# x\n\n![x][foo]\n",  # indented, continuing definitions
+        ">\t[foo]: /u.png\n\n# x\n\n![x][foo]\n",  # a tab after the quote marker
+        "[foo]: /u((1)).png\n\n# x\n\n![x][foo]\n\nmore\n\nmore\n",  # nested parentheses
+        "[a`b]: /u.png\n\n# x\n\n![x][a`b]\n",  # a backtick in the label
+        "[foo bar]: /u.png\n\n# x\n\n![x][foo\nbar]\n",  # a use whose label breaks a line
+    ],
+)
+def test_definitions_of_every_shape_resolve_across_pieces(text: str) -> None:
+    whole = parse_document(text)
+    assert [image.target for image in whole.images] == [whole.images[0].target] and whole.images
+    for piece_chars in (1, 5, 30):
+        assert _shape(parse_document(text, piece_chars=piece_chars)) == _shape(whole), piece_chars
+
+
+def test_a_run_of_tables_is_cut_between_tables() -> None:
+    table = "| id | name |\n|----|------|\n" + "| 1 | foo ![i](i.png) |\n" * 100 + "\n"
+    text = "# Data\n\n" + table * 40 + "# After\n"
+    whole = parse_document(text)
+    document = parse_document(text, piece_chars=2_000)
+    assert document.structure_end is None and _shape(document) == _shape(whole)
+    assert [heading.text for heading in document.headings] == ["Data", "After"]
+
+
+def test_images_in_the_cells_of_one_long_row_with_non_ascii_text() -> None:
+    cells = 3_000
+    text = "|a" * cells + "\n" + "|-" * cells + "\n" + "|![é](é.png)" * cells + "\n"
+    document = parse_document(text)
+    assert len(document.images) == cells and {image.line for image in document.images} == {3}
+    assert all(image.markup == "![é](é.png)" for image in document.images)

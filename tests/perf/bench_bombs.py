@@ -14,7 +14,8 @@ every 10 ms).
 Then hostile markdown against md-vision (issue 26 item 3), each on a fresh server so that each
 peak is its own: ``index_md`` of images in one paragraph, of reference definitions and their uses,
 of 10 MB of setext and of empty ATX headings, of one list item holding 10 MB of headings and of
-one 10 MB paragraph of images; the time of the first and of a second call (the
+one 10 MB paragraph of images, of a list nested 80 deep on every line (with a definition: two
+passes); the time of the first and of a second call (the
 cache), the answer, and the server's peak memory. ``--only markdown`` runs just these.
 
 Last, a 300 MB JSON-RPC line to each server over raw pipes (issue 26 item 7; ``--only message``):
@@ -80,6 +81,7 @@ MARKDOWN_BOMBS: list[tuple[str, str]] = [
     ("10 MB: 2,500,000 empty ATX headings", "###\n" * 2_500_000),
     ("10 MB: one list item, 1,600,000 headings", "- x\n" + "  # h\n" * 1_600_000),
     ("10 MB: 900,000 images, one paragraph", "# Images\n\n" + "![](x.png)\n" * 900_000),
+    ("10 MB: lists nested 80 deep, each line", "[a]: /u\n\n" + ("- " * 80 + "x\n") * 61_700),
 ]
 
 

@@ -18,26 +18,32 @@ blocks, with two kinds of cut:
   opens a new list or quote there, which changes what md-vision does not read (a list's start
   number, tight or loose) and keeps what it does (positions, nesting, the quote depth).
 
-Not at a table: cmark-gfm turns the last line of a paragraph into a table's header and then gives
-the table the paragraph's first line (and the paragraph none), so a table's start is not where
-it starts. A piece with no such start inside it (one block longer than a piece: a huge fence, paragraph or
+At a table only when the line after its reported start is a delimiter row: cmark-gfm turns the
+last line of a paragraph into a table's header and then gives the table the paragraph's first
+line (and the paragraph none), so such a table's start is not where it starts.
+
+A piece with no such start inside it (one block longer than a piece: a huge fence, paragraph or
 list item) is parsed again twice as long, so the cost stays linear, unless its XML would then
 pass :data:`PIECE_XML_PER_CHAR` times a piece's characters: then the parse stops at the latest
 block start at any depth (:func:`last_block_start`; what came before it is complete), and the
-document's structure is known that far.
+document's structure is known that far. Pieces are sized by how much XML the last one wrote per
+character (:mod:`md_vision.pieces`), so a dense text (a deeply nested list) gets small pieces.
 
 **Link reference definitions** are the one thing CommonMark resolves across the whole document:
-``![alt][label]`` in one piece may use a definition in another. Each piece is therefore given, on
-lines after its own, the one-line definitions (``[label]: dest "title"``, inside block quotes
-too) whose labels it mentions, found by :func:`reference_definitions` over the whole document.
-What this cannot reproduce is documented: a definition spread over several lines, and which of two
-definitions of one label wins when the earlier one is in another piece.
+``![alt][label]`` in one piece may use a definition in another. Every line that may hold a
+definition (:func:`definition_labels`: a label and a colon after any container markers) is
+checked by cmark itself, with a probe parsed after its piece (:func:`probe`, :func:`resolved`);
+each piece then carries, before or after its own lines, the definitions of the labels it
+mentions that cmark found (:func:`carried`), so the first definition of a label wins as in one
+parse. What this cannot reproduce: a definition spread over several lines (its label line alone
+is not one), and, with its lines in another piece, a setext heading inside a block quote inside a
+list item (its images' line; one parse places them on a line after the heading anyway).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from html import unescape
 
@@ -49,18 +55,17 @@ PIECE_XML_PER_CHAR = 40
 MIN_PIECE_XML = 1 << 20  # below this the XML is never too dense (tiny pieces: its fixed head)
 
 _ESC = r"\\[^\r\n]"
-_DEST_CHAR = rf"(?:[^\x00-\x20()\\\x7f]|{_ESC})"
-# One whole line holding a link reference definition, after any block-quote markers.
+# A line that may hold a link reference definition: after any container markers (block quotes,
+# list items, indentation) a label and a colon. Wide on purpose: cmark decides which are
+# definitions (:func:`probe`), so a line this misses is a definition lost, one too many costs a
+# probe. Lines end at "\n", "\r\n" or a lone "\r"; a byte-order mark may open the text.
 _DEFINITION_LINE = re.compile(
-    rf"^(?:[ ]{{0,3}}>[ ]?)*(?P<definition>[ ]{{0,3}}\[(?P<label>(?:[^\[\]\\\r\n]|{_ESC})+)\]:[ \t]*"
-    rf"(?:<(?:[^<>\\\r\n]|{_ESC})*>|(?!<)(?:{_DEST_CHAR}|\({_DEST_CHAR}*\))+)"
-    rf"""(?:[ \t]+(?:"(?:[^"\\\r\n]|{_ESC})*"|'(?:[^'\\\r\n]|{_ESC})*'|\((?:[^()\\\r\n]|{_ESC})*\)))?[ \t]*)$""",
+    r"(?:\A\ufeff?|(?<=[\r\n]))(?:[ \t]*(?:>|(?:[-+*]|\d{1,9}[.)])(?=[ \t]|$)))*[ \t]*"
+    rf"\[(?P<label>(?:[^\[\]\\\r\n]|{_ESC}){{1,999}})\]:",
     re.MULTILINE,
 )
-# A line after which a new paragraph (and so a definition) may start: blank (in block quotes
-# too) or an ATX heading.
-_OPENS_PARAGRAPH_AFTER = re.compile(r"(?:[ ]{0,3}>)*[ \t>]*\r?|[ ]{0,3}#{1,6}(?:[ \t].*)?\r?")
-_BRACKETED = re.compile(rf"\[((?:[^\[\]\\\r\n]|{_ESC})+)\]")
+# A label as a use may write it: brackets around up to 999 characters, line breaks included.
+_BRACKETED = re.compile(r"\[((?:[^\[\]\\]|\\.){1,999})\]", re.DOTALL)
 
 # In cmark's XML every node's opening tag starts a line, indented two spaces per depth below
 # <document>, and the document's own text is escaped (no "<" in it): these find the openings.
@@ -75,14 +80,14 @@ def normalise_label(label: str) -> str:
 
 
 def looks_like_definitions(text: str) -> bool:
-    """Whether any line of ``text`` looks like a one-line link reference definition."""
+    """Whether any line of ``text`` may hold a link reference definition."""
     return "]:" in text and _DEFINITION_LINE.search(text) is not None
 
 
 def definition_labels(piece: str) -> dict[str, str]:
-    """Labels of the lines of ``piece`` that look like one-line definitions, by normalised label
-    (the label as written). Some are not definitions (a line in a fence, or continuing a
-    paragraph): cmark says which (:func:`probe`)."""
+    """Labels of the lines of ``piece`` that may hold a definition, by normalised label (the
+    label as written). Some are not definitions (a line in a fence, or continuing a paragraph):
+    cmark says which (:func:`probe`)."""
     found: dict[str, str] = {}
     for match in _DEFINITION_LINE.finditer(piece):
         label = normalise_label(match["label"])
@@ -93,8 +98,9 @@ def definition_labels(piece: str) -> dict[str, str]:
 
 def probe(labels: dict[str, str]) -> str:
     """Lines to parse after a piece that ask cmark what each label resolves to there: one
-    paragraph ``[label][label]`` each (read back with :func:`resolved`)."""
-    return "".join(f"\n\n[{raw}][{raw}]" for raw in labels.values()) + "\n" if labels else ""
+    paragraph ``[x][label]`` each (read back with :func:`resolved`). The link text is a plain
+    ``x`` so that nothing in it (a backtick) can pair with the label's."""
+    return "".join(f"\n\n[x][{raw}]" for raw in labels.values()) + "\n" if labels else ""
 
 
 _PROBE = re.compile(
@@ -168,10 +174,16 @@ class Cut:
     xml_position: int
 
 
-def last_cut(xml: bytes, first_line: int, last_line: int) -> Cut | None:
+def last_cut(
+    xml: bytes, first_line: int, last_line: int, delimiter_after: Callable[[int], bool] | None = None
+) -> Cut | None:
     """The latest exact cut in a piece's XML (see the module's docstring), after ``first_line``
     and at most at ``last_line`` (lines outside are the definitions the piece carries); None when
     the piece is one block (parse a longer piece).
+
+    A table is a cut only where ``delimiter_after(line)`` says the line after its reported start
+    is a delimiter row (``|---|---|``): then the start is its header row, not a paragraph's first
+    line (see the module's docstring).
 
     Searched from the end: only the last few blocks are looked at, however many the piece has."""
     end = len(xml)
@@ -182,14 +194,26 @@ def last_cut(xml: bytes, first_line: int, last_line: int) -> Cut | None:
             continue
         if top["tag"] in _CONTAINERS:
             for child in _openings_backwards(xml, b"\n    <", top.end(), end):
-                if max(line, first_line) < int(child["line"]) <= last_line:
+                if max(line, first_line) < int(child["line"]) <= last_line and _may_cut_at(
+                    child, delimiter_after
+                ):
                     return Cut(int(child["line"]), child.start() + 1)
-        if line > first_line and top["tag"] != b"table":
+        if line > first_line and _may_cut_at(top, delimiter_after):
             return Cut(line, top.start() + 1)
         if line <= first_line:
             return None
         end = top.start()
     return None
+
+
+def _may_cut_at(node: re.Match[bytes], delimiter_after: Callable[[int], bool] | None) -> bool:
+    if node["tag"] != b"table":
+        return True
+    return delimiter_after is not None and delimiter_after(int(node["line"]))
+
+
+# A GFM table's delimiter row, after any container markers or indentation.
+DELIMITER_ROW = re.compile(r"[ \t>]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
 
 
 def _openings_backwards(xml: bytes, prefix: bytes, start: int, end: int) -> Iterator[re.Match[bytes]]:
@@ -204,9 +228,10 @@ def _openings_backwards(xml: bytes, prefix: bytes, start: int, end: int) -> Iter
         position = xml.rfind(prefix, start, position)
 
 
-# Not a table's nodes: their starts are not where they start (see the module's docstring).
+# A table's reported start may be a paragraph's (see the module's docstring); where the parse
+# stops anyway, what comes before the table node is still complete.
 _BLOCK_TAGS = frozenset(
-    b"block_quote list item code_block html_block custom_block paragraph heading thematic_break".split()
+    b"block_quote list item code_block html_block custom_block paragraph heading thematic_break table".split()
 )
 _ANY_OPENING = re.compile(rb'\n *<(?P<tag>\w+) sourcepos="(?P<line>\d+):')
 

@@ -238,7 +238,8 @@ _ONE_LINE_IMAGE = re.compile(
     rf"|\[(?:[^\[\]\\\r\n]|{_ESC})*\]"
     r"|(?![(\[]))"
 )
-_QUOTE_MARKER = re.compile(r" {0,3}>[ \t]?")
+# A block-quote marker; inside a list item the item's indent comes first, so any indent is taken.
+_QUOTE_MARKER = re.compile(r"[ \t]*>[ \t]?")
 # A link reference definition on one line (`[label]: dest "title"`): cmark keeps those that start
 # a setext heading's paragraph inside the heading's position, but not in its content.
 _REFERENCE_LINE = re.compile(
@@ -327,6 +328,7 @@ class _Reader:
         self.images: list[ImageRef] = []
         self._seen: dict[tuple[int, str], int] = {}
         self._offset = 0  # lines of the source before the piece being read (md_vision.chunking)
+        self._mapped: tuple[int, str, array[int] | None] | None = None  # see _line_map
 
     def line(self, number: int) -> str:
         """Source line ``number`` without its line break."""
@@ -368,11 +370,16 @@ class _Reader:
             raise ParseStopped
 
     def drop_after(self, line: int) -> None:
-        """Forget headings and images after ``line`` (read from lines a piece only carried)."""
+        """Keep what a piece read within its last ``line``: the definitions it carried after it
+        make no nodes, so a heading past it cannot be; an image past it is one placed on the
+        line that closed its block (the next piece's first), and comes back to ``line``."""
         while self.headings and self.headings[-1].line > line:
             self.headings.pop()
-        while self.images and self.images[-1].line > line:
-            self.images.pop()
+        for number in range(len(self.images) - 1, -1, -1):
+            image = self.images[number]
+            if image.line <= line:
+                break
+            self.images[number] = ImageRef(image.target, line, image.alt, image.syntax, image.markup)
 
     def keep_first(self, limit: int) -> int:
         """Keep the headings and images on the lines before the ``limit + 1``-th of them, in
@@ -516,15 +523,28 @@ class _Reader:
         starts = self.line_starts
         if block.first != block.last:
             return self.text[starts[block.first - 1] : starts[block.last]], starts[block.first - 1]
-        line = self.line(block.first)
+        line, byte_ends = self._line_map(block.first)
         offset = starts[block.first - 1]
-        if line.isascii():
+        if byte_ends is None:  # ASCII: byte columns are character indices
             start, end = block.column - 1, block.end_column or len(line)
             return line[start:end], offset + start
-        data = line.encode("utf-8", "surrogatepass")
-        start = len(data[: block.column - 1].decode("utf-8", "replace"))
-        through_end = data[: block.end_column].decode("utf-8", "replace") if block.end_column else line
-        return line[start : len(through_end)], offset + start
+        start = _chars_before(byte_ends, block.column - 1)
+        end = _chars_before(byte_ends, block.end_column) if block.end_column else len(line)
+        return line[start:end], offset + start
+
+    def _line_map(self, number: int) -> tuple[str, array[int] | None]:
+        """Line ``number`` and, unless it is ASCII, where each of its characters ends in UTF-8
+        bytes. The last line asked for is kept: a table row's cells are all on one line, and
+        working it out again for each cell made a long row quadratic."""
+        if self._mapped is not None and self._mapped[0] == number:
+            return self._mapped[1], self._mapped[2]
+        line = self.line(number)
+        byte_ends = None
+        if not line.isascii():
+            lengths = (len(char.encode("utf-8", "surrogatepass")) for char in line)
+            byte_ends = array("q", accumulate(lengths))
+        self._mapped = (number, line, byte_ends)
+        return line, byte_ends
 
     def _place(self, block: _Block | None, found: list[_Found]) -> None:
         if block is None:  # cannot happen with cmark's output; keep the images anyway
@@ -635,6 +655,14 @@ def _block(node: re.Match[bytes], offset: int) -> _Block:
 def _is_reference_definition(line: str) -> bool:
     match = _REFERENCE_LINE.fullmatch(line)
     return match is not None and not match["label"].isspace()
+
+
+def _chars_before(byte_ends: array[int], byte: int) -> int:
+    """Characters that start before UTF-8 byte offset ``byte`` of a line whose characters end at
+    ``byte_ends`` (one cut in two counts, as a decoder's replacement character would)."""
+    if byte <= 0:
+        return 0
+    return min(bisect_left(byte_ends, byte) + 1, len(byte_ends))
 
 
 def _char_index(line: str, column: int) -> int:

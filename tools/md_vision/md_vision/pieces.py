@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from md_vision.chunking import (
+    DELIMITER_ROW,
     MIN_PIECE_XML,
     PIECE_XML_PER_CHAR,
     Cut,
@@ -61,6 +62,18 @@ class _Text:
     def start(self, line: int) -> int:
         """Where 0-based ``line`` starts in the masked text."""
         return line if line < self.hidden else self.line_starts[line] - self.skipped
+
+    def delimiter_after(self, first: int) -> Callable[[int], bool]:
+        """Whether the line after line ``n`` of a piece starting at 0-based line ``first`` is a
+        table's delimiter row."""
+
+        def check(line: int) -> bool:
+            index = first + line  # 0-based index of the line after piece line ``line``
+            if index >= self.line_count:
+                return False
+            return DELIMITER_ROW.fullmatch(self.lines(index, index + 1).rstrip("\r\n")) is not None
+
+        return check
 
     def lines(self, first: int, end: int) -> str:
         """0-based lines ``first`` up to ``end`` (excluded)."""
@@ -113,7 +126,11 @@ def _walk(
 ) -> Iterator[Piece]:
     """Parse piece after piece, each ending at the latest block start found in it. With
     ``definitions``, probe each piece for them and record the first of each label."""
-    first, size, number = 0, piece_chars, 0
+    budget = max(PIECE_XML_PER_CHAR * piece_chars, MIN_PIECE_XML)  # XML bytes one piece may write
+    # The first piece is a quarter: its XML says how dense the text is, and the next pieces are
+    # sized to write about half the budget (a deeply nested list writes 128 bytes of XML a
+    # character: its pieces are an eighth of the usual).
+    first, size, number = 0, max(1, piece_chars // 4), 0
     while True:
         check()
         end = text.end_after(first, size)
@@ -122,10 +139,12 @@ def _walk(
         labels = definition_labels(piece) if definitions is not None else {}
         xml = markdown_to_xml(piece + probe(labels))
         lines = end - first
-        cut = None if whole else last_cut(xml, 1, lines)
+        cut = None if whole else last_cut(xml, 1, lines, text.delimiter_after(first))
         stopped = False
+        density = len(xml) / max(1, len(piece))
+        next_size = max(1, piece_chars // 16, min(piece_chars, int(budget / 2 / max(density, 1.0))))
         if cut is None and not whole:  # one block longer than the piece
-            if 2 * len(xml) <= max(PIECE_XML_PER_CHAR * piece_chars, MIN_PIECE_XML):
+            if 2 * len(xml) <= budget:
                 size *= 2  # parse a longer one
                 continue
             cut, stopped = last_block_start(xml, 1, lines) or Cut(1, 0), True
@@ -133,7 +152,7 @@ def _walk(
         if definitions is not None:
             found = resolved(xml, labels, lines)
             if found is None:  # the piece ends in an open fence or HTML block: probe before it
-                block = last_cut(xml, 1, lines)
+                block = last_cut(xml, 1, lines, text.delimiter_after(first))
                 prefix = text.lines(first, first + block.line - 1) if block else ""
                 labels = definition_labels(prefix)
                 kept_lines = block.line - 1 if block else 0
@@ -143,4 +162,4 @@ def _walk(
         yield Piece(xml if cut is None else xml[: cut.xml_position], first, first + 1, first + kept, stopped)
         if whole or stopped:
             return
-        first, size, number = first + kept, piece_chars, number + 1
+        first, size, number = first + kept, next_size, number + 1
