@@ -188,3 +188,18 @@ def test_a_line_of_links_to_the_sites_legal_pages_goes_but_a_sentence_naming_the
     assert "Cookie Notice" not in body and "Terms of Use" not in body
     assert "before you book a berth online" in body
     assert "Part two: the lamps" in body
+
+
+def test_control_characters_in_a_page_neither_end_the_extraction_nor_reach_the_markdown() -> None:
+    # A form feed in a <pre> (C and Python sources use it as a page break) made lxml refuse the
+    # code block's text and the whole extraction fail; references to control characters too.
+    for code, kept in [
+        ("int a;\x0cint b;", "int a;\nint b;"),
+        ("x&#12;y", "x\ny"),
+        ("x&#x0C;y", "x\ny"),
+        ("a&#1;b\x01c", "abc"),
+        ("a&#x1f;b&#0000008;c", "abc"),
+    ]:
+        body = body_of(blog(prose(3) + f"<pre>{code}</pre><p>Closing words{code}.</p>"))
+        assert f"```\n{kept}\n```" in body, code
+        assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", body)

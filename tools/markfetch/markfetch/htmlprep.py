@@ -70,15 +70,37 @@ _PARSER = html.HTMLParser(collect_ids=False, default_doctype=False, remove_comme
 
 
 def parse_html(text: str) -> html.HtmlElement | None:
-    """Parse a page; None when there is nothing to parse."""
+    """Parse a page; None when there is nothing to parse.
+
+    C0 control characters other than tab and line breaks go first, raw or as character
+    references (a form feed becomes a line break): lxml parses them into the tree but refuses
+    them in any text set later, so a form feed in a ``<pre>`` (common in C and Python sources)
+    ended the extraction with an error."""
     # lxml refuses str input that still declares an encoding (XHTML pages).
     text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text, count=1)
+    text = _CONTROL.sub(_without_control, text)
     if not text.strip():
         return None
     try:
         return html.document_fromstring(text, parser=_PARSER)
     except (etree.ParserError, ValueError):
         return None
+
+
+# Raw C0 controls but tab, LF and CR, and numeric references to them (decimal or hex).
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f]|&#(?:0*(?:[0-8]|1[1-2]|1[4-9]|2[0-9]|3[01])|[xX]0*(?:[0-8]|[bBcCeEfF]|1[0-9a-fA-F]))(?![0-9a-fA-F]);?"
+)
+
+
+def _without_control(match: re.Match[str]) -> str:
+    found = match.group()
+    if found.startswith("&#"):
+        digits = found[2:].rstrip(";")
+        code = int(digits[1:], 16) if digits[:1] in ("x", "X") else int(digits)
+    else:
+        code = ord(found)
+    return "\n" if code == 0x0C else ""  # a form feed breaks the page: a line break
 
 
 def _classes(element: etree._Element) -> str:
