@@ -289,7 +289,8 @@ def test_the_servers_output_schemas_stay_compact() -> None:
     from md_vision.server import IndexOutput, ReadOutput
     from vision_bridge.server import VisionOutput
 
-    for model, bound in ((IndexOutput, 700), (ReadOutput, 450), (FetchOutput, 250), (VisionOutput, 700)):
+    # IndexOutput: 700 until md-vision's files gained `indexed_lines` (an index cut short, 736).
+    for model, bound in ((IndexOutput, 750), (ReadOutput, 450), (FetchOutput, 250), (VisionOutput, 700)):
         schema = json.dumps(model.model_json_schema(), separators=(",", ":"))
         assert len(schema) <= bound, (model.__name__, len(schema))
         assert '"title":"' not in schema and '"description":' not in schema, (
