@@ -217,3 +217,25 @@ def test_images_in_the_cells_of_one_long_row_with_non_ascii_text() -> None:
     document = parse_document(text)
     assert len(document.images) == cells and {image.line for image in document.images} == {3}
     assert all(image.markup == "![é](é.png)" for image in document.images)
+
+
+def test_the_structure_cap_at_its_edge() -> None:
+    text = "".join(f"## H{number}\n" for number in range(12))
+    assert parse_document(text, max_structure=12).structure_end is None  # exactly the cap: all read
+    assert parse_document(text, max_structure=11).structure_end == StructureEnd(11, "cap")
+
+
+def test_a_text_of_exactly_one_piece_is_parsed_once_and_one_more_character_in_pieces() -> None:
+    from md_vision import pieces
+
+    text = "# A\n\ntext\n\n# B\n\nmore\n"
+    assert len(list(pieces.parse_pieces(text, _starts(text), 0, len(text), lambda: None))) == 1
+    several = list(pieces.parse_pieces(text, _starts(text), 0, len(text) - 1, lambda: None))
+    assert len(several) > 1 and several[-1].last == text.count("\n")
+    assert _shape(parse_document(text, piece_chars=len(text) - 1)) == _shape(parse_document(text))
+
+
+def _starts(text: str) -> list[int]:
+    from md_vision.document import line_starts_of
+
+    return list(line_starts_of(text))
