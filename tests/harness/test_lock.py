@@ -217,7 +217,16 @@ def test_a_second_run_on_a_live_folder_is_refused_in_one_sentence_naming_the_fir
     config, results = write_config(tmp_path, gate.stub.openai_base_url), tmp_path / "results"
     folder = results / "twice"
     first = start(config, results)
-    wait_for(lambda: holder_pid(folder) == first.pid, "the first run to hold the folder")
+    # The run takes the lock, then writes its manifest twice (begun, then with its tools), then
+    # calls the model, which the gate holds: wait for that call, or a loaded machine reads the
+    # folder before the manifest is final.
+    wait_for(
+        lambda: (
+            holder_pid(folder) == first.pid
+            and any(r.path.endswith("/chat/completions") for r in gate.stub.requests)
+        ),
+        "the first run to hold the folder and call the model",
+    )
     manifest_before = (folder / "manifest.json").read_bytes()
     second = start(config, results)
     _, err = second.communicate(timeout=120)
