@@ -158,14 +158,22 @@ def test_dev_set_markfetch_beats_plain_trafilatura_markdown() -> None:
     assert markfetch.scores().f1 > trafilatura.scores().f1
 
 
-def make_per_file_benchmark(root: Path, n: int = 4, *, checkout: bool = False) -> Path:
+def make_per_file_benchmark(
+    root: Path,
+    n: int = 4,
+    *,
+    checkout: bool = False,
+    first: int = 1,
+    page_types: tuple[str, ...] = (),
+) -> Path:
     """The web-content-extraction layout: ground-truth/NNNN.json (schema 2.0) and html/NNNN.html.gz,
-    or, as in a checkout of its repository, benchmark/ground-truth/ and release/html/."""
+    or, as in a checkout of its repository, benchmark/ground-truth/ and release/html/. Pages are
+    numbered from ``first``; ``page_types`` labels them in turn, as WCXB's files are labelled."""
     truth_dir = root / ("benchmark/ground-truth" if checkout else "ground-truth")
     html_dir = root / ("release/html" if checkout else "html")
     truth_dir.mkdir(parents=True)
     html_dir.mkdir(parents=True)
-    for i in range(1, n + 1):
+    for i in range(first, first + n):
         body = paragraphs(4, topic=f"harbour {i}")
         text = "\n\n".join(re.findall(r"<p>(.*?)</p>", body))
         page = article_page(body, title=f"Page {i}").replace(
@@ -183,6 +191,9 @@ def make_per_file_benchmark(root: Path, n: int = 4, *, checkout: bool = False) -
                 "without": ["Subscribe to our newsletter", "Cookie settings"],
             },
         }
+        if page_types:
+            label = page_types[(i - first) % len(page_types)]
+            document["_internal"] = {"page_type": {"primary": label, "confidence": "verified"}}
         (truth_dir / f"{i:04d}.json").write_text(json.dumps(document))
     return root
 
@@ -291,3 +302,57 @@ def test_docab_webextract_scores_two_sets_apart_with_dev_validation_and_sentence
     capsys.readouterr()
     for page_set in json.loads(out.read_text())["sets"]:
         assert set(page_set["parts"]) == {"dev", "validation"} and page_set["parts"]["dev"] == 0
+
+
+def make_wcxb(root: Path) -> Path:
+    """WCXB's layout: the publisher's dev/ and test/ folders, each a per-file benchmark."""
+    make_per_file_benchmark(root / "dev", n=5, page_types=("article", "forum"))
+    make_per_file_benchmark(root / "test", n=3, first=4011, page_types=("article", "forum"))
+    return root
+
+
+def test_wcxb_keeps_its_publishers_split_and_page_types(tmp_path: Path) -> None:
+    page_set = load_set(make_wcxb(tmp_path))
+    assert page_set.layout == "wcxb" and not page_set.ai_ground_truth
+    assert "held-out test set" in page_set.ground_truth
+    parts = {p.key: p.part for p in page_set.pages}
+    # Not the hash's halves: every dev file is dev and every test file validation.
+    assert parts == {
+        **dict.fromkeys(["0001", "0002", "0003", "0004", "0005"], "dev"),
+        **dict.fromkeys(["4011", "4012", "4013"], "validation"),
+    }
+    assert [p.page_type for p in page_set.pages[:3]] == ["article", "forum", "article"]
+    assert page_set.pages[0].must_not_contain == ("Subscribe to our newsletter", "Cookie settings")
+    # --limit takes the first pages of each split, so a quick check still has both parts.
+    assert [p.key for p in load_set(tmp_path, limit=2).pages] == ["0001", "0002", "4011", "4012"]
+    (tmp_path / "test" / "html" / "4012.html.gz").unlink()
+    assert load_set(tmp_path).unpaired == ("test/4012.json",)
+    for html_file in (tmp_path / "test" / "html").iterdir():
+        html_file.unlink()
+    (tmp_path / "test" / "html").rmdir()
+    with pytest.raises(DataError, match=r"test has ground-truth/ but no html/"):
+        load_set(tmp_path)
+
+
+def test_docab_webextract_reports_wcxb_by_page_type(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out.json"
+    argv = [
+        "webextract",
+        "--data",
+        str(make_wcxb(tmp_path / "wcxb")),
+        "--extractors",
+        "markfetch,trafilatura-markdown",
+        "--json",
+        str(out),
+    ]
+    assert docab(argv) == 0
+    printed = capsys.readouterr().out
+    assert "held-out test set" in printed and "F1 by page type" in printed
+    (page_set,) = json.loads(out.read_text())["sets"]
+    assert page_set["layout"] == "wcxb" and page_set["parts"] == {"dev": 5, "validation": 3}
+    by_type = page_set["by_page_type"]
+    assert set(by_type) == {"article", "forum"}
+    articles = by_type["article"]["markfetch"]
+    assert articles["dev"]["pages"] == 3 and articles["validation"]["pages"] == 2
+    assert by_type["forum"]["trafilatura-markdown"]["validation"]["pages"] == 1
+    assert 0.9 <= articles["validation"]["f1"] <= 1.0  # the pages are plain articles

@@ -8,14 +8,20 @@
   AI-made ground truth): one JSON file per page in ``ground-truth/`` (or ``benchmark/ground-truth/``
   in a checkout of the repository), ``{"url", "ground_truth": {"main_content", "with",
   "without"}}``, and the HTML as ``html/<key>.html.gz`` (or ``release/html/``, ``benchmark/html/``).
+- **WCXB** (Murrough-Foley/web-content-extraction-benchmark, the human-reviewed release of the
+  same schema, with seven labelled page types): the same per-page files under ``dev/`` and
+  ``test/``, each with ``ground-truth/`` and ``html/``. Its dev pages are largely the
+  web-content-extraction benchmark's pages; its 511 test pages are in neither other set.
 
-Every page falls in one of two stable halves by a hash of its key: the **dev** part, to develop
-on, and the **validation** part, to check on. The split is fixed before anyone looks at a page,
-so a set brought in later splits the same way on every machine.
+Every page falls in one of two stable parts: the **dev** part, to develop on, and the
+**validation** part, to check on. Where the publisher holds a test set out (WCXB), its split is
+kept: dev is its dev set, validation its test set. Elsewhere a hash of the page's key decides,
+fixed before anyone looks at a page, so a set brought in later splits the same way on every machine.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -24,7 +30,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 Part = Literal["dev", "validation"]
-Layout = Literal["article-extraction", "web-content-extraction"]
+Layout = Literal["article-extraction", "web-content-extraction", "wcxb"]
+# The publisher's split folders of a WCXB checkout, and the part each one is.
+WCXB_SPLITS: dict[str, Part] = {"dev": "dev", "test": "validation"}
 
 
 class DataError(Exception):
@@ -39,6 +47,8 @@ class Page:
     article_body: str  # the ground truth
     must_contain: tuple[str, ...] = ()  # sentences a good extraction keeps ("with")
     must_not_contain: tuple[str, ...] = ()  # boilerplate it leaves out ("without")
+    page_type: str = ""  # the set's label for the page ("article", "forum", ...), where it has one
+    given_part: Part | None = None  # the publisher's split, where it holds a test set out
 
     @property
     def split(self) -> str:
@@ -47,7 +57,9 @@ class Page:
 
     @property
     def part(self) -> Part:
-        """``dev`` (half A) or ``validation`` (half B)."""
+        """The publisher's part where it gives one, else ``dev`` (half A) or ``validation`` (half B)."""
+        if self.given_part is not None:
+            return self.given_part
         return "dev" if self.split == "A" else "validation"
 
 
@@ -67,6 +79,13 @@ class PageSet:
         """The ground truth was written by a model (the web-content-extraction benchmark's)."""
         return self.layout == "web-content-extraction"
 
+    @property
+    def ground_truth(self) -> str:
+        """Who wrote the ground truth, and how the parts were drawn, in a few words for a title."""
+        if self.layout == "wcxb":
+            return "ground truth reviewed by people; validation = the publisher's held-out test set"
+        return "AI-made ground truth" if self.ai_ground_truth else "ground truth by people"
+
 
 def load_pages(folder: str | Path, *, limit: int | None = None) -> list[Page]:
     """All pages of ``folder`` in key order (see :func:`load_set`)."""
@@ -74,17 +93,20 @@ def load_pages(folder: str | Path, *, limit: int | None = None) -> list[Page]:
 
 
 def load_set(folder: str | Path, *, limit: int | None = None) -> PageSet:
-    """The pages of ``folder`` in key order, in either layout; the HTML is read as UTF-8, as the
-    benchmarks' own runners read it. ``limit``: only the first pages."""
+    """The pages of ``folder`` in key order, in any of the layouts; the HTML is read as UTF-8, as
+    the benchmarks' own runners read it. ``limit``: only the first pages (of each of the
+    publisher's splits, where it has them, so a quick check still sees both parts)."""
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise DataError(
             f"{root} is not a folder; pass a benchmark folder (html/ and ground-truth.json, or "
-            "ground-truth/*.json)"
+            "ground-truth/*.json, or dev/ and test/ with those)"
         )
     truth_file = root / "ground-truth.json"
     if truth_file.is_file():
         return PageSet(root, "article-extraction", _load_article_layout(root, truth_file, limit))
+    if all((root / split / "ground-truth").is_dir() for split in WCXB_SPLITS):
+        return _load_wcxb(root, limit)
     truth_dir = _first_dir(root, ("ground-truth", "benchmark/ground-truth"))
     html_dir = _first_dir(root, ("html", "release/html", "benchmark/html"))
     if truth_dir is None:
@@ -96,6 +118,19 @@ def load_set(folder: str | Path, *, limit: int | None = None) -> PageSet:
         raise DataError(f"{root} has {truth_dir.name}/ but no html/ folder (nor release/html/)")
     pages, unpaired = _load_per_file_layout(truth_dir, html_dir, limit)
     return PageSet(root, "web-content-extraction", pages, unpaired)
+
+
+def _load_wcxb(root: Path, limit: int | None) -> PageSet:
+    pages: list[Page] = []
+    unpaired: list[str] = []
+    for split, part in WCXB_SPLITS.items():
+        html_dir = root / split / "html"
+        if not html_dir.is_dir():
+            raise DataError(f"{root / split} has ground-truth/ but no html/ folder")
+        found, missing = _load_per_file_layout(root / split / "ground-truth", html_dir, limit)
+        pages += [dataclasses.replace(page, given_part=part) for page in found]
+        unpaired += [f"{split}/{name}" for name in missing]
+    return PageSet(root, "wcxb", pages, tuple(unpaired))
 
 
 def _first_dir(root: Path, names: tuple[str, ...]) -> Path | None:
@@ -168,6 +203,15 @@ def _load_per_file_layout(
                 article_body=str(truth.get("main_content") or ""),
                 must_contain=_snippets(truth, "with"),
                 must_not_contain=_snippets(truth, "without"),
+                page_type=_page_type(document),
             )
         )
     return pages, unpaired
+
+
+def _page_type(document: dict[str, Any]) -> str:
+    """The page's labelled type (schema 2.0 keeps it in ``_internal.page_type.primary``), or ""."""
+    internal = document.get("_internal")
+    label = internal.get("page_type") if isinstance(internal, dict) else None
+    primary = label.get("primary") if isinstance(label, dict) else label
+    return primary.strip() if isinstance(primary, str) else ""

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from docab_benchmark.webextract.data import PageSet
+    from docab_benchmark.webextract.data import Page, PageSet
     from docab_benchmark.webextract.extractors import Extractor
     from docab_benchmark.webextract.runner import ExtractorResult
 
@@ -28,16 +28,18 @@ and print precision, recall and F1 with the article-extraction benchmark's own m
 shingles, per-page P/R averaged), plus milliseconds per page. Markdown outputs are scored on the
 text they render to.
 
-Two layouts are read: the article-extraction benchmark's (html/<sha256>.html.gz +
-ground-truth.json) and the web-content-extraction benchmark's (ground-truth/NNNN.json with
-"with"/"without" sentences + html/NNNN.html.gz, or a checkout of its repository). Where pages have
-them, "must" is the share of must-contain sentences kept and "must-not" the share of boilerplate
-sentences let through (lower is better). That benchmark's ground truth was written by a model:
-its figures are printed in a table of their own.
+Three layouts are read: the article-extraction benchmark's (html/<sha256>.html.gz +
+ground-truth.json), the web-content-extraction benchmark's (ground-truth/NNNN.json with
+"with"/"without" sentences + html/NNNN.html.gz, or a checkout of its repository) and WCXB's (the
+same files under dev/ and test/). Where pages have them, "must" is the share of must-contain
+sentences kept and "must-not" the share of boilerplate sentences let through (lower is better).
+Each set gets tables of their own; the title says who wrote its ground truth.
 
-Every set is split into two stable parts by a hash of each page's key, fixed before anyone looks:
-dev (to develop on) and validation (to check on; never read page by page). Both are shown, and
-the gap between them: a rule fitted to the dev pages shows up as a gap.
+Every set is split into two stable parts, fixed before anyone looks: dev (to develop on) and
+validation (to check on; never read page by page). WCXB's parts are its publisher's dev and
+held-out test sets; elsewhere a hash of each page's key decides. Both are shown, and the gap
+between them: a rule fitted to the dev pages shows up as a gap. Where pages are labelled with a
+type (article, forum, product, ...), a table gives each type's F1.
 
 A second table gives each extractor's F1 minus plain trafilatura markdown's on the same pages,
 with a 95 % paired bootstrap interval over pages: how far the margin could move on another
@@ -46,6 +48,7 @@ EPILOG = """\
 examples:
   docab webextract --data ../shared/data/article-extraction-dev
   docab webextract --data ../shared/data/article-extraction-dev --data ~/web-content-extraction-benchmark
+  docab webextract --data ~/wcxb --split validation   # WCXB's held-out test set only
   docab webextract --data DIR --extractors markfetch,trafilatura-markdown --repeat 3
   docab webextract --data DIR --split validation --json results/webextract.json
 """
@@ -186,9 +189,8 @@ def _score_set(
     parts = {name: [p.key for p in pages if p.part == name] for name in PARTS}
     sentences = any(p.must_contain or p.must_not_contain for p in pages)
     baseline = next((r for r in results if r.extractor.name == _baseline_name()), None)
-    truth = "AI-made ground truth" if page_set.ai_ground_truth else "ground truth by people"
     title = (
-        f"{page_set.layout} benchmark ({truth}): {len(pages)} pages from {page_set.folder} "
+        f"{page_set.layout} benchmark ({page_set.ground_truth}): {len(pages)} pages from {page_set.folder} "
         f"(dev {len(parts['dev'])}, validation {len(parts['validation'])})"
     )
     if page_set.unpaired:
@@ -242,6 +244,12 @@ def _score_set(
     if baseline is not None and len(results) > 1:
         console.print()
         console.print(_difference_table(results, baseline, parts, rows))
+    types = sorted({p.page_type for p in pages if p.page_type})
+    by_type: dict[str, Any] = {}
+    if len(types) > 1:
+        console.print()
+        table, by_type = _page_type_table(results, pages, types)
+        console.print(table)
     console.print()
     return {
         "data": str(page_set.folder.resolve()),
@@ -251,7 +259,38 @@ def _score_set(
         "unpaired": list(page_set.unpaired),
         "parts": {name: len(keys) for name, keys in parts.items()},
         "results": rows,
+        "by_page_type": by_type,
     }
+
+
+def _page_type_table(
+    results: list[ExtractorResult], pages: list[Page], types: list[str]
+) -> tuple[Table, dict[str, Any]]:
+    """F1 of every extractor on each labelled page type, dev and validation apart; and the same
+    figures for the JSON payload (type -> extractor -> part -> figures)."""
+    from rich.table import Table
+
+    from docab_benchmark.webextract.runner import part_figures
+
+    table = Table(title="F1 by page type (pages: dev / validation)", title_justify="left")
+    table.add_column("page type")
+    table.add_column("pages", justify="right")
+    for result in results:
+        for part in ("dev", "val"):
+            table.add_column(f"{result.extractor.name} {part}", justify="right")
+    payload: dict[str, Any] = {}
+    for page_type in types:
+        keys = {part: [p.key for p in pages if p.page_type == page_type and p.part == part] for part in PARTS}
+        cells = [page_type, f"{len(keys['dev'])} / {len(keys['validation'])}"]
+        payload[page_type] = {}
+        for result in results:
+            figures = {part: part_figures(result, k) for part, k in keys.items() if k}
+            payload[page_type][result.extractor.name] = {
+                part: dataclasses.asdict(f) for part, f in figures.items()
+            }
+            cells += [f"{figures[part].f1:.3f}" if part in figures else "-" for part in PARTS]
+        table.add_row(*cells)
+    return table, payload
 
 
 def _difference_table(
