@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from markfetch import htmlprep
 from markfetch.extract import (
     READER_MAX_ELEMENTS,
     Article,
@@ -191,6 +192,54 @@ def test_a_page_hidden_behind_an_open_dialog_is_still_read() -> None:
     assert article.method == "reader"
     assert "Paragraph 4 about the harbour" in article.body
     assert "HIDDEN" not in article.body
+
+
+def test_content_kept_for_a_click_is_read_but_hidden_copies_still_go() -> None:
+    # A product page: a short visible intro, its details in hidden tab panels and a collapsed FAQ
+    # (most of its text), a carousel whose cloned slide repeats the shown one.
+    slide = "<p>Free delivery on every order over fifty pounds, returns within thirty days.</p>"
+    panels = {
+        "materials": "The shade is spun brass over a frame of recycled steel, and the cord is braided "
+        "cotton in three colours, each tested for heat from the bulb over a thousand hours.",
+        "warranty": "Every lamp carries a five year warranty covering the wiring and the switch; send "
+        "it back with the receipt and a repaired or new lamp is posted within a fortnight.",
+        "care": "Dust the shade with a dry cloth, never a spray polish, which clouds brass within "
+        "weeks; tighten the base ring once a year as the thread settles.",
+    }
+    html = (
+        "<html><head><title>Harbour lamp</title></head><body><main><h1>Harbour lamp</h1>"
+        f"{paragraphs(1, topic='lamp')}<div class='carousel'>{slide}"
+        f"<div aria-hidden='true' class='clone'>{slide}</div></div>"
+        f"<div role='tabpanel' hidden><p>{panels['materials']}</p></div>"
+        f"<div role='tabpanel' hidden><p>{panels['warranty']}</p></div>"
+        f"<details><summary>Care</summary><div style='display:none'><p>{panels['care']}</p></div></details>"
+        "</main></body></html>"
+    )
+    tree = parse_html(html)
+    htmlprep.remove_hidden(tree)
+    text = " ".join(" ".join(tree.itertext()).split())
+    assert all(panel in text for panel in panels.values())
+    assert text.count("Free delivery on every order") == 1  # the clone was a copy
+    body = " ".join(extract_article(html, URL).body.split())
+    assert panels["materials"] in body and panels["warranty"] in body
+
+
+def test_a_large_hidden_copy_of_the_article_still_goes() -> None:
+    # Two schema.org copies for crawlers hold most of the page's text: hidden, but copies.
+    copy = (
+        f"<div style='display:none;' itemscope itemtype='http://schema.org/NewsArticle'>{paragraphs(4)}</div>"
+    )
+    html = article_page(paragraphs(4)).replace("</article>", f"</article>{copy}{copy}")
+    body = extract_article(html, URL).body
+    assert body.count("Paragraph 2 about the harbour") == 1
+
+
+def test_hidden_furniture_on_a_page_that_shows_its_text_still_goes() -> None:
+    modal = "<div class='modal' hidden><p>Sign up for the harbour newsletter and never miss a tide.</p></div>"
+    html = article_page(paragraphs(5)).replace("</article>", f"</article>{modal}")
+    tree = parse_html(html)
+    assert htmlprep.remove_hidden(tree) == 1
+    assert "newsletter" not in extract_article(html, URL).body
 
 
 def test_a_short_story_on_a_page_heavy_with_links_keeps_the_reader_view() -> None:
