@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from lxml import etree, html
 
-from markfetch.consensus import (
-    reading_blocks,
-    second_opinion_text,
-    shingles,
-    trim_unshared_tail,
-)
+from markfetch.consensus import reading_blocks, second_opinion_text, trim_unshared_tail
 from markfetch.extract import extract_article
 from markfetch.htmlprep import parse_html
 from markfetch.markdown import html_to_markdown
+from markfetch.shingles import shingles
 from tests.markfetch.pages import article_page, paragraphs
 
 URL = "https://example.org/news/2024/harbour.html"

@@ -34,23 +34,15 @@ from collections import Counter
 from copy import deepcopy
 from typing import TYPE_CHECKING
 
+from markfetch.shingles import shingles
+
 if TYPE_CHECKING:
     from lxml import etree, html
 
-SHINGLE_WORDS = 4
 # A block is shared when at least this share of its shingles is in the second opinion.
 BLOCK_SHARED = 0.5
 MIN_AGREEMENT = 0.9
 MAX_CUT_SHARE = 0.4
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def shingles(text: str) -> Counter[tuple[str, ...]]:
-    """Multiset of windows of SHINGLE_WORDS words (one window for a shorter text, none for none)."""
-    words = _WORD.findall(text.casefold())
-    if len(words) < SHINGLE_WORDS:
-        return Counter([tuple(words)]) if words else Counter()
-    return Counter(tuple(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1))
 
 
 def second_opinion_text(tree: html.HtmlElement) -> str:

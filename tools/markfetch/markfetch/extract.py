@@ -165,6 +165,7 @@ def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: Prepare
     from markfetch.furniture import drop_site_link_lines
     from markfetch.markdown import html_to_markdown
     from markfetch.preserved import number_lists
+    from markfetch.shingles import shingles
 
     document = trafilatura.bare_extraction(
         tree,
@@ -184,7 +185,7 @@ def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: Prepare
     drop_site_link_lines(block_container(body))
     body = prune_trailing_link_clusters(cut_final_coda(body))
     # trafilatura works on a copy of the tree, so the second opinion reads the same prepared page.
-    second_opinion = consensus.shingles(consensus.second_opinion_text(tree))
+    second_opinion = shingles(consensus.second_opinion_text(tree))
     consensus.trim_unshared_tail(block_container(body), second_opinion)
     drop_edge_rules(body)
     number_lists(body, prepared.list_numbers)

@@ -25,6 +25,11 @@ All functions mutate the lxml tree they are given and do no I/O.
 - ``<small>`` print goes: HTML's side comments (dates, bylines, disclaimers, copyright).
 - Page furniture named by its class or id (newsletter, promo, share, social, outbrain ...) goes,
   unless the element is a misnamed container of the article.
+
+Why one module: the passes run in an order that matters (scripts first, so every later pass walks
+a smaller tree; heading permalinks before teaser cards, which read a heading's link) and share one
+measure of the page (:func:`visible_text_length`, :func:`text_chars`) and one way to remove a
+subtree without losing its tail text (``_drop``); :func:`prepare` shows the whole sequence at once.
 """
 
 from __future__ import annotations
@@ -34,7 +39,6 @@ from dataclasses import dataclass, field
 
 from lxml import etree, html
 
-from markfetch.consensus import shingles
 from markfetch.markdown import (
     TASK_DONE,
     TASK_OPEN,
@@ -43,6 +47,7 @@ from markfetch.markdown import (
     normalise_code,
 )
 from markfetch.preserved import keep_figure_captions, list_numbers, mark_rules
+from markfetch.shingles import shingles
 
 _HIDDEN_STYLE = re.compile(
     r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!important)?\s*(?:;|$)", re.I
