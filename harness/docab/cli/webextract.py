@@ -33,7 +33,7 @@ ground-truth.json), the web-content-extraction benchmark's (ground-truth/NNNN.js
 "with"/"without" sentences + html/NNNN.html.gz, or a checkout of its repository) and WCXB's (the
 same files under dev/ and test/). Where pages have them, "must" is the share of must-contain
 sentences kept and "must-not" the share of boilerplate sentences let through (lower is better).
-Each set gets tables of their own; the title says who wrote its ground truth.
+Each set gets tables of its own; the title says who wrote its ground truth.
 
 Every set is split into two stable parts, fixed before anyone looks: dev (to develop on) and
 validation (to check on; never read page by page). WCXB's parts are its publisher's dev and
