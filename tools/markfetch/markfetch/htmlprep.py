@@ -166,6 +166,7 @@ def remove_hidden(tree: etree._Element) -> int:
     page shows (:func:`_hidden_copies`).
     """
     doomed = []
+    chars: dict[etree._Element, int] = {}  # text length of each element hidden by its attributes
     page_chars: int | None = None
     for element in _HIDDEN_CANDIDATES(tree):
         if element.tag in _NEVER_REMOVED:
@@ -179,21 +180,24 @@ def remove_hidden(tree: etree._Element) -> int:
         ):
             if page_chars is None:
                 page_chars = visible_text_length(tree)
-            if visible_text_length(element) * 2 <= page_chars:
+            chars[element] = visible_text_length(element)
+            if chars[element] * 2 <= page_chars:
                 doomed.append(element)
-    hidden = [e for e in doomed if e.tag not in ("noscript", "template") and not _inside_any(e, doomed)]
-    if page_chars and sum(visible_text_length(e) for e in hidden) > HIDDEN_CONTENT_SHARE * page_chars:
-        copies = _hidden_copies(tree, hidden)
-        doomed = [e for e in doomed if e.tag in ("noscript", "template") or e in copies]
+    marked = set(doomed)
+    hidden = [e for e in doomed if e in chars and not _inside_any(e, marked)]
+    if page_chars and sum(chars[e] for e in hidden) > HIDDEN_CONTENT_SHARE * page_chars:
+        copies = set(_hidden_copies(tree, hidden))
+        doomed = [e for e in doomed if e not in chars or e in copies]
+        marked = set(doomed)
     removed = 0
     for element in doomed:
-        if element.getparent() is not None and not any(a in doomed for a in element.iterancestors()):
+        if element.getparent() is not None and not _inside_any(element, marked):
             _drop(element)
             removed += 1
     return removed
 
 
-def _inside_any(element: etree._Element, others: list[etree._Element]) -> bool:
+def _inside_any(element: etree._Element, others: set[etree._Element]) -> bool:
     return any(ancestor in others for ancestor in element.iterancestors())
 
 
@@ -220,6 +224,9 @@ def clean_heading_anchors(tree: html.HtmlElement) -> None:
     """Drop permalink anchors (¶, #, 🔗 ...) and unwrap headings' links to themselves."""
     for anchor in list(tree.iter("a")):
         text = anchor.text_content().strip().lower()
+        same_page = (anchor.get("href") or "").startswith("#")
+        if text not in _PERMALINK_TEXT and not same_page:
+            continue  # most links: walking their ancestors cost a tenth of the preparation
         in_heading = any(a.tag in ("h1", "h2", "h3", "h4", "h5", "h6") for a in anchor.iterancestors())
         if text in _PERMALINK_TEXT and (
             in_heading
@@ -230,7 +237,7 @@ def clean_heading_anchors(tree: html.HtmlElement) -> None:
             if not text and anchor.find(".//img") is not None:
                 continue  # an image link, not a permalink
             _drop(anchor)
-        elif in_heading and (anchor.get("href") or "").startswith("#"):
+        elif in_heading and same_page:
             anchor.drop_tag()
 
 
