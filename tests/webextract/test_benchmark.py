@@ -325,6 +325,15 @@ def test_wcxb_keeps_its_publishers_split_and_page_types(tmp_path: Path) -> None:
     assert page_set.pages[0].must_not_contain == ("Subscribe to our newsletter", "Cookie settings")
     # --limit takes the first pages of each split, so a quick check still has both parts.
     assert [p.key for p in load_set(tmp_path, limit=2).pages] == ["0001", "0002", "4011", "4012"]
+    # A page filed in both splits (WCXB has 139) counts once, in test, as the publisher's metadata has it.
+    make_per_file_benchmark(tmp_path / "again", n=1, first=4012)
+    for sub in ("ground-truth", "html"):
+        for file in (tmp_path / "again" / sub).iterdir():
+            file.rename(tmp_path / "dev" / sub / file.name)
+    page_set = load_set(tmp_path)
+    assert [p.key for p in page_set.pages].count("4012") == 1
+    assert {p.key: p.part for p in page_set.pages}["4012"] == "validation"
+    assert page_set.duplicates == ("dev/4012.json",)
     (tmp_path / "test" / "html" / "4012.html.gz").unlink()
     assert load_set(tmp_path).unpaired == ("test/4012.json",)
     for html_file in (tmp_path / "test" / "html").iterdir():

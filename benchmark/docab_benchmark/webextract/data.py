@@ -73,6 +73,9 @@ class PageSet:
     unpaired: tuple[
         str, ...
     ] = ()  # ground-truth files without their HTML, left out (as the benchmark's runner does)
+    # WCXB: files of dev/ whose page is also in test/, left out of dev. The publisher's metadata
+    # puts 139 such pages in test (their HTML is the same, their ground truth an older draft).
+    duplicates: tuple[str, ...] = ()
 
     @property
     def ai_ground_truth(self) -> bool:
@@ -111,8 +114,9 @@ def load_set(folder: str | Path, *, limit: int | None = None) -> PageSet:
     html_dir = _first_dir(root, ("html", "release/html", "benchmark/html"))
     if truth_dir is None:
         raise DataError(
-            f"{truth_file} is missing, and so is a ground-truth/ folder of per-page JSON files; is {root} "
-            "a checkout of the article-extraction or the web-content-extraction benchmark?"
+            f"{truth_file} is missing, and so is a ground-truth/ folder of per-page JSON files (or dev/ "
+            f"and test/ with one each); is {root} a checkout of the article-extraction benchmark, the "
+            "web-content-extraction benchmark or WCXB?"
         )
     if html_dir is None:
         raise DataError(f"{root} has {truth_dir.name}/ but no html/ folder (nor release/html/)")
@@ -121,16 +125,24 @@ def load_set(folder: str | Path, *, limit: int | None = None) -> PageSet:
 
 
 def _load_wcxb(root: Path, limit: int | None) -> PageSet:
+    """Both of the publisher's splits; a page filed in both (same id) counts once, in test, as the
+    publisher's metadata.json has it, so no held-out page is also developed on."""
+    held_out = frozenset(file.stem for file in (root / "test" / "ground-truth").glob("*.json"))
     pages: list[Page] = []
     unpaired: list[str] = []
+    duplicates: list[str] = []
     for split, part in WCXB_SPLITS.items():
         html_dir = root / split / "html"
         if not html_dir.is_dir():
             raise DataError(f"{root / split} has ground-truth/ but no html/ folder")
-        found, missing = _load_per_file_layout(root / split / "ground-truth", html_dir, limit)
+        exclude = held_out if part == "dev" else frozenset()
+        found, missing = _load_per_file_layout(root / split / "ground-truth", html_dir, limit, exclude)
         pages += [dataclasses.replace(page, given_part=part) for page in found]
         unpaired += [f"{split}/{name}" for name in missing]
-    return PageSet(root, "wcxb", pages, tuple(unpaired))
+        if exclude:
+            files = (root / split / "ground-truth").glob("*.json")
+            duplicates += sorted(f"{split}/{file.name}" for file in files if file.stem in exclude)
+    return PageSet(root, "wcxb", pages, tuple(unpaired), tuple(duplicates))
 
 
 def _first_dir(root: Path, names: tuple[str, ...]) -> Path | None:
@@ -154,7 +166,7 @@ def _snippets(entry: dict[str, Any], name: str) -> tuple[str, ...]:
 def _load_article_layout(root: Path, truth_file: Path, limit: int | None) -> list[Page]:
     try:
         truth = json.loads(truth_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise DataError(f"{truth_file} is not readable JSON ({type(exc).__name__})") from None
     if not isinstance(truth, dict) or not truth:
         raise DataError(f"{truth_file} should map page hashes to {{url, articleBody}}")
@@ -175,11 +187,12 @@ def _load_article_layout(root: Path, truth_file: Path, limit: int | None) -> lis
 
 
 def _load_per_file_layout(
-    truth_dir: Path, html_dir: Path, limit: int | None
+    truth_dir: Path, html_dir: Path, limit: int | None, exclude: frozenset[str] = frozenset()
 ) -> tuple[list[Page], tuple[str, ...]]:
     """The pages whose ground truth has its HTML beside it, and the names of those that have not
-    (the published repository has one such file; its own runner pairs them the same way)."""
-    files = sorted(truth_dir.glob("*.json"))
+    (the published repository has one such file; its own runner pairs them the same way).
+    Files named in ``exclude`` (by stem) are skipped."""
+    files = sorted(file for file in truth_dir.glob("*.json") if file.stem not in exclude)
     if not files:
         raise DataError(f"{truth_dir} holds no .json ground-truth files")
     unpaired = tuple(file.name for file in files if not (html_dir / f"{file.stem}.html.gz").is_file())
@@ -190,7 +203,7 @@ def _load_per_file_layout(
     for file in files:
         try:
             document = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise DataError(f"{file} is not readable JSON ({type(exc).__name__})") from None
         truth = document.get("ground_truth") if isinstance(document, dict) else None
         if not isinstance(truth, dict):

@@ -86,7 +86,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="score only one part: dev (= A) or validation (= B) (default: all)",
     )
     parser.add_argument(
-        "--limit", type=int, metavar="N", help="only the first N pages of each set (quick checks)"
+        "--limit",
+        type=int,
+        metavar="N",
+        help="only the first N pages of each set (of each of WCXB's dev and test sets; quick checks)",
     )
     parser.add_argument(
         "--repeat", type=int, default=1, metavar="N", help="time each call N times, keep the fastest"
@@ -196,6 +199,11 @@ def _score_set(
     if page_set.unpaired:
         shown = ", ".join(page_set.unpaired[:5]) + (" …" if len(page_set.unpaired) > 5 else "")
         title += f"; {len(page_set.unpaired)} ground-truth file(s) without their HTML left out: {shown}"
+    if page_set.duplicates:
+        title += (
+            f"; {len(page_set.duplicates)} dev file(s) also in test/ counted once, in validation "
+            "(as the publisher's metadata files them)"
+        )
     table = Table(title=title, title_justify="left")
     columns = ["extractor", "F1", "P dev", "R dev", "F1 dev", "P val", "R val", "F1 val", "gap"]
     if sentences:

@@ -143,8 +143,10 @@ def _drop(element: etree._Element) -> None:
 # page is holding content back for a click (product tabs, FAQ accordions, "read more" text, a
 # landing page's sections revealed by script), not hiding furniture; then only hidden copies go.
 # Chosen on the web-content-extraction benchmark's dev part (F1 0.7685 -> 0.7742; 0.1-0.3 all
-# gave 0.7735-0.7748) and checked, unchanged, on WCXB's dev set (0.8141 -> 0.8175) and its
-# held-out test set (0.863 -> 0.865); its validation part moved 0.777 -> 0.776.
+# gave 0.7735-0.7748) and checked, unchanged, on WCXB's dev set (its 1,358 pages: 0.8107 ->
+# 0.8139; first measured on all 1,497 files of dev/, 139 of which are test pages filed twice:
+# 0.8141 -> 0.8175) and its held-out test set (0.863 -> 0.865); the web-content-extraction
+# benchmark's validation part moved 0.777 -> 0.776.
 HIDDEN_CONTENT_SHARE = 0.25
 # A hidden element is a copy when at least this share of its 4-word shingles is shown elsewhere
 # on the page (a schema.org copy of the article for crawlers, a carousel's cloned slides).
@@ -163,7 +165,12 @@ def remove_hidden(tree: etree._Element) -> int:
 
     When the hidden elements together hold more than HIDDEN_CONTENT_SHARE of the page's text, the
     page keeps content for a click, and a hidden element stays unless it is a copy of text the
-    page shows (:func:`_hidden_copies`).
+    page shows (:func:`_hidden_copies`); ``<noscript>`` and ``<template>`` still go. Two limits,
+    kept on purpose: hidden copies count towards that share (so a large crawler's copy lets a
+    hidden modal stay beside it, which the reader view then usually leaves out; counting only the
+    rest moved the dev parts by -0.0001 to -0.0004), and only the outermost hidden elements are
+    compared, so a copy inside a hidden element that stays (a cloned slide in a hidden tab
+    panel) stays with it.
     """
     doomed = []
     chars: dict[etree._Element, int] = {}  # text length of each element hidden by its attributes
