@@ -238,6 +238,10 @@ def test_per_file_layout_errors_say_what_is_missing(tmp_path: Path) -> None:
     (tmp_path / "b" / "html").mkdir()
     with pytest.raises(DataError, match=r"no \.json ground-truth files"):
         load_set(tmp_path / "b")
+    (tmp_path / "b" / "ground-truth" / "0001.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "b" / "html" / "0001.html.gz").write_bytes(gzip.compress(b"<p>x</p>"))
+    with pytest.raises(DataError, match="not readable JSON"):  # nested past the parser's depth
+        load_set(tmp_path / "b")
     (tmp_path / "b" / "ground-truth" / "0001.json").write_text('{"url": "x"}')
     (tmp_path / "b" / "html" / "0001.html.gz").write_bytes(gzip.compress(b"<p>x</p>"))
     with pytest.raises(DataError, match="no ground_truth object"):
