@@ -190,28 +190,25 @@ def remove_hidden(tree: etree._Element) -> int:
             chars[element] = visible_text_length(element)
             if chars[element] * 2 <= page_chars:
                 doomed.append(element)
-    marked = set(doomed)
-    hidden = [e for e in doomed if e in chars and not _inside_any(e, marked)]
+    outermost = _outermost(doomed)
+    hidden = [e for e in outermost if e in chars]
     if page_chars and sum(chars[e] for e in hidden) > HIDDEN_CONTENT_SHARE * page_chars:
         copies = set(_hidden_copies(tree, hidden))
-        doomed = [e for e in doomed if e not in chars or e in copies]
-        marked = set(doomed)
-    removed = 0
-    for element in doomed:
-        if element.getparent() is not None and not _inside_any(element, marked):
-            _drop(element)
-            removed += 1
-    return removed
+        outermost = _outermost([e for e in doomed if e not in chars or e in copies])
+    for element in outermost:
+        _drop(element)
+    return len(outermost)
 
 
-def _inside_any(element: etree._Element, others: set[etree._Element]) -> bool:
-    return any(ancestor in others for ancestor in element.iterancestors())
+def _outermost(elements: list[etree._Element]) -> list[etree._Element]:
+    """Those of ``elements`` not inside another of them (the others go with them), in order."""
+    marked = set(elements)
+    return [e for e in elements if not any(a in marked for a in e.iterancestors())]
 
 
 def _hidden_copies(tree: etree._Element, hidden: list[etree._Element]) -> list[etree._Element]:
     """The elements of ``hidden`` (none inside another) whose text the rest of the page shows."""
-    body = tree.find(".//body")
-    shown = shingles(" ".join(_VISIBLE_TEXT(body if body is not None else tree)))
+    shown = shingles(" ".join(_VISIBLE_TEXT(_text_root(tree))))
     own = [shingles(" ".join(_VISIBLE_TEXT(element))) for element in hidden]
     for counts in own:
         shown.subtract(counts)
@@ -640,12 +637,17 @@ def visible_text_length(tree: etree._Element) -> int:
 
     For a document: the page's size as read. For an element: the text it holds.
     """
-    body = tree.find(".//body")
-    root = body if body is not None else tree
+    root = _text_root(tree)
     # One XPath call instead of a Python walk over every node: the walk made an lxml proxy per
     # element and was the costliest step of preparing a page. A text node whose parent is a
     # script (say) is that script's code; the script's tail has the script's parent as parent.
     return sum(len(" ".join(text.split())) for text in _VISIBLE_TEXT(root))
+
+
+def _text_root(tree: etree._Element) -> etree._Element:
+    """Where a page's text is read from: its ``<body>``, else the element itself."""
+    body = tree.find(".//body")
+    return body if body is not None else tree
 
 
 _VISIBLE_TEXT = etree.XPath(
