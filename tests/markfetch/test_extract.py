@@ -443,3 +443,59 @@ def test_the_title_is_not_repeated_when_the_body_holds_it_as_an_h1_after_a_kicke
     body = "[Tech](https://example.org/tech)\n\n# Big *launch* today\n\ntext\n"
     assert Article("Big launch today", body, "reader").markdown == body
     assert Article("Other", "intro\n\n# Big launch today\n", "reader").markdown.startswith("# Other\n\nintro")
+
+
+def test_visible_text_counts_what_a_reader_sees_once_per_text_run() -> None:
+    tree = parse_html(
+        "<html><head><title>T</title><style>p { color: red }</style></head><body>"
+        '<p>  Tide   pools\n dry </p><script type=\'application/ld+json\'>{"articleBody": "x y"}</script>'
+        "tail after the script<noscript><img src='a.png'>enable JavaScript</noscript>"
+        "<template>later</template><b>a</b><i>b</i></body></html>"
+    )
+    # "Tide pools dry" 14, "tail after the script" 21, "a" 1, "b" 1: the script, the noscript
+    # (its text around a child too) and the template add nothing, nor does the head's style.
+    assert htmlprep.visible_text_length(tree) == 14 + 21 + 1 + 1
+    paragraph = tree.find(".//p")
+    assert htmlprep.visible_text_length(paragraph) == 14
+    script = tree.find(".//script")
+    assert htmlprep.visible_text_length(script) == 0
+
+
+@pytest.mark.parametrize("name", sorted(htmlprep._LINE_NUMBERS))
+def test_every_line_number_gutter_class_is_dropped(name: str) -> None:
+    tree = parse_html(
+        f"<html><body><div class='code {name}'>1\n2\n3</div><pre>print('tide')</pre></body></html>"
+    )
+    htmlprep.normalise_code_blocks(tree)
+    assert tree.find(f".//div[@class='code {name}']") is None
+    assert "print('tide')" in "".join(tree.itertext())
+
+
+@pytest.mark.parametrize(
+    ("style", "hidden"),
+    [
+        ("display:none", True),
+        ("DISPLAY: None !important", True),
+        ("color: red; Visibility : HIDDEN;", True),
+        ("border: none; overflow: hidden", False),  # says "none" and "hidden", hides nothing
+        ("display: nonE-block", False),
+        ("d\u0131splay: none", False),  # a dotless i: no CSS property, so the browser shows it
+    ],
+)
+def test_a_style_hides_as_css_reads_it(style: str, hidden: bool) -> None:
+    tree = parse_html(
+        f"<html><body><p>{'Shown text of the page. ' * 20}</p><p style='{style}'>STYLED</p></body></html>"
+    )
+    assert htmlprep.remove_hidden(tree) == int(hidden)
+    assert ("STYLED" in "".join(tree.itertext())) is not hidden
+
+
+def test_task_boxes_are_marked_in_list_items_only_whatever_the_type_case() -> None:
+    tree = parse_html(
+        "<html><body><ul><li><input type='CheckBox' checked> done</li><li><input type='checkbox'> open</li>"
+        "</ul><p><input type='checkbox'> not in a list</p></body></html>"
+    )
+    htmlprep.mark_task_items(tree)
+    items = ["".join(li.itertext()) for li in tree.iter("li")]
+    assert items == [f"{htmlprep.TASK_DONE} done", f"{htmlprep.TASK_OPEN} open"]
+    assert tree.find(".//p/input") is not None
