@@ -499,3 +499,28 @@ def test_task_boxes_are_marked_in_list_items_only_whatever_the_type_case() -> No
     items = ["".join(li.itertext()) for li in tree.iter("li")]
     assert items == [f"{htmlprep.TASK_DONE} done", f"{htmlprep.TASK_OPEN} open"]
     assert tree.find(".//p/input") is not None
+
+
+def test_a_layout_section_named_gutter_is_no_line_number_gutter() -> None:
+    # Grid frameworks call a spaced section a "gutter"; a page's whole content can sit in one.
+    html = article_page(paragraphs(3)).replace("<article>", "<article><section class='gutter section-wrapper'>")
+    html = html.replace("</article>", "</section></article>")
+    tree = parse_html(html)
+    htmlprep.normalise_code_blocks(tree)
+    assert "Paragraph 2 about the harbour" in "".join(tree.itertext())
+    assert "Paragraph 2 about the harbour" in extract_article(html, URL).body
+
+
+def test_utility_classes_under_a_variant_prefix_name_no_furniture() -> None:
+    # Tailwind's print:break-inside-avoid styles a paragraph for paper; it is no "print" widget.
+    prose = "".join(
+        f"<p class='max-w-3xl print:break-inside-avoid'>Paragraph {i} about the harbour and its tides, "
+        "long enough to be read as prose by any reader view.</p>"
+        for i in range(4)
+    )
+    box = "<div class='newsletter'><p>Sign up for the harbour newsletter.</p></div>"
+    tree = parse_html(f"<html><body><article>{prose}{box}</article></body></html>")
+    htmlprep.drop_furniture(tree)
+    text = "".join(tree.itertext())
+    assert text.count("about the harbour and its tides") == 4
+    assert "Sign up" not in text

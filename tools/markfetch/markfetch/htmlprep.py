@@ -64,6 +64,7 @@ _LINE_NUMBERS = frozenset(
 )
 # Every line-number class holds one of these strings: XPath picks the few elements worth testing
 # instead of handing Python every element with a class.
+_LETTER = re.compile(r"[^\W\d_]")
 _LINE_NUMBER_CANDIDATES = etree.XPath(
     "//*[contains(@class, 'lin') or contains(@class, 'gutter') or contains(@class, 'ln-num')]"
 )
@@ -288,8 +289,12 @@ def normalise_code_blocks(tree: etree._Element) -> dict[str, str]:
     """Rewrite each ``<pre>`` as ``<pre><code>plain text</code></pre>``; return code -> language."""
     languages: dict[str, str] = {}
     for element in _LINE_NUMBER_CANDIDATES(tree):
-        if _LINE_NUMBERS.intersection(_classes(element).split()):
+        if _LINE_NUMBERS.intersection(_classes(element).split()) and not _LETTER.search(
+            "".join(element.itertext())
+        ):
             # Line-number gutters are not code; a pygments "highlighttable" keeps its code cell.
+            # One with words in it is not a gutter of numbers: "gutter" is also a grid
+            # framework's name for a spaced layout section, which holds a page's content.
             _drop(element)
     for table in list(tree.xpath("//table[.//pre]")):
         pres = table.findall(".//pre")
@@ -448,12 +453,21 @@ FURNITURE_WORDS = frozenset(
         "social",
     }
 )
+
+
+def _role_classes(element: etree._Element) -> str:
+    """The element's classes less utility classes under a variant prefix (Tailwind's
+    ``print:break-inside-avoid``, ``md:hidden``): they style the element in a case (printing, a
+    wide screen), and say nothing of what it is."""
+    return " ".join(name for name in _classes(element).split() if ":" not in name)
+
+
 _CAMEL = re.compile(r"([a-z])([A-Z])")
 _NAME_SPLIT = re.compile(r"[^A-Za-z0-9]+")
 
 
 def _name_words(element: etree._Element) -> set[str]:
-    names = f"{element.get('class') or ''} {element.get('id') or ''}"
+    names = f"{_role_classes(element)} {element.get('id') or ''}"
     return {w.lower() for w in _NAME_SPLIT.split(_CAMEL.sub(r"\1 \2", names)) if w}
 
 
