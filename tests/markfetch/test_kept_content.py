@@ -141,6 +141,22 @@ def test_a_figure_without_a_caption_leaves_nothing_behind() -> None:
     assert "chart" not in body and "a.png" not in body and "**" not in body
 
 
+def test_a_quotation_figure_keeps_its_quotation_and_its_attribution() -> None:
+    """A quote block (Squarespace, WordPress's pullquote) is a figure of text: its caption is the
+    attribution, and the quotation above it is the content."""
+    quotes = "".join(
+        f"<figure class='block-animation-none'><blockquote><span>\u201c</span>Review {i}: the "
+        "classes were calm and precise, and every pose was explained twice for beginners."
+        f"</blockquote><figcaption class='source'>\u2014 Reader {i}, London</figcaption></figure>"
+        for i in range(3)
+    )
+    body = body_of(blog(prose(2) + quotes + prose(2, "lamps")))
+    for i in range(3):
+        assert f"Review {i}: the classes were calm and precise" in body
+        assert f"Reader {i}, London" in body
+    assert body.index("scraps 1.") < body.index("Review 0") < body.index("Review 2") < body.index("about the lamps")
+
+
 def test_no_marker_of_a_rule_ever_reaches_the_text() -> None:
     """A rule inside running inline text (``<span>a<hr>b</span>``) cannot leak its marker."""
     body = body_of(
