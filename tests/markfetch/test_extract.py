@@ -461,6 +461,15 @@ def test_visible_text_counts_what_a_reader_sees_once_per_text_run() -> None:
     assert htmlprep.visible_text_length(script) == 0
 
 
+def test_visible_text_counts_adjacent_text_nodes_of_a_script_apart() -> None:
+    from lxml import etree
+
+    # strip_tags leaves "Enable ", "your", " JavaScript" as three text nodes of the noscript.
+    tree = parse_html("<html><body><noscript>Enable <b>your</b> JavaScript</noscript><p>x</p></body></html>")
+    etree.strip_tags(tree, "b")
+    assert htmlprep.visible_text_length(tree) == 1
+
+
 @pytest.mark.parametrize("name", sorted(htmlprep._LINE_NUMBERS))
 def test_every_line_number_gutter_class_is_dropped(name: str) -> None:
     tree = parse_html(
@@ -480,6 +489,7 @@ def test_every_line_number_gutter_class_is_dropped(name: str) -> None:
         ("border: none; overflow: hidden", False),  # says "none" and "hidden", hides nothing
         ("display: nonE-block", False),
         ("d\u0131splay: none", False),  # a dotless i: no CSS property, so the browser shows it
+        ("display:\u00a0none", False),  # a no-break space is no CSS whitespace: an invalid value
     ],
 )
 def test_a_style_hides_as_css_reads_it(style: str, hidden: bool) -> None:
@@ -503,7 +513,9 @@ def test_task_boxes_are_marked_in_list_items_only_whatever_the_type_case() -> No
 
 def test_a_layout_section_named_gutter_is_no_line_number_gutter() -> None:
     # Grid frameworks call a spaced section a "gutter"; a page's whole content can sit in one.
-    html = article_page(paragraphs(3)).replace("<article>", "<article><section class='gutter section-wrapper'>")
+    html = article_page(paragraphs(3)).replace(
+        "<article>", "<article><section class='gutter section-wrapper'>"
+    )
     html = html.replace("</article>", "</section></article>")
     tree = parse_html(html)
     htmlprep.normalise_code_blocks(tree)

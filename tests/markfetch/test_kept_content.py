@@ -154,7 +154,12 @@ def test_a_quotation_figure_keeps_its_quotation_and_its_attribution() -> None:
     for i in range(3):
         assert f"Review {i}: the classes were calm and precise" in body
         assert f"Reader {i}, London" in body
-    assert body.index("scraps 1.") < body.index("Review 0") < body.index("Review 2") < body.index("about the lamps")
+    assert (
+        body.index("scraps 1.")
+        < body.index("Review 0")
+        < body.index("Review 2")
+        < body.index("about the lamps")
+    )
 
 
 def test_no_marker_of_a_rule_ever_reaches_the_text() -> None:
