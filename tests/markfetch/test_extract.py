@@ -536,3 +536,11 @@ def test_utility_classes_under_a_variant_prefix_name_no_furniture() -> None:
     text = "".join(tree.itertext())
     assert text.count("about the harbour and its tides") == 4
     assert "Sign up" not in text
+
+
+def test_a_line_number_gutter_with_letters_still_goes_from_code() -> None:
+    tree = parse_html(
+        "<html><body><pre><span class='lineno'><span class='sr-only'>Line </span>1</span>x = 1</pre></body></html>"
+    )
+    htmlprep.normalise_code_blocks(tree)
+    assert tree.findtext(".//pre/code") == "x = 1"

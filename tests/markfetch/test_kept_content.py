@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from markfetch.extract import extract_article
 from markfetch.footnotes import take_footnotes
 from markfetch.htmlprep import parse_html
@@ -160,6 +162,35 @@ def test_a_quotation_figure_keeps_its_quotation_and_its_attribution() -> None:
         < body.index("Review 2")
         < body.index("about the lamps")
     )
+
+
+def test_a_gallery_keeps_every_image_caption_and_its_own() -> None:
+    images = "".join(
+        f"<figure class='wp-block-image'><img src='/{i}.jpg'><figcaption>Boat {i} at the quay</figcaption></figure>"
+        for i in range(3)
+    )
+    gallery = (
+        f"<figure class='wp-block-gallery has-nested-images'>{images}"
+        "<figcaption class='blocks-gallery-caption'>The boats of the harbour in spring</figcaption></figure>"
+    )
+    body = body_of(blog(prose(2) + gallery + prose(2, "lamps")))
+    for i in range(3):
+        assert f"*Boat {i} at the quay*" in body
+    assert "The boats of the harbour in spring" in body
+
+
+@pytest.mark.parametrize(
+    "figure",
+    [
+        "<figure><blockquote>Less is more.</blockquote><figcaption>Mies van der Rohe</figcaption></figure>",
+        "<figure class='highlight'><pre><code class='language-sh'>gem install tides</code></pre></figure>",
+    ],
+)
+def test_a_short_quotation_or_command_in_a_figure_is_kept(figure: str) -> None:
+    body = body_of(blog(prose(2) + figure + prose(2, "lamps")))
+    assert "Less is more." in body or "gem install tides" in body
+    if "Mies" in figure:
+        assert "Mies van der Rohe" in body
 
 
 def test_no_marker_of_a_rule_ever_reaches_the_text() -> None:

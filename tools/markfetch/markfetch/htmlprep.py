@@ -288,12 +288,11 @@ def normalise_code_blocks(tree: etree._Element) -> dict[str, str]:
     """Rewrite each ``<pre>`` as ``<pre><code>plain text</code></pre>``; return code -> language."""
     languages: dict[str, str] = {}
     for element in _LINE_NUMBER_CANDIDATES(tree):
-        if _LINE_NUMBERS.intersection(_classes(element).split()) and not _LETTER.search(
-            "".join(element.itertext())
-        ):
+        names = _LINE_NUMBERS.intersection(_classes(element).split())
+        if names and (names != {"gutter"} or not _LETTER.search("".join(element.itertext()))):
             # Line-number gutters are not code; a pygments "highlighttable" keeps its code cell.
-            # One with words in it is not a gutter of numbers: "gutter" is also a grid
-            # framework's name for a spaced layout section, which holds a page's content.
+            # "gutter" is also a grid framework's name for a spaced layout section, which holds a
+            # page's content: a gutter of that name goes only when it holds no words.
             _drop(element)
     for table in list(tree.xpath("//table[.//pre]")):
         pres = table.findall(".//pre")
