@@ -66,10 +66,10 @@ _LINE_NUMBERS = frozenset(
 )
 # Every line-number class holds one of these strings: XPath picks the few elements worth testing
 # instead of handing Python every element with a class.
-_LETTER = re.compile(r"[^\W\d_]")
 _LINE_NUMBER_CANDIDATES = etree.XPath(
     "//*[@class[contains(., 'lin') or contains(., 'gutter') or contains(., 'ln-num')]]"
 )
+_LETTER = re.compile(r"[^\W\d_]")
 _VOID_TEXT_TAGS = ("script", "style", "noscript", "template")
 
 
