@@ -193,6 +193,41 @@ def test_a_short_quotation_or_command_in_a_figure_is_kept(figure: str) -> None:
         assert "Mies van der Rohe" in body
 
 
+# Hexo's highlighter writes every code block as a figure: its file name in the caption, a table of
+# a line-number gutter and the code.
+HEXO_CODE = (
+    "<figure class='highlight python'><figcaption><span>tides.py</span></figcaption><table><tr>"
+    "<td class='gutter'><pre><span class='line'>1</span><br><span class='line'>2</span></pre></td>"
+    "<td class='code'><pre><span class='line'><span class='keyword'>def</span> high_water(day):</span><br>"
+    "<span class='line'>    <span class='keyword'>return</span> almanac[day] + 1</span></pre></td>"
+    "</tr></table></figure>"
+)
+
+
+def test_a_code_block_set_in_a_figure_by_its_highlighter_is_kept_as_code() -> None:
+    body = body_of(blog(prose(2) + HEXO_CODE + prose(2, "lamps")))
+    assert "*tides.py*" in body
+    assert "```python\ndef high_water(day):\n    return almanac[day] + 1\n```" in body
+    assert (
+        body.index("scraps 1.")
+        < body.index("tides.py")
+        < body.index("def high_water")
+        < body.index("about the lamps")
+    )
+
+
+def test_a_table_in_a_figure_keeps_its_caption_after_it() -> None:
+    figure = (
+        "<figure class='wp-block-table'><table><thead><tr><th>Boat</th><th>Catch (kg)</th></tr></thead>"
+        "<tbody><tr><td>Mary Ann</td><td>410</td></tr><tr><td>Gull</td><td>385</td></tr></tbody></table>"
+        "<figcaption>Table 1: The catch landed on 3 March.</figcaption></figure>"
+    )
+    body = body_of(blog(prose(2) + figure + prose(2, "lamps")))
+    assert "| Mary Ann | 410 |" in body
+    assert "*Table 1: The catch landed on 3 March.*" in body
+    assert body.index("| Gull | 385 |") < body.index("Table 1") < body.index("about the lamps")
+
+
 def test_no_marker_of_a_rule_ever_reaches_the_text() -> None:
     """A rule inside running inline text (``<span>a<hr>b</span>``) cannot leak its marker."""
     body = body_of(

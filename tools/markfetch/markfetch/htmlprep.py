@@ -27,7 +27,8 @@ All functions mutate the lxml tree they are given and do no I/O.
   unless the element is a misnamed container of the article.
 
 Why one module: the passes run in an order that matters (scripts first, so every later pass walks
-a smaller tree; heading permalinks before teaser cards, which read a heading's link) and share one
+a smaller tree; heading permalinks before teaser cards, which read a heading's link; code blocks
+before figures, so a highlighter's code table in a figure is read as code) and share one
 measure of the page (:func:`visible_text_length`, :func:`text_chars`) and one way to remove a
 subtree without losing its tail text (``_drop``); :func:`prepare` shows the whole sequence at once.
 """
@@ -45,6 +46,7 @@ from markfetch.markdown import (
     TASK_OPEN,
     code_block_text,
     language_hint,
+    language_name,
     normalise_code,
 )
 from markfetch.preserved import keep_figure_captions, list_numbers, mark_rules
@@ -301,7 +303,8 @@ def normalise_code_blocks(tree: etree._Element) -> dict[str, str]:
             "highlighttable" in _classes(table) or (len(pres) == 1 and len(table.findall(".//td")) <= 2)
         ):
             code_pre = pres[-1]
-            language = language_hint(code_pre)  # before the wrapper that names it is gone
+            # Before the wrapper that names it is gone.
+            language = language_hint(code_pre) or _highlight_figure_language(parent)
             if language:
                 code_pre.set("class", f"language-{language}")
             code_pre.tail = table.tail
@@ -319,6 +322,15 @@ def normalise_code_blocks(tree: etree._Element) -> dict[str, str]:
             if text.strip():
                 languages[normalise_code(text)] = language
     return languages
+
+
+def _highlight_figure_language(element: etree._Element) -> str | None:
+    """The language Hexo names on the figure around its code table: ``<figure class="highlight
+    python">`` (a bare second class, which ``language_hint`` does not take for a language)."""
+    names = _classes(element).split()
+    if element.tag != "figure" or len(names) != 2 or names[0] != "highlight":
+        return None
+    return language_name(names[1])
 
 
 def mark_task_items(tree: etree._Element) -> None:
@@ -666,9 +678,12 @@ def prepare(tree: html.HtmlElement) -> PreparedPage:
     keep_footnote_asides(tree)
     mark_task_items(tree)
     inline_table_cells(tree)
+    # Before the figures: a highlighter that sets its code table in a figure (Hexo's
+    # ``<figure class="highlight"><table>``) is read as the code block it becomes.
+    code_languages = normalise_code_blocks(tree)
     keep_figure_captions(tree)
     mark_rules(tree)
-    return PreparedPage(code_languages=normalise_code_blocks(tree), list_numbers=list_numbers(tree))
+    return PreparedPage(code_languages=code_languages, list_numbers=list_numbers(tree))
 
 
 def visible_text_length(tree: etree._Element) -> int:

@@ -122,6 +122,13 @@ def language_hint(element: etree._Element, levels: int = 3) -> str | None:
     return None
 
 
+def language_name(word: str) -> str | None:
+    """``word`` as a code language's name in lower case, or None when it cannot be one (a
+    highlighter's own names: "plain", "text", "nohighlight" ...)."""
+    name = word.strip().lower()
+    return name if _LANGUAGE_WORD.match(name) and name not in _NOT_LANGUAGES else None
+
+
 def _tag(element: etree._Element) -> str:
     tag = element.tag
     if not isinstance(tag, str):  # comments, processing instructions

@@ -56,19 +56,21 @@ def number_lists(body: etree._Element, numbers: dict[str, tuple[int, ...]]) -> N
 def keep_figure_captions(tree: etree._Element) -> None:
     """A figure's caption is content, and the reader view drops every ``<figure>`` whole: each
     captioned figure becomes a paragraph of its caption, in italics (the image stays out, as
-    every image of the reader view does). A figure that holds a table is left to the extractor,
-    which keeps such tables.
+    every image of the reader view does).
 
     A figure with text of its own beside the caption (FIGURE_OWN_TEXT_CHARS or more: a
-    quotation and its attribution, a testimonial, a listing) is text, not an illustration: it
-    becomes a ``<div>`` and its caption a paragraph, and all of it is read. Replacing such a
-    figure by its caption had kept "— Ann, London" and dropped the review above it.
+    quotation and its attribution, a testimonial, a listing), or a quotation, code block or table
+    with any text, is text, not an illustration: it becomes a ``<div>`` and its caption a
+    paragraph, and all of it is read. Replacing such a figure by its caption had kept "— Ann,
+    London" and dropped the review above it; leaving a figure with a table to the extractor had
+    lost the table's caption ("Table 2: ...") and, for a highlighter's code table in a figure,
+    the code too.
     """
     # Innermost first: a gallery's images keep their own captions, and the gallery (its text now
     # those captions) is then read whole with its caption.
     for figure in reversed(list(tree.iter("figure"))):
         parent = figure.getparent()
-        if parent is None or figure.find(".//table") is not None:
+        if parent is None:
             continue
         caption = _own_caption(figure)
         own_chars = _chars(figure) - (0 if caption is None else _chars(caption))
@@ -120,9 +122,9 @@ def _own_caption(figure: etree._Element) -> etree._Element | None:
 
 
 def _holds_text_block(figure: etree._Element, caption: etree._Element | None) -> bool:
-    """Whether a quotation or code listing with text sits in the figure beside its caption (a
-    one-line quotation or command is text, however short)."""
-    for block in figure.iter("blockquote", "pre"):
+    """Whether a quotation, code listing or table with text sits in the figure beside its caption
+    (a one-line quotation or command is text, however short)."""
+    for block in figure.iter("blockquote", "pre", "table"):
         if (caption is None or caption not in block.iterancestors()) and _chars(block):
             return True
     return False
