@@ -66,3 +66,33 @@ def test_unknown_labels_and_meta_scan() -> None:
 def test_raw_text_decoding() -> None:
     assert decode_text("naïve".encode("cp1252"), "windows-1252") == "naïve"
     assert decode_text('{"a": "é"}'.encode()) == '{"a": "é"}'
+
+
+# Python's codec registry knows names no browser does, some hostile: "undefined" and "idna" raise
+# on any input, "punycode" decodes in quadratic time, "utf-7" turns "+ADw-" into "<", "rot13" and
+# "base64" are no text encodings. A page naming one names no encoding: detection decides.
+HOSTILE_LABELS = ["undefined", "idna", "punycode", "utf-7", "rot13", "base64", "unicode_escape", "utf-32"]
+
+
+@pytest.mark.parametrize("label", HOSTILE_LABELS)
+def test_a_label_that_names_no_web_encoding_is_unknown(label: str) -> None:
+    assert codec_for(label) is None
+    body = html("Café au lait +ADw-b+AD4-").encode()
+    for header, meta in ((label, ""), (None, f"<meta charset={label}>")):
+        decoded = decode_html(html("Café au lait +ADw-b+AD4-", meta).encode() if meta else body, header)
+        assert decoded.encoding == "utf-8" and "Café au lait +ADw-b+AD4-" in decoded.text
+    assert decode_text("Café".encode(), label) == "Café"
+
+
+def test_every_web_encoding_label_still_decodes_as_a_browser_would() -> None:
+    for label, codec in [
+        ("windows-874", "cp874"),
+        ("x-mac-cyrillic", "mac-cyrillic"),
+        ("iso-8859-8-i", "iso8859-8"),
+        ("koi8-u", "koi8-u"),
+        ("gbk", "gb18030"),
+        ("EUC-KR", "cp949"),
+        ("iso-2022-jp", "iso2022_jp"),
+        ("unicode", "utf-8"),  # UTF-16 by its label, but a label in ASCII bytes cannot be right
+    ]:
+        assert codec_for(label) == codec

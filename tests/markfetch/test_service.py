@@ -71,6 +71,32 @@ def test_shift_jis_page_declared_in_meta(server: LocalServer, settings) -> None:
     assert SHIFT_JIS_TEXT in run_document(settings, site_url(server, "/j"))
 
 
+@pytest.mark.parametrize(
+    ("content_type", "head"),
+    [
+        ("text/html; charset=undefined", ""),
+        ("text/html", "<meta charset=undefined>"),
+        ("text/html; charset=idna", ""),
+        ("text/html; charset=punycode", ""),
+    ],
+)
+def test_a_charset_no_browser_knows_is_ignored(
+    server: LocalServer, settings, content_type: str, head: str
+) -> None:
+    """Once a page naming "undefined" (badly templated sites send it) crashed the decoder, and
+    "punycode" took minutes on a 5 MB body: such a label names no encoding."""
+    body = article_page(paragraphs(3) + "<p>Caf\u00e9 cr\u00e8me, example.xn--zz9.</p>", head=head)
+    server.route("/c", Reply(body=body.encode(), content_type=content_type))
+    assert "Café crème, example.xn--zz9." in run_document(settings, site_url(server, "/c"))
+
+
+def test_a_raw_body_under_a_hostile_charset_is_read_as_utf8(server: LocalServer, settings) -> None:
+    server.route(
+        "/r", Reply(body='{"name": "Café"}'.encode(), content_type="application/json; charset=undefined")
+    )
+    assert run_document(settings, site_url(server, "/r"), raw=True) == '{"name": "Café"}'
+
+
 def test_missing_content_type_is_sniffed(server: LocalServer, settings) -> None:
     server.route("/n", Reply(body=page("article"), content_type=None))
     assert "Tide pools" in run_document(settings, site_url(server, "/n"))

@@ -141,3 +141,12 @@ def test_fetch_timeout_and_byte_cap(server, tmp_path) -> None:
 def test_remote_http_errors_are_reported(server, tmp_path) -> None:
     with pytest.raises(ToolFailure, match="404"):
         read(_local(tmp_path), server.url("/nothing.md"))
+
+
+@pytest.mark.parametrize("label", ["undefined", "idna", "punycode", "utf-7"])
+def test_a_charset_no_browser_knows_is_ignored(server, tmp_path, label) -> None:
+    """ "undefined" and "idna" raise on any input (a crash once), "punycode" decodes in quadratic
+    time, "utf-7" rewrites "+ADw-": a server naming one names no encoding."""
+    body = "# Caf\u00e9 +ADw-b+AD4-\n\nCr\u00e8me.\n".encode("cp1252")  # not UTF-8: the label was tried
+    server.route("/doc.md", Reply(body=body, content_type=f"text/markdown; charset={label}"))
+    assert read(_local(tmp_path), server.url("/doc.md")).source_text == "# Café +ADw-b+AD4-\n\nCrème.\n"

@@ -14,36 +14,8 @@ import codecs
 import re
 from dataclasses import dataclass
 
-# WHATWG label -> Python codec where Python's own codec of that name would decode differently.
-_WHATWG_ALIASES = {
-    "iso-8859-1": "cp1252",
-    "iso8859-1": "cp1252",
-    "latin1": "cp1252",
-    "latin-1": "cp1252",
-    "l1": "cp1252",
-    "us-ascii": "cp1252",
-    "ascii": "cp1252",
-    "windows-1252": "cp1252",
-    "iso-8859-9": "cp1254",
-    "latin5": "cp1254",
-    "shift_jis": "cp932",
-    "shift-jis": "cp932",
-    "sjis": "cp932",
-    "x-sjis": "cp932",
-    "ms_kanji": "cp932",
-    "windows-31j": "cp932",
-    "gb2312": "gb18030",
-    "gbk": "gb18030",
-    "x-gbk": "gb18030",
-    "euc-kr": "cp949",
-    "ks_c_5601-1987": "cp949",
-    "big5": "big5hkscs",
-    "tis-620": "cp874",
-    "iso-8859-11": "cp874",
-    "x-user-defined": "cp1252",
-    "utf8": "utf-8",
-    "unicode-1-1-utf-8": "utf-8",
-}
+from docab_mcpguard.charsets import web_codec
+
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
     (codecs.BOM_UTF16_LE, "utf-16-le"),
@@ -62,17 +34,11 @@ class Decoded:
 
 
 def codec_for(label: str | None) -> str | None:
-    """The Python codec for a charset label, or None when the label is unknown."""
-    if not label:
-        return None
-    name = label.strip().strip("\"'").lower()
-    name = _WHATWG_ALIASES.get(name, name)
-    try:
-        codec = codecs.lookup(name).name
-    except LookupError:
-        return None
+    """The Python codec for a charset label, or None when the label names no web encoding
+    (:func:`docab_mcpguard.charsets.web_codec`)."""
+    codec = web_codec(label)
     # A page cannot really be UTF-16 when the label sits in ASCII-compatible bytes (WHATWG rule).
-    return "utf-8" if codec.startswith("utf-16") else codec
+    return "utf-8" if codec is not None and codec.startswith("utf-16") else codec
 
 
 def meta_charset(body: bytes) -> str | None:
@@ -86,7 +52,7 @@ def _strict(body: bytes, codec: str | None) -> str | None:
         return None
     try:
         return body.decode(codec)
-    except (UnicodeDecodeError, LookupError):
+    except (UnicodeError, LookupError):
         return None
 
 
@@ -110,11 +76,10 @@ def decode_html(body: bytes, header_charset: str | None = None) -> Decoded:
     from charset_normalizer import from_bytes
 
     best = from_bytes(body).best()
-    if best is not None:
-        codec = codec_for(best.encoding) or best.encoding
-        text = _strict(body, codec)
-        if text is not None:
-            return Decoded(text, codec, "detected")
+    codec = codec_for(best.encoding) if best is not None else None
+    text = _strict(body, codec)
+    if codec is not None and text is not None:
+        return Decoded(text, codec, "detected")
     return Decoded(body.decode("utf-8", "replace"), "utf-8", "fallback")
 
 
@@ -132,4 +97,5 @@ def decode_text(body: bytes, header_charset: str | None = None) -> str:
     from charset_normalizer import from_bytes
 
     best = from_bytes(body).best()
-    return str(best) if best is not None else body.decode("utf-8", "replace")
+    text = _strict(body, codec_for(best.encoding) if best is not None else None)
+    return text if text is not None else body.decode("utf-8", "replace")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from markfetch import __version__
-from markfetch.errors import ConfigError, MarkfetchError
+from markfetch.errors import ConfigError, ErrorCode, MarkfetchError
 
 EXIT_FAILED = 1  # the fetch, the extraction or the save failed: "[code] message" on stderr
 EXIT_USAGE = 2  # bad arguments or a bad MARKFETCH_* variable
@@ -115,6 +115,13 @@ def main(
     except KeyboardInterrupt:
         print("markfetch: interrupted", file=stderr)
         return 130
+    except Exception as exc:  # a bug: still one line with a code, never a traceback
+        print(
+            f"[{ErrorCode.NETWORK_ERROR.value}] markfetch: unexpected internal error "
+            f"({type(exc).__name__}); please report it with the URL",
+            file=stderr,
+        )
+        return EXIT_FAILED
     if written is None:
         stdout.write(document)
         stdout.flush()

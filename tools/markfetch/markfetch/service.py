@@ -190,7 +190,9 @@ class Markfetch:
         if raw:
             from markfetch.charset import decode_text
 
-            document = Document(decode_text(response.body, response.charset), "", response.url, "raw")
+            # Detecting a charset reads the whole body: off the event loop, as extraction is.
+            text = await asyncio.to_thread(decode_text, response.body, response.charset)
+            document = Document(text, "", response.url, "raw")
         else:
             if response.mime_type not in HTML_TYPES and not (
                 not response.mime_type and _looks_like_html(response.body)

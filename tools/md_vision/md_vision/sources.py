@@ -31,6 +31,7 @@ from docab_mcpguard import (
     PathDenied,
 )
 from docab_mcpguard.access import urls_disabled
+from docab_mcpguard.charsets import web_codec
 from md_vision.settings import ACCESS, Settings
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -126,12 +127,14 @@ def decode_markdown(data: bytes, charset: str | None = None) -> str:
     """
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    for encoding in ("utf-8", charset, "cp1252"):
+    # The declared charset only as a browser would read it: a server naming "undefined", "idna"
+    # (both raise on any input) or "punycode" (quadratic time) is naming no encoding.
+    for encoding in ("utf-8", web_codec(charset), "cp1252"):
         if not encoding:
             continue
         try:
-            return data.decode(encoding)
-        except (LookupError, UnicodeDecodeError):
+            return data.decode(encoding).removeprefix("\ufeff")  # a UTF-16 byte-order mark
+        except (LookupError, UnicodeError):
             continue
     return data.decode("latin-1")
 
