@@ -77,6 +77,35 @@ def test_raw_deflate_and_concatenated_gzip_members_and_zstd_frames() -> None:
     assert decode_all(frames, "zstd", feed=5)[0] == b"one two"
 
 
+def _fed_in_two(body: bytes, cut: int, header: str = "gzip") -> bytes:
+    """Decode ``body`` handed over in two reads, split at ``cut``."""
+    decoder = BodyDecoder(header)
+    out = b""
+    for chunk in (body[:cut], body[cut:]):
+        decoder.feed(chunk)
+        while piece := decoder.pull():
+            out += piece
+    decoder.finish()
+    return out
+
+
+def test_gzip_members_split_at_any_read_boundary_all_come_through() -> None:
+    """A member that ended exactly where a read ended (or one byte into the next member's magic)
+    once ended the body there: half a document and no error."""
+    first, second = encode("gzip", b"the first half, "), encode("gzip", b"and the second")
+    members = first + second
+    for cut in range(len(members) + 1):
+        assert _fed_in_two(members, cut) == b"the first half, and the second", cut
+
+
+def test_what_follows_the_last_gzip_member_is_ignored_wherever_it_is_cut() -> None:
+    body = encode("gzip", b"the page") + b"\x00\x00trailing junk"
+    for cut in range(len(body) + 1):
+        assert _fed_in_two(body, cut) == b"the page", cut
+    one_byte = encode("gzip", b"the page") + b"\x1f"  # a lone first byte of a magic number
+    assert _fed_in_two(one_byte, len(one_byte) - 1) == b"the page"
+
+
 @pytest.mark.parametrize("coding", CODINGS)
 def test_corrupt_data_is_an_error(coding: str) -> None:
     body = bytearray(encode(coding, b"".join(b"line %d of the page\n" % n for n in range(20_000))))

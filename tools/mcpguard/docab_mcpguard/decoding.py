@@ -86,13 +86,22 @@ class _Zlib:
         self._decompressor: zlib._Decompress | None = None
         self._ended = False
         self._started = False
+        self._between = False  # a gzip member has ended; another may follow, in this read or a later one
 
     @property
     def complete(self) -> bool:
-        return self._ended or not (self._started or self._pending)
+        return self._ended or self._between or not (self._started or self._pending)
 
     def _start(self) -> bool:
         if self._coding == "gzip":
+            if self._between:
+                if len(self._pending) < 2 and _GZIP_MAGIC.startswith(self._pending):
+                    return False  # the next member's magic is not all here yet
+                if not self._pending.startswith(_GZIP_MAGIC):
+                    # Anything else after a member is ignored, as browsers do.
+                    self._ended, self._pending = True, b""
+                    return False
+                self._between = False
             self._decompressor = zlib.decompressobj(zlib.MAX_WBITS | 16)
             return True
         if len(self._pending) < 2:
@@ -108,27 +117,38 @@ class _Zlib:
             self._started = True
 
     def pull(self, limit: int) -> bytes:
-        if self._ended or not self._pending:
-            return b""
-        if self._decompressor is None and not self._start():
-            return b""
-        decompressor = self._decompressor
-        assert decompressor is not None
-        try:
-            out = decompressor.decompress(self._pending, limit)
-        except zlib.error as exc:
-            raise UndecodableBody(f"the {self._coding} data is corrupt") from exc
-        self._pending = decompressor.unconsumed_tail
-        if decompressor.eof:
-            rest = decompressor.unused_data
-            # Another gzip member may follow; anything else after the end is ignored, as browsers do.
-            if self._coding == "gzip" and rest.startswith(b"\x1f\x8b"):
-                self._decompressor = None
-                self._pending = rest
-            else:
-                self._ended = True
-                self._pending = b""
-        return out
+        # A loop: a gzip member can end without output left to give (its trailer came in this
+        # read), and the next member, already here, must still be read before asking for more.
+        while not self._ended and self._pending:
+            if self._decompressor is None and not self._start():
+                return b""
+            decompressor = self._decompressor
+            assert decompressor is not None
+            try:
+                out = decompressor.decompress(self._pending, limit)
+            except zlib.error as exc:
+                raise UndecodableBody(f"the {self._coding} data is corrupt") from exc
+            self._pending = decompressor.unconsumed_tail
+            if decompressor.eof:
+                rest = decompressor.unused_data
+                # Another gzip member may follow (RFC 1952), here or in a later read: a member that
+                # ended where a read ended had once ended the body there, silently half a document.
+                # Anything else after the end is ignored, as browsers do.
+                if self._coding == "gzip" and _GZIP_MAGIC.startswith(rest[:2]):
+                    self._decompressor = None
+                    self._pending = rest
+                    self._between = True
+                else:
+                    self._ended = True
+                    self._pending = b""
+            elif not out:
+                return b""  # more input is needed
+            if out:
+                return out
+        return b""
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class _Brotli:
