@@ -383,6 +383,18 @@ def test_adjacent_runs_of_the_same_emphasis_render_as_one_span() -> None:
     assert "**Five tips for game day parties**" in extract_article(page, URL).body
 
 
+def test_a_long_run_of_touching_emphasis_merges_whole_with_children_and_tails_in_order() -> None:
+    """The merge joins each run's text once (it had concatenated piece by piece: quadratic, minutes
+    on a 5 MB page of ``<i>x</i>``; see tests/perf/test_markfetch_perf.py)."""
+    from markfetch.markdown import merge_split_emphasis
+
+    runs = "".join(f"<b>{i} <code>c{i}</code> t{i} </b>" for i in range(2_000))
+    paragraph = merge_split_emphasis(parse_html(f"<p>{runs}<b>end</b>after</p>").find(".//body/p"))
+    assert [child.tag for child in paragraph] == ["b"] and paragraph[0].tail == "after"
+    assert len(paragraph[0]) == 2_000
+    assert "".join(paragraph.itertext()) == "".join(f"{i} c{i} t{i} " for i in range(2_000)) + "endafter"
+
+
 def test_scripts_and_styles_go_before_extraction_but_json_ld_and_the_text_around_them_stay() -> None:
     tree = parse_html(
         "<html><head><style>p {color: red}</style>"

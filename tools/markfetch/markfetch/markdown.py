@@ -525,20 +525,43 @@ def merge_split_emphasis(root: etree._Element) -> etree._Element:
     pages it restored one split heading (F1 A 0.9879 -> 0.9880, B unchanged at 0.968).
     """
     for element in list(root.iter(*_EMPHASIS_TAGS)):
-        following = element.getnext()
-        parent = element.getparent()  # never None when there is a `following` sibling
-        while (
-            following is not None and parent is not None and following.tag == element.tag and not element.tail
-        ):
-            if len(element):
-                element[-1].tail = (element[-1].tail or "") + (following.text or "")
-            else:
-                element.text = (element.text or "") + (following.text or "")
-            element.extend(list(following))
-            element.tail = following.tail
-            parent.remove(following)
-            following = element.getnext()
+        parent = element.getparent()
+        if parent is None:  # merged into the run before it
+            continue
+        run: list[etree._Element] = []
+        following, last = element.getnext(), element
+        while following is not None and following.tag == element.tag and not last.tail:
+            run.append(following)
+            last, following = following, following.getnext()
+        if run:
+            _merge_run(element, run, parent)
     return root
+
+
+def _merge_run(element: etree._Element, run: list[etree._Element], parent: etree._Element) -> None:
+    """Move the content of ``run`` (``element``'s next siblings) into ``element``, in linear time:
+    text is gathered and joined once, not concatenated piece by piece (a page of 600,000 touching
+    ``<i>x</i>`` took minutes)."""
+    pieces = [(element[-1].tail if len(element) else element.text) or ""]
+
+    def flush() -> None:
+        text = "".join(pieces)
+        if len(element):
+            element[-1].tail = text
+        else:
+            element.text = text
+
+    for following in run:
+        pieces.append(following.text or "")
+        children = list(following)
+        if children:
+            flush()
+            element.extend(children)
+            pieces = [element[-1].tail or ""]
+    flush()
+    element.tail = run[-1].tail
+    for following in run:
+        parent.remove(following)
 
 
 def html_to_markdown(
