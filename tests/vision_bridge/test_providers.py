@@ -305,3 +305,67 @@ def test_max_image_side_setting_applies_to_any_provider(llm_stub: LLMStub, tmp_p
 
     outcome = with_service(settings_for(llm_stub, tmp_path, VISION_MAX_IMAGE_SIDE="1000"), scenario)
     assert outcome.details["images"][0]["size"] == [1000, 500]
+
+
+# -- a provider that answers oddly ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_a_redirect_to_another_host_is_not_followed_with_the_key_and_images(
+    llm_stub: LLMStub, tmp_path: Path, picture: Path, fmt: str
+) -> None:
+    """A provider (or a gateway before it) answering 307 to another origin had the request sent
+    there again: the images, the prompt and, in Anthropic's format, the key (``x-api-key``
+    survives a cross-origin hop in httpx2)."""
+    from tests.support.http_server import LocalServer
+
+    with LocalServer(default=openai_reply("elsewhere")) as elsewhere:
+        llm_stub.push(fmt, Reply.redirect(elsewhere.url("/v1/steal"), status=307))  # type: ignore[arg-type]
+
+        async def scenario(service):
+            return await service.analyze(str(picture))
+
+        outcome = with_service(settings_for(llm_stub, tmp_path, fmt), scenario)
+        assert elsewhere.requests == []
+    assert outcome.is_error and outcome.details["error_cause"] == "api"
+    assert f"the provider redirected to http://127.0.0.1:{elsewhere.port}" in outcome.text
+    assert "not followed" in outcome.text
+
+
+def test_a_redirect_within_the_providers_origin_is_followed(
+    llm_stub: LLMStub, tmp_path: Path, picture: Path
+) -> None:
+    moved = f"http://127.0.0.1:{llm_stub.server.port}/v1/chat/completions?moved=1"
+    llm_stub.push("openai", Reply.redirect(moved, status=307), openai_reply("a red square"))
+
+    async def scenario(service):
+        return await service.analyze(str(picture))
+
+    outcome = with_service(settings_for(llm_stub, tmp_path), scenario)
+    assert (outcome.text, outcome.is_error) == ("a red square", False)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        (
+            Reply(body="<html><body>Sign in to the proxy</body></html>", content_type="text/html"),
+            "text, not JSON",
+        ),
+        (Reply(body='{"choices": [', content_type="application/json"), "a body that is not JSON"),
+        (Reply(body='{"usage": "lots", "content": 3}', content_type="application/json"), "JSON that is not"),
+    ],
+)
+def test_a_2xx_answer_that_is_no_completion_blames_the_address_not_the_bridge(
+    llm_stub: LLMStub, tmp_path: Path, picture: Path, fmt: str, reply: Reply, says: str
+) -> None:
+    llm_stub.push(fmt, reply)  # type: ignore[arg-type]
+
+    async def scenario(service):
+        return await service.analyze(str(picture))
+
+    outcome = with_service(settings_for(llm_stub, tmp_path, fmt), scenario)
+    assert outcome.is_error and outcome.details["error_cause"] == "api"
+    assert says in outcome.text and "check VISION_API_BASE_URL" in outcome.text
+    assert "internal" not in outcome.text

@@ -19,6 +19,7 @@ from vision_bridge.backends.base import (
     Task,
     VisionAnswer,
     VisionRequest,
+    not_a_completion,
     sdk_client,
     translate_sdk_error,
 )
@@ -136,7 +137,12 @@ class AnthropicMessagesBackend:
             if error is None:
                 raise
             raise error from None
-        return read_message(message, max_tokens=self.identity.max_tokens)
+        except ValueError as exc:  # a 2xx body the SDK could not parse as JSON (cut short, not JSON)
+            raise not_a_completion("the Anthropic-format provider", exc) from None
+        try:
+            return read_message(message, max_tokens=self.identity.max_tokens)
+        except (AttributeError, TypeError, KeyError, ValueError):
+            raise not_a_completion("the Anthropic-format provider", message) from None
 
     def warm_up(self) -> None:
         """Import the SDK ahead of the first call (run in a thread once the server is up)."""

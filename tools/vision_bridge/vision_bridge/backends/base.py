@@ -184,6 +184,24 @@ def status_error(provider: str, status: int, body: object) -> ProviderError:
     )
 
 
+def not_a_completion(provider: str, answer: object) -> ProviderError:
+    """The provider answered 2xx with something that is no completion: an HTML page (a proxy's
+    login page, a base URL that names the provider's website), JSON of another shape, or a body
+    cut short. The provider or the configured address is at fault, not the bridge."""
+    if isinstance(answer, BaseException):
+        what = f"a body that is not JSON ({type(answer).__name__})"
+    elif isinstance(answer, str):
+        start = " ".join(answer[:60].split())
+        what = f"text, not JSON (it starts {start!r})" if start else "an empty body"
+    else:
+        what = "JSON that is not a completion"
+    return ProviderError(
+        ErrorCause.API,
+        f"{provider} answered with {what}; check VISION_API_BASE_URL (the API's address, "
+        "such as https://api.openai.com/v1 or https://api.anthropic.com), and any proxy between",
+    )
+
+
 def translate_sdk_error(provider: str, exc: BaseException, sdk: Any) -> ProviderError | None:
     """Map an ``openai``/``anthropic`` SDK exception (same shapes in both) to a ProviderError."""
     if isinstance(exc, sdk.APIStatusError):

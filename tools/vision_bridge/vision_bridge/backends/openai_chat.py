@@ -20,6 +20,7 @@ from vision_bridge.backends.base import (
     Task,
     VisionAnswer,
     VisionRequest,
+    not_a_completion,
     sdk_client,
     translate_sdk_error,
 )
@@ -162,7 +163,12 @@ class OpenAIChatBackend:
                     self._token_param = "max_completion_tokens"
                     continue
                 raise error from None
-            return read_completion(completion, max_tokens=self.identity.max_tokens)
+            except ValueError as exc:  # a 2xx body the SDK could not parse as JSON (cut short, not JSON)
+                raise not_a_completion("the OpenAI-format provider", exc) from None
+            try:
+                return read_completion(completion, max_tokens=self.identity.max_tokens)
+            except (AttributeError, TypeError, KeyError, ValueError):
+                raise not_a_completion("the OpenAI-format provider", completion) from None
         raise AssertionError("unreachable")
 
     def warm_up(self) -> None:

@@ -15,6 +15,9 @@ Both official SDKs read a whole response into memory. :class:`CappedTransport` s
 - raises its refusals as a subclass of the SDK's own base error when given one (``sdk_error``):
   an SDK wraps a foreign exception raised while it reads the body as a connection error, and
   retries it; its own errors it lets through, unretried;
+- follows a redirect only within the provider's origin (scheme, host, port of the base URL): a
+  request to another host would carry the API key (Anthropic's ``x-api-key`` survives a
+  cross-origin hop in httpx2) and the user's images, so it is refused before it is sent;
 - counts every request, SDK retries included, into the current tool call's
   :class:`~vision_bridge.metering.CallMeter`, which is how ``calls`` in the usage report is known.
 
@@ -137,12 +140,25 @@ class CappedTransport(httpx2.AsyncBaseTransport):
         limits: ResponseLimits = DEFAULT_RESPONSE_LIMITS,
         *,
         sdk_error: type[Exception] | None = None,
+        origin: str | None = None,
     ) -> None:
         self._inner = inner
         self.limits = limits
         self._refusal = sdk_refusal(sdk_error)
+        self._origin = None if origin is None else _origin(httpx2.URL(origin))
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self._origin is not None and _origin(request.url) != self._origin:
+            # A redirect to another host: the request carries the API key (Anthropic's x-api-key
+            # survives a cross-origin hop in httpx2) and the user's images. Not sent.
+            scheme, host, port = _origin(request.url)
+            raise self._refusal(
+                UnreadableResponse(
+                    f"the provider redirected to {scheme}://{host}:{port}, not the configured "
+                    "VISION_API_BASE_URL's host; not followed (the request holds the API key and "
+                    "the images): set VISION_API_BASE_URL to the address it redirects to if you trust it"
+                )
+            )
         meter = count_request()
         request.headers["Accept-Encoding"] = "identity"
         response = await self._inner.handle_async_request(request)
@@ -185,6 +201,13 @@ class CappedTransport(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+def _origin(url: httpx2.URL) -> tuple[str, str, int | None]:
+    """Scheme, host and port (the scheme's default when none is written): what a redirect may not
+    change. A move from https to http on the same host is another origin too."""
+    default = {"https": 443, "http": 80}.get(url.scheme)
+    return url.scheme, url.host.lower(), url.port or default
+
+
 def _declared_length(response: httpx2.Response) -> int | None:
     try:
         return int(response.headers["content-length"])
@@ -216,7 +239,8 @@ def capped_http_client(
     phase; ``sdk_error``: the SDK's base error, which refusals also derive from."""
     inner = httpx2.AsyncHTTPTransport(retries=0, proxy=environment_proxy(base_url))
     return httpx2.AsyncClient(
-        transport=CappedTransport(inner, limits, sdk_error=sdk_error),
+        # Redirects are followed within the provider's origin only (see CappedTransport).
+        transport=CappedTransport(inner, limits, sdk_error=sdk_error, origin=base_url),
         timeout=httpx2.Timeout(timeout_s),
         follow_redirects=True,
     )
