@@ -20,6 +20,7 @@ from vision_bridge.backends.base import (
     VisionAnswer,
     VisionRequest,
     not_a_completion,
+    read_answer,
     sdk_client,
     translate_sdk_error,
 )
@@ -139,10 +140,9 @@ class AnthropicMessagesBackend:
             raise error from None
         except ValueError as exc:  # a 2xx body the SDK could not parse as JSON (cut short, not JSON)
             raise not_a_completion("the Anthropic-format provider", exc) from None
-        try:
-            return read_message(message, max_tokens=self.identity.max_tokens)
-        except (AttributeError, TypeError, KeyError, ValueError):
-            raise not_a_completion("the Anthropic-format provider", message) from None
+        return read_answer(
+            "the Anthropic-format provider", read_message, message, max_tokens=self.identity.max_tokens
+        )
 
     def warm_up(self) -> None:
         """Import the SDK ahead of the first call (run in a thread once the server is up)."""

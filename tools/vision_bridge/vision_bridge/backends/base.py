@@ -202,6 +202,17 @@ def not_a_completion(provider: str, answer: object) -> ProviderError:
     )
 
 
+def read_answer(
+    provider: str, read: Callable[..., VisionAnswer], answer: object, *, max_tokens: int
+) -> VisionAnswer:
+    """``read(answer, max_tokens=...)``, a parsed answer that is no completion blamed on the
+    provider (:func:`not_a_completion`), not on the bridge."""
+    try:
+        return read(answer, max_tokens=max_tokens)
+    except (AttributeError, TypeError, KeyError, ValueError):
+        raise not_a_completion(provider, answer) from None
+
+
 def translate_sdk_error(provider: str, exc: BaseException, sdk: Any) -> ProviderError | None:
     """Map an ``openai``/``anthropic`` SDK exception (same shapes in both) to a ProviderError."""
     if isinstance(exc, sdk.APIStatusError):

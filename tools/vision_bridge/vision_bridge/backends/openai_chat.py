@@ -21,6 +21,7 @@ from vision_bridge.backends.base import (
     VisionAnswer,
     VisionRequest,
     not_a_completion,
+    read_answer,
     sdk_client,
     translate_sdk_error,
 )
@@ -165,10 +166,9 @@ class OpenAIChatBackend:
                 raise error from None
             except ValueError as exc:  # a 2xx body the SDK could not parse as JSON (cut short, not JSON)
                 raise not_a_completion("the OpenAI-format provider", exc) from None
-            try:
-                return read_completion(completion, max_tokens=self.identity.max_tokens)
-            except (AttributeError, TypeError, KeyError, ValueError):
-                raise not_a_completion("the OpenAI-format provider", completion) from None
+            return read_answer(
+                "the OpenAI-format provider", read_completion, completion, max_tokens=self.identity.max_tokens
+            )
         raise AssertionError("unreachable")
 
     def warm_up(self) -> None:
