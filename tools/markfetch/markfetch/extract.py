@@ -104,10 +104,10 @@ def extract_article(
 
     Raises :class:`ExtractionFailed` when the page yields no text at all.
     """
-    from markfetch import footnotes, htmlprep
+    from markfetch import footnotes, htmlprep, nesting
     from markfetch.markdown import RULE_MARK, html_to_markdown
 
-    tree = htmlprep.parse_html(page_html)
+    tree, cut = htmlprep.parse_page(page_html)
     if tree is None:
         raise ExtractionFailed("the page is empty")
     base_url = _base_url(tree, url)
@@ -132,7 +132,10 @@ def extract_article(
     body = tidy_markdown(body.replace(RULE_MARK, ""))  # a mark the reader view ran into its text
     if not body.strip():
         raise ExtractionFailed(
-            "the page has no readable text (it may be rendered by JavaScript in the browser)"
+            f"the page nests its elements more than {nesting.HUGE_DEPTH:,} deep, deeper than markfetch "
+            "reads, and has no readable text above that depth"
+            if cut
+            else "the page has no readable text (it may be rendered by JavaScript in the browser)"
         )
     # The article's own H1, as the reader view kept it at the top of the body, is its title: the
     # <title> (the browser tab's label, often another wording or the site's name) never replaces it.

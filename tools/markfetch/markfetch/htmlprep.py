@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree, html
 
+from markfetch import nesting
 from markfetch.markdown import (
     TASK_DONE,
     TASK_OPEN,
@@ -85,12 +86,14 @@ class PreparedPage:
     list_numbers: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
-# Comments go at parse time: removed later, an extractor would lose the text that follows them.
-_PARSER = html.HTMLParser(collect_ids=False, default_doctype=False, remove_comments=True, remove_pis=True)
-
-
 def parse_html(text: str) -> html.HtmlElement | None:
-    """Parse a page; None when there is nothing to parse.
+    """Parse a page; None when there is nothing to parse. See :func:`parse_page`."""
+    return parse_page(text)[0]
+
+
+def parse_page(text: str) -> tuple[html.HtmlElement | None, bool]:
+    """Parse a page: its tree (None when there is nothing to parse), and whether the page nests
+    deeper than even the huge-tree parse reads (:mod:`markfetch.nesting`), so that its end is cut.
 
     C0 control characters other than tab and line breaks go first, raw or as character
     references (a form feed becomes a line break): lxml parses them into the tree but refuses
@@ -100,11 +103,26 @@ def parse_html(text: str) -> html.HtmlElement | None:
     text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text, count=1)
     text = _without_controls(text)
     if not text.strip():
-        return None
+        return None, False
     try:
-        return html.document_fromstring(text, parser=_PARSER)
+        tree, cut = _parse(text, huge=False)
+        if cut:  # nested past libxml2's default depth: the rest of the page was dropped
+            tree, cut = _parse(text, huge=True)
+            nesting.flatten(tree)
+        return tree, cut
     except (etree.ParserError, ValueError):
-        return None
+        return None, False
+
+
+def _parse(text: str, *, huge: bool) -> tuple[html.HtmlElement, bool]:
+    # A parser per page: its error log says whether this page hit a limit (one shared between
+    # the server's extraction threads would mix their logs); making one costs about 2 µs.
+    # Comments go at parse time: removed later, an extractor would lose the text that follows them.
+    parser = html.HTMLParser(
+        collect_ids=False, default_doctype=False, remove_comments=True, remove_pis=True, huge_tree=huge
+    )
+    tree = html.document_fromstring(text, parser=parser)
+    return tree, any(error.type == etree.ErrorTypes.ERR_RESOURCE_LIMIT for error in parser.error_log)
 
 
 # C0 controls but tab, LF and CR: a form feed becomes a line break, the rest go.
