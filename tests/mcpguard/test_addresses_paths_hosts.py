@@ -139,10 +139,15 @@ def test_check_url_refuses_bad_schemes_and_credentials() -> None:
         ("ftp://example.com/x", "only http and https"),
         ("http://user:pw@example.com/", "credentials"),
         ("http:///nohost", "no host"),
+        # The socket layer raised OverflowError past 65535: an internal error, not a refusal.
+        ("http://127.0.0.1:99999/doc.md", "port 99999, outside 1-65535"),
+        ("https://example.com:65536/", "port 65536, outside"),
+        ("http://example.com:0/", "port 0, outside"),
     ]:
         with pytest.raises(HostDenied, match=message):
             policy.check_url(url)
     assert policy.check_url("https://example.com/a").host == "example.com"
+    assert policy.check_url("https://example.com:65535/a").port == 65535
 
 
 def test_internal_addresses_need_an_exact_host() -> None:

@@ -92,6 +92,13 @@ def test_redirect_to_host_outside_allow_list_is_refused(server: LocalServer) -> 
         fetch(client, site(server, "/start"))
 
 
+def test_redirect_to_a_port_past_65535_is_refused_not_an_internal_error(server: LocalServer) -> None:
+    server.route("/start", Reply.redirect("http://site.test:99999/x"))
+    with pytest.raises(FetchError, match=r"redirect from .* blocked: .* port 99999, outside 1-65535") as info:
+        fetch(local_client(server), site(server, "/start"))
+    assert info.value.kind is FetchErrorKind.BLOCKED
+
+
 def test_name_resolving_to_private_address_is_refused_before_connecting() -> None:
     resolver = FakeResolver({"public-looking.test": ["93.184.216.34", "10.0.0.7"]})
     client = GuardedClient(HostPolicy.build(allow_any=True), resolver=resolver)

@@ -112,6 +112,9 @@ class HostPolicy:
             raise HostDenied(f"{str(url)[:200]!r} has no host")
         if parsed.userinfo:
             raise HostDenied("URLs with embedded credentials are not allowed")
+        # The URL parser takes any number; the socket layer raises OverflowError on one past 65535.
+        if parsed.port is not None and not 0 < parsed.port <= 65535:
+            raise HostDenied(f"{str(url)[:200]!r} has port {parsed.port}, outside 1-65535")
         if not self.permits_host(parsed.host):
             lift = self.lift(parsed.host)
             raise HostDenied(
