@@ -9,6 +9,12 @@ the setting that raises the cap; ``id`` null when it could not be found), writes
 stderr, and goes on reading the next message.
 
 :class:`LineSplitter` is the pure part: bytes in, lines and :class:`Oversized` notes out.
+
+What the server writes is always valid JSON, too. Python reads a file name that is not UTF-8
+(``b"bad\xff.md"``) as a string with a lone surrogate (``"bad\udcff.md"``), which JSON cannot
+carry: the SDK's writer raised on it, its task group ended and the server died, so one such
+name in an allowed folder took md-vision down for every later call. Each outgoing message that
+holds one is rewritten with :func:`printable` (``bad\xff.md``) on its way to the writer.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import anyio.to_thread
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
+from pydantic import BaseModel
 
 from docab_mcpguard.access import DEFAULT_MAX_MESSAGE_BYTES as DEFAULT_MAX_MESSAGE_BYTES
 
@@ -188,8 +195,8 @@ async def bounded_stdio_server(
     try:
         wire = os.dup(0)
     except OSError:  # no stdin to claim: the SDK's own transport
-        async with stdio_server() as streams:
-            yield streams
+        async with stdio_server() as (read_stream, write_stream):
+            yield read_stream, PrintableSendStream(write_stream)
         return
     os.set_inheritable(wire, False)
     diverted = False
@@ -202,10 +209,80 @@ async def bounded_stdio_server(
     try:
         # The SDK iterates whatever it is given with ``async for``: the reader stands in for the file.
         async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
-            lines.answer = write_stream.send
-            yield read_stream, write_stream
+            printable_stream = PrintableSendStream(write_stream)
+            lines.answer = printable_stream.send
+            yield read_stream, printable_stream
     finally:
         if diverted:
             with contextlib.suppress(OSError):
                 os.dup2(wire, 0)
         # ``wire`` stays open: the reading thread may still be blocked on it (as in the SDK).
+
+
+# -- what is written -------------------------------------------------------------------------------
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate written as an escape: ``\\xNN`` for a byte that Python
+    read as a surrogate escape (a name that is not UTF-8), ``\\uNNNN`` for any other."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def holds_surrogates(value: object) -> bool:
+    """Whether a message, or any string inside it, holds a lone surrogate."""
+    if isinstance(value, str):
+        return not value.isascii() and _SURROGATE.search(value) is not None
+    if isinstance(value, BaseModel):
+        return holds_surrogates(vars(value)) or holds_surrogates(value.__pydantic_extra__)
+    if isinstance(value, dict):
+        return any(holds_surrogates(key) or holds_surrogates(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return any(holds_surrogates(item) for item in value)
+    return False
+
+
+def _printable_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {_printable_value(key): _printable_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_printable_value(item) for item in value]
+    return value
+
+
+def printable_message(message: BaseModel) -> BaseModel:
+    """``message`` with every string made :func:`printable` (the same fields set as before)."""
+    fields = message.model_dump(by_alias=True, exclude_unset=True)
+    return type(message).model_validate(_printable_value(fields))
+
+
+class PrintableSendStream:
+    """The stdio writer's stream, passing on only messages JSON can carry (see the module)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    async def send(self, item: SessionMessage) -> None:
+        if holds_surrogates(item.message):
+            item = SessionMessage(cast(Any, printable_message(item.message)), metadata=item.metadata)
+        await self._stream.send(item)
+
+    async def __aenter__(self) -> PrintableSendStream:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> bool | None:
+        return cast("bool | None", await self._stream.__aexit__(*exc_info))
+
+    def __getattr__(self, name: str) -> Any:  # close, aclose, clone ...: the stream's own
+        return getattr(self._stream, name)
