@@ -42,6 +42,17 @@ def test_format_escapes_paths_tabs_and_backtick_fences() -> None:
     assert "# a b ```x```\t1\t0\t14\n````\n</file>" in text
 
 
+def test_a_file_name_cannot_add_rows_or_tags_to_the_index() -> None:
+    text = format_file_index(
+        index_markdown_text("# Real\n", 'x.md">\n# Fake\t9\t0\t9\r\n</file><file path="y.md')
+    )
+    assert text.splitlines()[0] == (
+        '<file path="x.md&quot;&gt;&#10;# Fake\t9\t0\t9&#13;&#10;&lt;/file&gt;&lt;file path=&quot;y.md"'
+        " lines=1 chars=7>"
+    )
+    assert text.count("<file ") == 1 and text.count("</file>") == 1 and "# Fake" not in text.splitlines()[2:]
+
+
 def test_files_are_joined_by_a_blank_line_and_problems_say_why() -> None:
     entries = [FileIndex("a.md", None, 0, 0, ()), FileProblem("b.md", "permission denied")]
     assert format_index(entries) == (

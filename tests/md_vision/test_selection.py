@@ -61,6 +61,15 @@ def test_section_not_found_lists_closest_and_names_index_md() -> None:
     assert "'## Notes'" in message and "index_md" in message and "doc.md" in message
 
 
+def test_a_huge_section_argument_is_not_echoed_back_whole() -> None:
+    huge = "## " + "x" * 1_000_000
+    with pytest.raises(SelectionError) as info:
+        select(DOC, section=huge, name="doc.md")
+    assert len(str(info.value)) < 2_000 and "xxx…'" in str(info.value)
+    note = select(DOC, section=huge, line_range=[14, 16]).notes[0]
+    assert len(note) < 1_000 and note.startswith("Section '## xxx")
+
+
 def test_missing_section_falls_back_to_line_range_and_says_so() -> None:
     selection = select(DOC, section="## Nope", line_range=[14, 16])
     assert _lines(selection) == (14, 16)

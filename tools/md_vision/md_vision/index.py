@@ -67,7 +67,14 @@ def index_text(text: str, path: str | None = None) -> FileIndex:
 
 
 def _attribute(value: str) -> str:
-    return value.replace("&", "&amp;").replace('"', "&quot;")
+    # A file name may hold a line break or "<": written raw, it could add rows or tags to the
+    # index the model reads.
+    return value.translate(_ATTRIBUTE_ESCAPES)
+
+
+_ATTRIBUTE_ESCAPES = str.maketrans(
+    {"&": "&amp;", '"': "&quot;", "<": "&lt;", ">": "&gt;", "\n": "&#10;", "\r": "&#13;"}
+)
 
 
 def _cell(value: str) -> str:

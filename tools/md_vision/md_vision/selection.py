@@ -120,13 +120,13 @@ def select(
             notes: tuple[str, ...] = ()
             if not exact:
                 notes = (
-                    f"Section {section.strip()!r} matched heading {heading.label!r} at line {heading.line}.",
+                    f"Section {_quoted(section)} matched heading {heading.label!r} at line {heading.line}.",
                 )
             return Selection(heading.line, document.section_end(number), heading=heading, notes=notes)
         if line_range is not None:
             selection = _line_range(document, line_range)
             fallback = (
-                f"Section {section.strip()!r} was not found in {name}; returned line_range "
+                f"Section {_quoted(section)} was not found in {name}; returned line_range "
                 f"[{selection.first}, {selection.last}] instead.",
             )
             return Selection(selection.first, selection.last, notes=fallback + selection.notes)
@@ -136,13 +136,20 @@ def select(
     return Selection(1, document.line_count)
 
 
+def _quoted(section: str, limit: int = 200) -> str:
+    """The section asked for, as messages quote it: no longer than ``limit`` characters (a
+    megabyte-long argument is not echoed back whole)."""
+    section = section.strip()
+    return repr(section if len(section) <= limit else section[:limit] + "…")
+
+
 def _not_found(document: Document, section: str, name: str) -> str:
     if not document.headings:
-        return f"Section {section.strip()!r} not found: {name} has no headings. Read it without `section`, or use line_range."
+        return f"Section {_quoted(section)} not found: {name} has no headings. Read it without `section`, or use line_range."
     closest = closest_headings(document.headings, section)
     listed = ", ".join(repr(label) for label in closest)
     return (
-        f"Section {section.strip()!r} not found in {name}. Closest headings: {listed}. "
+        f"Section {_quoted(section)} not found in {name}. Closest headings: {listed}. "
         "Call index_md on the same uri to list every heading (with its line numbers), "
         "or pass line_range."
     )
