@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from md_vision import jpeg
 from md_vision.errors import ImageRejected
 
 if TYPE_CHECKING:
@@ -215,6 +216,11 @@ def _flatten(image: Image.Image) -> Image.Image:
 def _prepare_raster(data: bytes, *, max_side: int, max_pixels: int, byte_budget: int | None) -> PreparedImage:
     image = _open(data, max_pixels)
     source_format = image.format or "image"
+    if source_format == "JPEG" and jpeg.scan_count(data) > jpeg.MAX_SCANS:
+        raise ImageRejected(
+            f"the JPEG has more than {jpeg.MAX_SCANS} scans (an ordinary one has about 10, and each "
+            "costs a pass over the whole image), so it was not decoded"
+        )
     source_size = image.size
     frames = getattr(image, "n_frames", 1) or 1
     orientation = _orientation(image)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import math
 import os
 import threading
 import time
@@ -81,12 +82,16 @@ class Loader:
         # huge documents queue behind each other, never in front of an ordinary read.
         self._too_slow: SizedLRU[str] = SizedLRU(1_000)  # refusals of files that ran out of time
         self._large = ThreadPoolExecutor(max_workers=1, thread_name_prefix="md-vision-large")
+        # Images are decoded and SVGs rendered on a lane of their own: a hostile image holds it up
+        # to its limits (--svg-seconds a render), and an index or a read without images never
+        # waits behind it.
+        self._images = ThreadPoolExecutor(max_workers=2, thread_name_prefix="md-vision-images")
 
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
-        self._threads.shutdown(wait=False, cancel_futures=True)
-        self._large.shutdown(wait=False, cancel_futures=True)
+        for lane in (self._threads, self._large, self._images):
+            lane.shutdown(wait=False, cancel_futures=True)
 
     def is_current(self, generation: int) -> bool:
         """Are the allowed folders still those of ``generation``? Ask under ``paths_lock``."""
@@ -113,11 +118,12 @@ class Loader:
         return self.settings.show(location.path) if isinstance(location, LocalFile) else location.display
 
     async def run(self, function: Callable[[*_Args], _T], *args: *_Args) -> _T:
-        # In the caller's context: a log record written on the worker reaches the call's client.
-        context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(
-            self._threads, functools.partial(context.run, function, *args)
-        )
+        """``function(*args)`` on a worker thread."""
+        return await _run_on(self._threads, function, *args)
+
+    async def run_image(self, function: Callable[[*_Args], _T], *args: *_Args) -> _T:
+        """``function(*args)`` on the image lane (see ``_images``)."""
+        return await _run_on(self._images, function, *args)
 
     def use_paths(self, paths: PathPolicy, on_change: Callable[[Settings], None] | None = None) -> None:
         """Allow these folders from now on (the client's MCP roots, which may change);
@@ -147,17 +153,21 @@ class Loader:
             if refused is not None:
                 raise SourceError(refused)
         cancelled = threading.Event()
-        deadline = time.monotonic() + limit
+        # The time counts from when the parse starts, not from when it was queued: a document
+        # waiting behind others on the large lane has not been slow, and must not be refused
+        # (and the refusal remembered) for their time.
+        deadline = [math.inf]
 
         def stop() -> bool:
-            return cancelled.is_set() or time.monotonic() > deadline
+            return cancelled.is_set() or time.monotonic() > deadline[0]
 
-        context = contextvars.copy_context()
+        def parse() -> Document:
+            deadline[0] = time.monotonic() + limit
+            return parse_document(text, stop)
+
         executor = self._large if len(text) >= LARGE_DOCUMENT_CHARS else self._threads
         try:
-            return await asyncio.get_running_loop().run_in_executor(
-                executor, functools.partial(context.run, parse_document, text, stop)
-            )
+            return await _run_on(executor, parse)
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -207,3 +217,11 @@ class Loader:
         if tokens < MIN_RESULT_TOKENS:
             raise ToolFailure(f"max_tokens must be at least {MIN_RESULT_TOKENS:,}, got {tokens:,}")
         return min(tokens, limits.max_response_bytes // CHARS_PER_TOKEN)
+
+
+async def _run_on(executor: ThreadPoolExecutor, function: Callable[[*_Args], _T], *args: *_Args) -> _T:
+    # In the caller's context: a log record written on the worker reaches the call's client.
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(
+        executor, functools.partial(context.run, function, *args)
+    )

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from docab_mcpguard import Opened
 from md_vision.cache import SizedLRU
 from md_vision.datauri import MIN_ELIDED_CHARS, elide, placeholder, shown_chars
 from md_vision.document import Document, ImageRef
@@ -136,6 +137,10 @@ class Reader:
         self._loader = loader
         limits = loader.settings.limits
         self._images: SizedLRU[PreparedImage] = SizedLRU(160_000_000, _size_of_prepared)
+        # Images that could not be prepared (an SVG that ran out of time, a corrupt file), by the
+        # same keys: a hostile image costs its time once, not once per reference and per read.
+        self._refusals: SizedLRU[str] = SizedLRU(1_000)
+        self._pending: dict[_ImageKey, asyncio.Future[PreparedImage]] = {}  # being prepared now
         self._render_limits = RenderLimits(limits.svg_render_s, limits.svg_memory_mb * 1_000_000)
 
     async def read(
@@ -346,23 +351,61 @@ class Reader:
         slot.outcome = outcome
 
     async def _prepare_cancellably(self, prepare: Callable[[SvgRenderer], PreparedImage]) -> PreparedImage:
-        """Run ``prepare`` on a worker thread with an SVG renderer (a child process, see
-        :mod:`md_vision.sandbox`) that is killed when this call is cancelled, instead of running
-        on to its deadline."""
+        """Run ``prepare`` on the image lane (:meth:`Loader.run_image`) with an SVG renderer (a
+        child process, see :mod:`md_vision.sandbox`) that is killed when this call is cancelled,
+        instead of running on to its deadline."""
         cancelled = threading.Event()
         renderer = functools.partial(render_isolated, limits=self._render_limits, cancelled=cancelled)
         try:
-            return await self._loader.run(prepare, renderer)
+            return await self._loader.run_image(prepare, renderer)
         except asyncio.CancelledError:
             cancelled.set()
             raise
+
+    async def _once(self, key: _ImageKey, prepare: Callable[[SvgRenderer], PreparedImage]) -> PreparedImage:
+        """The image of ``key``: from the cache, or a refusal remembered, or prepared by one caller
+        while any other caller of the same key (the same image referenced twice, two reads at
+        once) waits for that result. A preparation cancelled with its call is started again by the
+        next caller that still wants it."""
+        while True:
+            cached = self._images.get(key)
+            if cached is not None:
+                return cached
+            refused = self._refusals.get(key)
+            if refused is not None:
+                raise ImageRejected(refused)
+            pending = self._pending.get(key)
+            if pending is None:
+                break
+            try:
+                return await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                if not pending.cancelled():
+                    raise  # this call was cancelled, not the preparation it waited for
+        result: asyncio.Future[PreparedImage] = asyncio.get_running_loop().create_future()
+        result.add_done_callback(lambda done: done.cancelled() or done.exception())  # no waiter: fine
+        self._pending[key] = result
+        try:
+            prepared = await self._prepare_cancellably(prepare)
+        except ImageRejected as exc:
+            self._refusals.put(key, str(exc))
+            result.set_exception(exc)
+            raise
+        except BaseException:
+            result.cancel()  # a waiter tries again itself
+            raise
+        finally:
+            del self._pending[key]
+        self._images.put(key, prepared)
+        result.set_result(prepared)
+        return prepared
 
     async def _prepare(self, target: ImageTarget, budget: int, name: str) -> tuple[PreparedImage, str]:
         limits = self._loader.settings.limits
         if isinstance(target, LocalImage):
             opened = open_image(target, self._loader.settings)
             real = str(opened.path)
-            key: tuple[str | int, ...] = (
+            key: _ImageKey = (
                 "file",
                 real,
                 opened.info.st_size,
@@ -370,14 +413,15 @@ class Reader:
                 budget,
                 limits.max_image_side,
             )
-            cached = self._images.get(key)
-            if cached is not None:
-                opened.close()
-                return cached, self._loader.settings.show(opened.path)
+
+            handover = _Handover(opened)
 
             def load_and_prepare(renderer: SvgRenderer) -> PreparedImage:
-                with opened:  # the worker thread owns the descriptor from here on
-                    data = read_image_file(opened, limits.max_image_bytes)
+                taken = handover.take()
+                if taken is None:
+                    raise ImageRejected("the read was cancelled before the image was opened")
+                with taken:  # the worker thread owns the descriptor from here on
+                    data = read_image_file(taken, limits.max_image_bytes)
                 return prepare_image(
                     data,
                     name=real,
@@ -387,8 +431,10 @@ class Reader:
                     svg_renderer=renderer,
                 )
 
-            prepared = await self._prepare_cancellably(load_and_prepare)
-            self._images.put(key, prepared)
+            try:
+                prepared = await self._once(key, load_and_prepare)
+            finally:
+                handover.release()  # a cached, refused or shared image never reached a worker
             return prepared, self._loader.settings.show(opened.path)
         if isinstance(target, RemoteImage):
             final_url, data = await fetch_image(self._loader.http(), self._loader.settings, target)
@@ -397,17 +443,41 @@ class Reader:
             assert isinstance(target, DataImage)
             data, shown = target.data, ""
         key = ("bytes", hashlib.sha256(data).hexdigest(), budget, limits.max_image_side)
-        cached = self._images.get(key)
-        if cached is None:
-            cached = await self._prepare_cancellably(
-                lambda renderer: prepare_image(
-                    data,
-                    name=shown or name,
-                    max_side=limits.max_image_side,
-                    max_pixels=limits.max_image_pixels,
-                    byte_budget=budget,
-                    svg_renderer=renderer,
-                )
-            )
-            self._images.put(key, cached)
-        return cached, shown
+        prepared = await self._once(
+            key,
+            lambda renderer: prepare_image(
+                data,
+                name=shown or name,
+                max_side=limits.max_image_side,
+                max_pixels=limits.max_image_pixels,
+                byte_budget=budget,
+                svg_renderer=renderer,
+            ),
+        )
+        return prepared, shown
+
+
+_ImageKey = tuple[str | int, ...]
+
+
+class _Handover:
+    """An open image file that either a worker takes (and closes) or the caller closes, never
+    both: closing a descriptor a worker still reads could close another file that reused its
+    number."""
+
+    def __init__(self, opened: Opened) -> None:
+        self._opened: Opened | None = opened
+        self._lock = threading.Lock()
+
+    def take(self) -> Opened | None:
+        """For the worker: the file, or None when the caller has closed it already."""
+        with self._lock:
+            opened, self._opened = self._opened, None
+            return opened
+
+    def release(self) -> None:
+        """For the caller, when it no longer waits: close the file unless a worker took it."""
+        with self._lock:
+            opened, self._opened = self._opened, None
+        if opened is not None:
+            opened.close()

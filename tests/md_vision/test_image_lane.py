@@ -1,0 +1,125 @@
+"""Images are prepared on a lane of their own, once per image, and a refusal is remembered.
+
+Before: a document referencing one slow SVG ten times rendered it ten times at once on the
+server's shared threads (50 s at the 10 s --svg-seconds limit), and meanwhile an index of an
+unrelated file waited; every repeat of the read cost the same again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from md_vision.loading import Loader
+from md_vision.reading import Reader
+from md_vision.results import ImageBlock, TextBlock
+from tests.md_vision.conftest import png_bytes, settings_for
+
+
+class CountingLoader(Loader):
+    """A loader that counts the preparations sent to the image lane."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.image_jobs = 0
+
+    async def run_image(self, function: Callable[..., Any], *args: Any) -> Any:
+        self.image_jobs += 1
+        return await super().run_image(function, *args)
+
+
+def _placeholders(result: Any) -> list[str]:
+    return [b.text for b in result.blocks if isinstance(b, TextBlock) and b.role == "placeholder"]
+
+
+def test_one_image_referenced_many_times_is_prepared_once(tmp_path: Path) -> None:
+    (tmp_path / "pic.png").write_bytes(png_bytes())
+    (tmp_path / "doc.md").write_text("# Doc\n\n" + "".join(f"![p{i}](pic.png)\n\n" for i in range(6)))
+
+    async def go() -> tuple[int, int]:
+        loader = CountingLoader(settings_for(tmp_path))
+        try:
+            result = await Reader(loader).read("doc.md")
+            assert sum(isinstance(b, ImageBlock) for b in result.blocks) == 6
+            first = loader.image_jobs
+            await Reader(loader).read("doc.md")  # a new reader: its own cache
+            return first, loader.image_jobs
+        finally:
+            await loader.aclose()
+
+    assert asyncio.run(go()) == (1, 2)
+
+
+def test_an_image_that_cannot_be_prepared_costs_once_until_it_changes(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(png_bytes()[:60])  # a header, then nothing: cannot be decoded
+    (tmp_path / "doc.md").write_text("# Doc\n\n" + "![a](broken.png)\n\n![b](broken.png)\n")
+
+    async def go() -> list[int]:
+        loader = CountingLoader(settings_for(tmp_path))
+        reader = Reader(loader)
+        jobs = []
+        try:
+            for step in range(3):
+                if step == 2:  # the file changes: it is tried again
+                    os.utime(broken, ns=(1, 1))
+                result = await reader.read("doc.md")
+                assert len(_placeholders(result)) == 2 and "could not be decoded" in _placeholders(result)[1]
+                jobs.append(loader.image_jobs)
+        finally:
+            await loader.aclose()
+        return jobs
+
+    assert asyncio.run(go()) == [1, 1, 2]
+
+
+def test_an_index_and_a_plain_read_never_wait_behind_the_image_lane(tmp_path: Path) -> None:
+    (tmp_path / "doc.md").write_text("# Doc\n\ntext\n")
+    release = threading.Event()
+
+    async def go() -> tuple[str, str]:
+        loader = Loader(settings_for(tmp_path))
+        try:
+            # Both image threads busy (as with two slow renders); they end when the test says so.
+            blocked = [asyncio.ensure_future(loader.run_image(release.wait)) for _ in range(2)]
+            await asyncio.sleep(0)
+            parsed = await loader.run(lambda: "parsed while images were busy")
+            text = (await Reader(loader).read("doc.md")).source_text
+            assert not any(task.done() for task in blocked)
+            release.set()
+            await asyncio.gather(*blocked)
+            return parsed, text
+        finally:
+            release.set()
+            await loader.aclose()
+
+    assert asyncio.run(go()) == ("parsed while images were busy", "# Doc\n\ntext\n")
+
+
+def test_a_parse_waiting_on_the_large_lane_is_not_charged_for_the_wait(tmp_path: Path) -> None:
+    from md_vision.loading import LARGE_DOCUMENT_CHARS
+
+    # Parses in about 0.1 s; it waits 1.5 s behind a parse ahead of it, with --parse-seconds 1.
+    # Before, the wait counted: it was refused as too slow, and the refusal was remembered.
+    text = "text line of a document\n" * (LARGE_DOCUMENT_CHARS // 24 + 1)
+    release = threading.Event()
+
+    async def go() -> int:
+        loader = Loader(settings_for(tmp_path, parse_timeout_s=1.0))
+        try:
+            busy = loader._large.submit(release.wait)  # the lane's one worker, taken
+            queued = asyncio.ensure_future(loader.parse(text, "big.md", key=("big.md", 1)))
+            await asyncio.sleep(1.5)
+            release.set()
+            document = await queued
+            busy.result()
+            return document.line_count
+        finally:
+            release.set()
+            await loader.aclose()
+
+    assert asyncio.run(go()) == len(text.splitlines())
