@@ -92,6 +92,24 @@ def test_redirect_to_host_outside_allow_list_is_refused(server: LocalServer) -> 
         fetch(client, site(server, "/start"))
 
 
+def test_one_host_that_never_answers_does_not_hold_every_connection(server: LocalServer) -> None:
+    # Twelve fetches waiting on a slow route (the pool's default of 10 connections, all taken),
+    # then one of a quick route: it is answered while all twelve still wait.
+    server.route("/slow", Reply(body="slow", delay=2.0))
+    server.route("/quick", Reply(body="quick"))
+
+    async def go() -> bytes:
+        async with local_client(server) as client:
+            slow = [asyncio.create_task(client.fetch(site(server, "/slow"))) for _ in range(12)]
+            await asyncio.sleep(0.3)
+            quick = await client.fetch(site(server, "/quick"))
+            assert not any(task.done() for task in slow)
+            assert all(fetched.content == b"slow" for fetched in await asyncio.gather(*slow))
+            return quick.content
+
+    assert asyncio.run(go()) == b"quick"
+
+
 def test_redirect_to_a_port_past_65535_is_refused_not_an_internal_error(server: LocalServer) -> None:
     server.route("/start", Reply.redirect("http://site.test:99999/x"))
     with pytest.raises(FetchError, match=r"redirect from .* blocked: .* port 99999, outside 1-65535") as info:

@@ -217,12 +217,19 @@ class _CoreStream(httpx2.AsyncByteStream):
             await close()
 
 
+# Connections open at once, over all hosts. The pool's default (10) let one host that never
+# answers hold them all: a document with ten images there made every other fetch of the server
+# wait for a free connection, up to its whole timeout. A read inlines at most 50 images.
+MAX_CONNECTIONS = 100
+
+
 class _GuardedTransport(httpx2.AsyncBaseTransport):
     """httpx2's transport contract over an httpcore2 pool whose every connection is checked."""
 
     def __init__(self, policy: HostPolicy, resolver: Resolver, *, http2: bool, verify: bool) -> None:
         self._pool = httpcore2.AsyncConnectionPool(
             ssl_context=httpx2.create_ssl_context(verify=verify, trust_env=False),
+            max_connections=MAX_CONNECTIONS,
             http1=True,
             http2=http2,
             network_backend=_GuardedBackend(policy, resolver),
@@ -277,7 +284,11 @@ class GuardedClient:
     def __post_init__(self) -> None:
         if self.proxy:
             transport: httpx2.AsyncBaseTransport = httpx2.AsyncHTTPTransport(
-                proxy=self.proxy, http2=self.http2, verify=self.verify_tls, trust_env=False
+                proxy=self.proxy,
+                http2=self.http2,
+                verify=self.verify_tls,
+                trust_env=False,
+                limits=httpx2.Limits(max_connections=MAX_CONNECTIONS),
             )
         else:
             transport = _GuardedTransport(
