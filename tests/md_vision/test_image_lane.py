@@ -123,3 +123,88 @@ def test_a_parse_waiting_on_the_large_lane_is_not_charged_for_the_wait(tmp_path:
             await loader.aclose()
 
     assert asyncio.run(go()) == len(text.splitlines())
+
+
+# -- SharedWork: one computation per key for every caller that asks meanwhile ----------------------
+
+
+def test_callers_of_one_key_share_its_result_or_its_exception() -> None:
+    from md_vision.cache import SharedWork
+
+    async def go() -> tuple[list[str], int]:
+        work: SharedWork[str] = SharedWork()
+        calls = 0
+
+        async def compute() -> str:
+            nonlocal calls
+            calls += 1
+            await asyncio.sleep(0.01)
+            return "value"
+
+        results = await asyncio.gather(*(work.run("k", compute) for _ in range(5)))
+
+        async def fail() -> str:
+            await asyncio.sleep(0.01)
+            raise ValueError("bad image")
+
+        failures = await asyncio.gather(*(work.run("other", fail) for _ in range(3)), return_exceptions=True)
+        assert [str(f) for f in failures] == ["bad image"] * 3
+        return list(results), calls
+
+    assert asyncio.run(go()) == (["value"] * 5, 1)
+
+
+def test_a_cancelled_owner_hands_the_work_to_a_waiter_and_a_cancelled_waiter_changes_nothing() -> None:
+    from md_vision.cache import SharedWork
+
+    async def go() -> tuple[str, str, int]:
+        work: SharedWork[str] = SharedWork()
+        started = 0
+
+        async def compute() -> str:
+            nonlocal started
+            started += 1
+            await asyncio.sleep(0.05)
+            return f"run {started}"
+
+        owner = asyncio.create_task(work.run("k", compute))
+        await asyncio.sleep(0)
+        waiter = asyncio.create_task(work.run("k", compute))
+        await asyncio.sleep(0.01)
+        owner.cancel()
+        taken_over = await waiter  # computed again, by the waiter
+
+        owner2 = asyncio.create_task(work.run("j", compute))
+        await asyncio.sleep(0)
+        waiter2 = asyncio.create_task(work.run("j", compute))
+        await asyncio.sleep(0.01)
+        waiter2.cancel()
+        return taken_over, await owner2, started
+
+    assert asyncio.run(go()) == ("run 2", "run 3", 3)
+
+
+class ParseCountingLoader(Loader):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.parses = 0
+
+    async def parse(self, *args: Any, **kwargs: Any) -> Any:
+        self.parses += 1
+        return await super().parse(*args, **kwargs)
+
+
+def test_sections_of_one_document_asked_for_at_once_parse_it_once(tmp_path: Path) -> None:
+    (tmp_path / "doc.md").write_text("".join(f"# Part {i}\n\n" + "text\n" * 50 for i in range(8)))
+
+    async def go() -> tuple[list[str], int]:
+        loader = ParseCountingLoader(settings_for(tmp_path))
+        try:
+            reader = Reader(loader)
+            results = await asyncio.gather(*(reader.read("doc.md", section=f"Part {i}") for i in range(8)))
+            return [r.heading or "" for r in results], loader.parses
+        finally:
+            await loader.aclose()
+
+    headings, parses = asyncio.run(go())
+    assert headings == [f"# Part {i}" for i in range(8)] and parses == 1

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar, TypeVarTuple
 
 from docab_mcpguard import FetchLimits, GuardedClient, Opened, PathPolicy, Resolver, SystemResolver
-from md_vision.cache import SizedLRU
+from md_vision.cache import SharedWork, SizedLRU
 from md_vision.document import Document, ParseStopped, parse_document
 from md_vision.paging import (
     CHARS_PER_TOKEN,
@@ -26,6 +26,7 @@ from md_vision.paging import (
 from md_vision.results import ToolFailure
 from md_vision.settings import Settings
 from md_vision.sources import (
+    Handover,
     LoadedMarkdown,
     LocalFile,
     RemoteFile,
@@ -82,6 +83,7 @@ class Loader:
         # huge documents queue behind each other, never in front of an ordinary read.
         self._too_slow: SizedLRU[str] = SizedLRU(1_000)  # refusals of files that ran out of time
         self._large = ThreadPoolExecutor(max_workers=1, thread_name_prefix="md-vision-large")
+        self._parsing: SharedWork[Document] = SharedWork()
         # Images are decoded and SVGs rendered on a lane of their own: a hostile image holds it up
         # to its limits (--svg-seconds a render), and an index or a read without images never
         # waits behind it.
@@ -201,12 +203,25 @@ class Loader:
             opened.close()
             return LoadedMarkdown(location, cached.text), cached
 
-        def load() -> str:
-            with opened:  # the worker thread owns the descriptor from here on
-                return read_local_markdown(opened, self.settings.limits.max_markdown_bytes, uri)
+        handover = Handover(opened)
 
-        document = await self.parse(await self.run(load), self.shown(location), location.key)
-        self._documents.put(location.key, document)
+        def load() -> str:
+            taken = handover.take()
+            if taken is None:
+                raise SourceError(f"{uri}: the read was cancelled before the file was opened")
+            with taken:  # the worker thread owns the descriptor from here on
+                return read_local_markdown(taken, self.settings.limits.max_markdown_bytes, uri)
+
+        async def load_and_parse() -> Document:
+            document = await self.parse(await self.run(load), self.shown(location), location.key)
+            self._documents.put(location.key, document)
+            return document
+
+        try:
+            # Sections of one document asked for at once: one read and parse for all of them.
+            document = await self._parsing.run(location.key, load_and_parse)
+        finally:
+            handover.release()  # a caller that shared another's parse never handed its file over
         return LoadedMarkdown(location, document.text), document
 
     def result_tokens(self, max_tokens: int | None) -> int:

@@ -11,8 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from docab_mcpguard import Opened
-from md_vision.cache import SizedLRU
+from md_vision.cache import SharedWork, SizedLRU
 from md_vision.datauri import MIN_ELIDED_CHARS, elide, placeholder, shown_chars
 from md_vision.document import Document, ImageRef
 from md_vision.errors import ImageRejected
@@ -27,6 +26,7 @@ from md_vision.selection import Selection, SelectionError, select
 from md_vision.sources import (
     MAX_SHOWN_REFERENCE,
     DataImage,
+    Handover,
     ImageRefused,
     ImageTarget,
     LoadedMarkdown,
@@ -140,7 +140,7 @@ class Reader:
         # Images that could not be prepared (an SVG that ran out of time, a corrupt file), by the
         # same keys: a hostile image costs its time once, not once per reference and per read.
         self._refusals: SizedLRU[str] = SizedLRU(1_000)
-        self._pending: dict[_ImageKey, asyncio.Future[PreparedImage]] = {}  # being prepared now
+        self._preparing: SharedWork[PreparedImage] = SharedWork()
         self._render_limits = RenderLimits(limits.svg_render_s, limits.svg_memory_mb * 1_000_000)
 
     async def read(
@@ -363,42 +363,25 @@ class Reader:
             raise
 
     async def _once(self, key: _ImageKey, prepare: Callable[[SvgRenderer], PreparedImage]) -> PreparedImage:
-        """The image of ``key``: from the cache, or a refusal remembered, or prepared by one caller
-        while any other caller of the same key (the same image referenced twice, two reads at
-        once) waits for that result. A preparation cancelled with its call is started again by the
-        next caller that still wants it."""
-        while True:
-            cached = self._images.get(key)
-            if cached is not None:
-                return cached
-            refused = self._refusals.get(key)
-            if refused is not None:
-                raise ImageRejected(refused)
-            pending = self._pending.get(key)
-            if pending is None:
-                break
+        """The image of ``key``: from the cache, or a refusal remembered, or prepared once for
+        every caller that asks for it meanwhile (:class:`~md_vision.cache.SharedWork`)."""
+        cached = self._images.get(key)
+        if cached is not None:
+            return cached
+        refused = self._refusals.get(key)
+        if refused is not None:
+            raise ImageRejected(refused)
+
+        async def prepare_and_keep() -> PreparedImage:
             try:
-                return await asyncio.shield(pending)
-            except asyncio.CancelledError:
-                if not pending.cancelled():
-                    raise  # this call was cancelled, not the preparation it waited for
-        result: asyncio.Future[PreparedImage] = asyncio.get_running_loop().create_future()
-        result.add_done_callback(lambda done: done.cancelled() or done.exception())  # no waiter: fine
-        self._pending[key] = result
-        try:
-            prepared = await self._prepare_cancellably(prepare)
-        except ImageRejected as exc:
-            self._refusals.put(key, str(exc))
-            result.set_exception(exc)
-            raise
-        except BaseException:
-            result.cancel()  # a waiter tries again itself
-            raise
-        finally:
-            del self._pending[key]
-        self._images.put(key, prepared)
-        result.set_result(prepared)
-        return prepared
+                prepared = await self._prepare_cancellably(prepare)
+            except ImageRejected as exc:
+                self._refusals.put(key, str(exc))
+                raise
+            self._images.put(key, prepared)
+            return prepared
+
+        return await self._preparing.run(key, prepare_and_keep)
 
     async def _prepare(self, target: ImageTarget, budget: int, name: str) -> tuple[PreparedImage, str]:
         limits = self._loader.settings.limits
@@ -414,7 +397,7 @@ class Reader:
                 limits.max_image_side,
             )
 
-            handover = _Handover(opened)
+            handover = Handover(opened)
 
             def load_and_prepare(renderer: SvgRenderer) -> PreparedImage:
                 taken = handover.take()
@@ -458,26 +441,3 @@ class Reader:
 
 
 _ImageKey = tuple[str | int, ...]
-
-
-class _Handover:
-    """An open image file that either a worker takes (and closes) or the caller closes, never
-    both: closing a descriptor a worker still reads could close another file that reused its
-    number."""
-
-    def __init__(self, opened: Opened) -> None:
-        self._opened: Opened | None = opened
-        self._lock = threading.Lock()
-
-    def take(self) -> Opened | None:
-        """For the worker: the file, or None when the caller has closed it already."""
-        with self._lock:
-            opened, self._opened = self._opened, None
-            return opened
-
-    def release(self) -> None:
-        """For the caller, when it no longer waits: close the file unless a worker took it."""
-        with self._lock:
-            opened, self._opened = self._opened, None
-        if opened is not None:
-            opened.close()

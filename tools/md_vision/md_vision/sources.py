@@ -16,6 +16,7 @@ import binascii
 import os
 import re
 import stat
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -408,3 +409,26 @@ async def fetch_image(client: GuardedClient, settings: Settings, image: RemoteIm
     except (FetchError, HostDenied) as exc:
         raise ImageRefused(str(exc)) from exc
     return fetched.url, fetched.content
+
+
+class Handover:
+    """An open image file that either a worker takes (and closes) or the caller closes, never
+    both: closing a descriptor a worker still reads could close another file that reused its
+    number."""
+
+    def __init__(self, opened: Opened) -> None:
+        self._opened: Opened | None = opened
+        self._lock = threading.Lock()
+
+    def take(self) -> Opened | None:
+        """For the worker: the file, or None when the caller has closed it already."""
+        with self._lock:
+            opened, self._opened = self._opened, None
+            return opened
+
+    def release(self) -> None:
+        """For the caller, when it no longer waits: close the file unless a worker took it."""
+        with self._lock:
+            opened, self._opened = self._opened, None
+        if opened is not None:
+            opened.close()
