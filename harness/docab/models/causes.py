@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from docab.models.redirects import RedirectRefused
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -29,7 +31,7 @@ class Failure:
     retry_after_s: float | None = None
 
 
-CauseKind = Literal["refused", "dns", "tls", "timeout", "reset", "connection"]
+CauseKind = Literal["refused", "dns", "tls", "timeout", "reset", "connection", "redirect"]
 
 REFUSED = "connection refused (is the server running, on that port?)"
 MAX_CHAIN = 12  # exception chains are short; a cycle or a pathological chain stops here
@@ -77,6 +79,8 @@ def transport_cause(exc: BaseException, *, timeout_s: float | None = None) -> Tr
 
 
 def _specific_cause(cause: BaseException) -> TransportCause | None:
+    if isinstance(cause, RedirectRefused):
+        return TransportCause("redirect", str(cause))
     if isinstance(cause, ConnectionRefusedError):
         return TransportCause("refused", REFUSED)
     if isinstance(cause, socket.gaierror):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NoReturn
 
+from docab.models import redirects
 from docab.models.causes import shorten
 from docab.models.config import ModelConfig, ModelConfigError
 from docab.models.extras import BEDROCK_SIGNING, VERTEX_CREDENTIALS, require
@@ -314,8 +315,8 @@ def _vertex_client(
 def gemini_client(config: ModelConfig, env: Mapping[str, str], *, role: str | None = None) -> ClientSetup:
     """``google.genai.Client`` for the Gemini API (never Vertex AI, whatever the environment says),
     with the key, ``base_url``, headers and timeout of the config; the SDK's retries stay off (its
-    default without ``retry_options``) and its transport is aiohttp when installed, as for the others;
-    ``http_backend = "httpx"`` hands it an httpx client instead."""
+    default without ``retry_options``) and its transport is always an httpx client of docab's, which
+    follows a redirect only within the endpoint's origin (``http_backend`` does not apply)."""
     from google import genai
     from google.genai import types
 
@@ -330,10 +331,13 @@ def gemini_client(config: ModelConfig, env: Mapping[str, str], *, role: str | No
     }
     if config.base_url:
         options["base_url"] = config.base_url
-    if config.http_backend == "httpx":
-        import httpx
+    # Always an httpx client of ours: the SDK's aiohttp session would follow a redirect to any
+    # host with the key (models.redirects); this one follows it only within the origin.
+    import httpx
 
-        options["httpx_async_client"] = httpx.AsyncClient(timeout=config.timeout)
+    options["httpx_async_client"] = httpx.AsyncClient(
+        timeout=config.timeout, follow_redirects=True, event_hooks=redirects.HOOKS
+    )
     client = _construct(
         config,
         role,
@@ -345,23 +349,25 @@ def gemini_client(config: ModelConfig, env: Mapping[str, str], *, role: str | No
     return ClientSetup(client, genai, _key_access(config, key))
 
 
-def sdk_http_client(sdk: Any, config: Any) -> Any | None:
-    """The HTTP client to hand an official SDK, or None for the SDK's default (httpx2).
+def sdk_http_client(sdk: Any, config: Any) -> Any:
+    """The HTTP client to hand an official SDK: the SDK's own defaults, with a redirect followed
+    only within the endpoint's origin (:mod:`docab.models.redirects`).
 
     Both SDKs ship ``DefaultAioHttpClient`` (their extra ``aiohttp``), which they recommend for
-    high concurrency; with it installed and ``http_backend`` "auto" or "aiohttp", it is used.
+    high concurrency; with it installed and ``http_backend`` "auto" or "aiohttp", it is used;
+    otherwise their httpx2 client.
     """
     if config.http_backend == "httpx":
-        return None
+        return sdk.DefaultAsyncHttpxClient(event_hooks=redirects.HOOKS)
     try:
-        return sdk.DefaultAioHttpClient()
+        return sdk.DefaultAioHttpClient(event_hooks=redirects.HOOKS)
     except RuntimeError as exc:  # the SDK says: aiohttp extra not installed
         if config.http_backend == "aiohttp":
             raise ModelConfigError(
                 f'{config.name}: http_backend = "aiohttp" needs the SDK\'s aiohttp extra '
                 f"(pip install '{sdk.__name__}[aiohttp]')"
             ) from exc
-        return None
+        return sdk.DefaultAsyncHttpxClient(event_hooks=redirects.HOOKS)
 
 
 def resolve_headers(headers: Mapping[str, str], env: Mapping[str, str], *, who: str) -> dict[str, str]:
