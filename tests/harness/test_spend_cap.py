@@ -202,3 +202,25 @@ def test_the_resume_command_repeats_the_command_with_the_new_cap() -> None:
     argv = ["run", "my run.toml", "--max-cost", "10", "--limit", "5"]
     assert resume_command(argv, 12.341) == "docab run 'my run.toml' --limit 5 --max-cost 12.35"
     assert resume_command(["run", "x.toml", "--max-cost=3"], 4) == "docab run x.toml --max-cost 4.00"
+
+
+def test_a_sample_that_cost_nothing_gives_no_estimate_and_the_next_still_runs_alone() -> None:
+    # The first sample fails on a 503 burst before any billed reply ($0); each later one costs 1.0.
+    # Counted in the mean, it made the estimate $0: all eight started at once and a cap of 2 ran to 8.
+    async def scenario() -> tuple[list[str], float]:
+        guard = SpendGuard(cap=2.0)
+        order: list[str] = []
+
+        async def sample(name: str, cost: float) -> None:
+            if await guard.admit("a"):
+                order.append(f"start {name}")
+                await asyncio.sleep(0.01)
+                guard.finished("a", SampleCost({"agent": cost}) if cost else None)
+                order.append(f"end {name}")
+
+        await asyncio.gather(sample("1", 0.0), *(sample(str(n), 1.0) for n in range(2, 9)))
+        return order, guard.spent
+
+    order, spent = asyncio.run(scenario())
+    assert order == ["start 1", "end 1", "start 2", "end 2", "start 3", "end 3"]
+    assert spent == pytest.approx(2.0)

@@ -6,7 +6,10 @@ run stopped by its cap and resumed with a higher one goes on from where it stopp
 starts, the guard adds to what was spent an estimate of every sample in flight and of the new one:
 the mean cost of the samples of its arm done so far (of every arm while its arm has none). Until
 the run has a sample done there is no estimate, so one sample runs alone first (:meth:`admit`
-waits for it). When the estimate would pass the cap, the sample is not started and no further one
+waits for it). A sample that cost nothing (one that failed before any billed reply) says nothing
+about what the next one costs: it adds to neither the mean nor the count, and the samples after
+it still run one at a time until one has cost something. (Counted at $0, a first sample lost to
+a 503 burst made the estimate $0, and eight samples started at once ran a $2 cap to $8.) When the estimate would pass the cap, the sample is not started and no further one
 is: samples in flight finish and are recorded, and the run ends with :class:`SpendStop`.
 
 Only priced calls count (``docab.pricing``): a run whose model has no known price cannot be capped
@@ -55,7 +58,7 @@ class SpendGuard:
     _in_flight: Counter[str] = field(default_factory=Counter)
     stopped: bool = False
     started: int = 0  # samples this guard let start
-    _first_done: asyncio.Event = field(default_factory=asyncio.Event)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)  # a sample finished
 
     @classmethod
     def from_costs(cls, cap: float, done: Iterable[tuple[str, SampleCost]]) -> SpendGuard:
@@ -73,14 +76,16 @@ class SpendGuard:
         return sum(self._cost.values()) / count if count else 0.0
 
     def per_sample(self) -> float:
+        """The mean cost of the samples done that cost something."""
         count = sum(self._done.values())
         return sum(self._cost.values()) / count if count else 0.0
 
     async def admit(self, arm: str) -> bool:
         """:meth:`may_start`, once there is an estimate: while no sample of the run is done and one
         is in flight, wait for it."""
-        if not self._done.total() and self._in_flight.total():
-            await self._first_done.wait()
+        while not self._done.total() and self._in_flight.total():
+            self._changed.clear()
+            await self._changed.wait()
         return self.may_start(arm)
 
     def may_start(self, arm: str) -> bool:
@@ -109,6 +114,7 @@ class SpendGuard:
     def _book(self, arm: str, cost: SampleCost | None) -> None:
         usd = cost.priced if cost is not None else 0.0
         self.spent += usd
-        self._done[arm] += 1
-        self._cost[arm] = self._cost.get(arm, 0.0) + usd
-        self._first_done.set()
+        if usd > 0:  # see the module: a sample that cost nothing tells nothing of the next one
+            self._done[arm] += 1
+            self._cost[arm] = self._cost.get(arm, 0.0) + usd
+        self._changed.set()
