@@ -32,10 +32,17 @@ TOOL_USAGE_META_KEY = "io.github.docab/usage"
 """Where a tool reports the tokens it spent in a result's ``_meta`` (see docs/architecture.md)."""
 
 
+UNREPORTED_KEY = "docab_usage_unreported"  # in ``raw`` of a reply that carried no usage at all
+MAX_COUNT = 1_000_000_000  # tokens in one field of one call: far past any model's context
+
+
 def _int(value: Any) -> int:
+    """A token count as a provider sent it; a count that cannot be one (a string, 1e400, which
+    JSON reads as infinity) is 0, and a huge one is held at MAX_COUNT (1e30 tokens was recorded
+    as $2.5e24)."""
     try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
+        return min(MAX_COUNT, max(0, int(value or 0)))
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 
@@ -58,6 +65,17 @@ class Usage:
     role: UsageRole = "agent"
     model: str = ""
     raw: dict[str, Any] | None = field(default=None, compare=False)
+
+    @classmethod
+    def unreported(cls, *, model: str, role: UsageRole = "agent") -> Usage:
+        """A provider reply without a usage object (some OpenAI-compatible gateways drop it): what
+        it cost is unknown, not 0 (:attr:`reported` is False, and pricing says so)."""
+        return cls(role=role, model=model, raw={UNREPORTED_KEY: True})
+
+    @property
+    def reported(self) -> bool:
+        """False for :meth:`unreported` calls: their token counts are not known."""
+        return not (isinstance(self.raw, Mapping) and self.raw.get(UNREPORTED_KEY))
 
     @property
     def input_total(self) -> int:

@@ -153,7 +153,12 @@ def test_missing_usage_gives_zeros_not_a_crash(llm_stub: LLMStub) -> None:
     del body["usage"]
     llm_stub.push("openai", Reply.json(body))
     turn = generate_once(make_model(llm_stub), "", [Message.user("q")], [], max_output_tokens=8)
-    assert turn.text == "x" and turn.usage.total == 0 and turn.usage.raw is None
+    assert turn.text == "x" and turn.usage.total == 0 and not turn.usage.reported
+    # Its cost is unknown, never a silent $0 (an endpoint that drops usage made --max-cost a no-op).
+    from docab.pricing import sample_cost
+
+    cost = sample_cost([turn.usage])
+    assert cost.total is None and cost.unpriced == ("openai/gpt-test (replies without token usage)",)
 
 
 def test_reasoning_content_is_kept_and_echoed_only_on_tool_call_turns(llm_stub: LLMStub) -> None:

@@ -224,3 +224,14 @@ def test_a_sample_that_cost_nothing_gives_no_estimate_and_the_next_still_runs_al
     order, spent = asyncio.run(scenario())
     assert order == ["start 1", "end 1", "start 2", "end 2", "start 3", "end 3"]
     assert spent == pytest.approx(2.0)
+
+
+def test_a_call_of_unknown_cost_stops_a_capped_run_saying_why() -> None:
+    # An endpoint whose replies carry no usage: the sample's cost is unknown, not $0.
+    guard = SpendGuard(cap=1.0)
+    assert guard.may_start("a") and guard.may_start("a")
+    guard.finished("a", SampleCost({"agent": 0.1}, unpriced=("openai/gpt-4o (replies without token usage)",)))
+    assert not guard.may_start("a")
+    stop = guard.stop()
+    assert stop is not None and stop.unknown == ("openai/gpt-4o (replies without token usage)",)
+    assert "cannot be kept" in stop.message() and "replies without token usage" in stop.message()

@@ -42,6 +42,22 @@ def test_missing_and_garbage_fields_count_as_zero() -> None:
     )
 
 
+def test_impossible_counts_are_zero_or_held_at_the_ceiling_never_a_crash() -> None:
+    import json
+
+    from docab.usage import MAX_COUNT
+
+    infinite = json.loads('{"prompt_tokens": 1e400, "completion_tokens": 5}')  # JSON reads inf
+    assert Usage.from_openai(infinite).input_total == 0  # was: OverflowError, "failed unexpectedly"
+    assert Usage.from_openai({"prompt_tokens": 1e30}).input_total == MAX_COUNT  # was $2.5e24
+
+
+def test_a_reply_without_usage_is_unreported_not_zero() -> None:
+    usage = Usage.unreported(model="openai/gpt-4o")
+    assert not usage.reported and Usage.from_openai({"prompt_tokens": 3}).reported
+    assert not Usage.from_dict(usage.to_dict()).reported  # as a record reads it back
+
+
 def test_tool_side_usage_from_result_meta() -> None:
     meta = {
         TOOL_USAGE_META_KEY: {

@@ -79,7 +79,7 @@ def launch_and_report(
         )
     stop = outcome.spend_stop
     if stop is not None:
-        again = f"; to go on, raise the cap: {resume(stop.needed())}" if resume else ""
+        again = f"; to go on, raise the cap: {resume(stop.needed())}" if resume and not stop.unknown else ""
         print(f"{command}: {stop.message()}{again}", file=sys.stderr)
         return SPEND_CAP_EXIT
     errors = outcome.errors()

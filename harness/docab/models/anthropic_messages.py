@@ -183,7 +183,9 @@ class AnthropicMessagesModel(ProviderModel):
 
     def usage(self, raw: Mapping[str, Any]) -> Usage:
         usage = raw.get("usage")
-        return Usage.from_anthropic(usage if isinstance(usage, Mapping) else None, model=self.name)
+        if not isinstance(usage, Mapping):
+            return Usage.unreported(model=self.name)
+        return Usage.from_anthropic(usage, model=self.name)
 
 
 def build_anthropic_model(

@@ -242,7 +242,9 @@ class GeminiModel(ProviderModel):
 
     def usage(self, raw: Mapping[str, Any]) -> Usage:
         usage = raw.get("usageMetadata")
-        return Usage.from_gemini(usage if isinstance(usage, Mapping) else None, model=self.name)
+        if not isinstance(usage, Mapping):
+            return Usage.unreported(model=self.name)
+        return Usage.from_gemini(usage, model=self.name)
 
     async def aclose(self) -> None:
         await self._client.aio.aclose()

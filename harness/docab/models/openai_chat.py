@@ -233,7 +233,9 @@ class OpenAIChatModel(ProviderModel):
 
     def usage(self, raw: Mapping[str, Any]) -> Usage:
         usage = raw.get("usage")
-        return Usage.from_openai(usage if isinstance(usage, Mapping) else None, model=self.name)
+        if not isinstance(usage, Mapping):
+            return Usage.unreported(model=self.name)
+        return Usage.from_openai(usage, model=self.name)
 
 
 def max_tokens_param(config: ModelConfig) -> str:

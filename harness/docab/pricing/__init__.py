@@ -202,7 +202,10 @@ class PriceBook:
         return PriceQuote(model, found, "table" if found is not None else "unknown")
 
     def usd(self, usage: Usage) -> float | None:
-        """What one call cost; None when its model's price is unknown (0 for a call of no tokens)."""
+        """What one call cost; None when its model's price is unknown or its reply reported no
+        usage (0 for a call of no tokens)."""
+        if not usage.reported:
+            return None
         if usage.total == 0:
             return 0.0
         price = self.quote(usage.model).price
@@ -215,8 +218,9 @@ class PriceBook:
         for call in usage:
             usd = self.usd(call)
             if usd is None:
-                if call.model not in unpriced:
-                    unpriced.append(call.model)
+                name = call.model if call.reported else f"{call.model} (replies without token usage)"
+                if name not in unpriced:
+                    unpriced.append(name)
                 continue
             by_role[call.role] = by_role.get(call.role, 0.0) + usd
         saved = sum(usd for call in cached if (usd := self.usd(call)) is not None)

@@ -13,7 +13,9 @@ a 503 burst made the estimate $0, and eight samples started at once ran a $2 cap
 is: samples in flight finish and are recorded, and the run ends with :class:`SpendStop`.
 
 Only priced calls count (``docab.pricing``): a run whose model has no known price cannot be capped
-(``docab run`` refuses ``--max-cost`` then, before any sample).
+(``docab run`` refuses ``--max-cost`` then, before any sample). A sample with a call of unknown
+cost (an endpoint whose replies carry no token usage) stops the run the same way: the cap can no
+longer be kept, and going on would spend without limit while counting $0.
 """
 
 from __future__ import annotations
@@ -34,12 +36,20 @@ class SpendStop:
     spent: float  # USD of every record of the run, this session's included
     per_sample: float  # the mean cost of a sample done so far
     not_started: int = 0  # samples this session left to run (filled in by the launcher)
+    unknown: tuple[str, ...] = ()  # calls of unknown cost that made the cap impossible to keep
 
     def needed(self) -> float:
         """A cap that the estimate says lets the remaining samples run."""
         return self.spent + self.not_started * self.per_sample
 
     def message(self) -> str:
+        if self.unknown:
+            return (
+                f"stopped: the spend cap (${self.cap:.4f}) cannot be kept, since the cost of some calls is "
+                f"unknown ({', '.join(self.unknown)}); ${self.spent:.4f} counted so far, "
+                f"{self.not_started} sample(s) not started. Check what the endpoint reports, or run "
+                "without --max-cost"
+            )
         return (
             f"stopped at the spend cap: ${self.spent:.4f} spent of ${self.cap:.4f} allowed; about "
             f"${self.per_sample:.4f} per sample, so {self.not_started} sample(s) were not started "
@@ -59,6 +69,7 @@ class SpendGuard:
     stopped: bool = False
     started: int = 0  # samples this guard let start
     _changed: asyncio.Event = field(default_factory=asyncio.Event)  # a sample finished
+    _unknown: tuple[str, ...] = ()  # calls of unknown cost seen (see the module)
 
     @classmethod
     def from_costs(cls, cap: float, done: Iterable[tuple[str, SampleCost]]) -> SpendGuard:
@@ -109,11 +120,16 @@ class SpendGuard:
 
     def stop(self) -> SpendStop | None:
         """What stopped the run, when the cap did."""
-        return SpendStop(self.cap, self.spent, self.per_sample()) if self.stopped else None
+        if not self.stopped:
+            return None
+        return SpendStop(self.cap, self.spent, self.per_sample(), unknown=self._unknown)
 
     def _book(self, arm: str, cost: SampleCost | None) -> None:
         usd = cost.priced if cost is not None else 0.0
         self.spent += usd
+        if cost is not None and cost.unpriced:
+            self._unknown = tuple(dict.fromkeys((*self._unknown, *cost.unpriced)))
+            self.stopped = True
         if usd > 0:  # see the module: a sample that cost nothing tells nothing of the next one
             self._done[arm] += 1
             self._cost[arm] = self._cost.get(arm, 0.0) + usd
