@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NoReturn
 
-from docab.models import redirects
 from docab.models.causes import shorten
 from docab.models.config import ModelConfig, ModelConfigError
 from docab.models.extras import BEDROCK_SIGNING, VERTEX_CREDENTIALS, require
 from docab.models.headers import REFERENCE
+from docab.models.redirects import HOOKS as REDIRECT_HOOKS
 
 LOCAL_SERVER_KEY = "not-needed"  # OpenAI-compatible local servers (Ollama, llama.cpp) want some key
 AZURE_ENDPOINT_ENV = "AZURE_OPENAI_ENDPOINT"
@@ -336,7 +336,7 @@ def gemini_client(config: ModelConfig, env: Mapping[str, str], *, role: str | No
     import httpx
 
     options["httpx_async_client"] = httpx.AsyncClient(
-        timeout=config.timeout, follow_redirects=True, event_hooks=redirects.HOOKS
+        timeout=config.timeout, follow_redirects=True, event_hooks=REDIRECT_HOOKS
     )
     client = _construct(
         config,
@@ -358,16 +358,16 @@ def sdk_http_client(sdk: Any, config: Any) -> Any:
     otherwise their httpx2 client.
     """
     if config.http_backend == "httpx":
-        return sdk.DefaultAsyncHttpxClient(event_hooks=redirects.HOOKS)
+        return sdk.DefaultAsyncHttpxClient(event_hooks=REDIRECT_HOOKS)
     try:
-        return sdk.DefaultAioHttpClient(event_hooks=redirects.HOOKS)
+        return sdk.DefaultAioHttpClient(event_hooks=REDIRECT_HOOKS)
     except RuntimeError as exc:  # the SDK says: aiohttp extra not installed
         if config.http_backend == "aiohttp":
             raise ModelConfigError(
                 f'{config.name}: http_backend = "aiohttp" needs the SDK\'s aiohttp extra '
                 f"(pip install '{sdk.__name__}[aiohttp]')"
             ) from exc
-        return sdk.DefaultAsyncHttpxClient(event_hooks=redirects.HOOKS)
+        return sdk.DefaultAsyncHttpxClient(event_hooks=REDIRECT_HOOKS)
 
 
 def resolve_headers(headers: Mapping[str, str], env: Mapping[str, str], *, who: str) -> dict[str, str]:
