@@ -14,7 +14,10 @@ The loop is the same for every arm and every model (LLM clients and the offline 
 Limits (turns, agent tokens, wall time) are checked before each model call, and the wall time
 also bounds every await; a limit that is hit is recorded, with status ``limit``. A model failure
 ends the sample with status ``error`` (``timeout`` for a model call that timed out): the sample is
-kept and scores 0 (intention-to-treat). Nothing is raised to the caller.
+kept and scores 0 (intention-to-treat); so does a wall time that runs out while a model call is
+being retried (a rate limit, a 5xx): that is the provider's failure, not the model's outcome.
+Tokens billed for replies that could not be used are recorded either way. Nothing is raised to
+the caller.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from docab.log.events import Event, MessageEvent, ModelErrorEvent, ModelTurnEven
 from docab.log.records import AnswerProtocol, Status, ToolCallRecord
 from docab.messages import Message, Text, ToolCall, ToolResult, Turn
 from docab.models.base import Model, ModelError
+from docab.models.retry import CALL_TRACE, RetryTrace
 from docab.protocol import SUBMIT_TOOL_NAME
 from docab.usage import Usage
 
@@ -180,8 +184,14 @@ async def _model_turn(
     remaining: Callable[[], float],
     on_call: CallObserver | None = None,
 ) -> Turn | None:
-    """One model call; None when it failed (the trace then holds the error status)."""
+    """One model call; None when it failed (the trace then holds the error status).
+
+    A call still failing when the sample's wall time runs out (retrying a rate limit, a 5xx, a
+    timeout, waiting out a ``Retry-After``) ends the sample as that failure, not as a limit: the
+    model never got its turn, so the sample counts as errored and ``--retry-errors`` runs it
+    again. Tokens billed for replies that could not be used are recorded either way."""
     began = time.perf_counter()
+    scope = CALL_TRACE.set(None)
     try:
         async with asyncio.timeout(remaining()):
             turn = await model.generate(
@@ -189,24 +199,27 @@ async def _model_turn(
             )
     except TimeoutError:
         trace.model_time_s += time.perf_counter() - began
-        raise _LimitHit("wall_time") from None
+        call = _billed(trace, CALL_TRACE.get())
+        if call is None or not call.failures:
+            raise _LimitHit("wall_time") from None
+        _model_failed(trace, _cut_short(model, call, limits), on_call)
+        return None
     except ModelError as exc:
         trace.model_time_s += time.perf_counter() - began
-        trace.retries += exc.retries
-        trace.status = "timeout" if exc.kind == "timeout" else "error"
-        trace.errors.append(f"model call failed ({exc.kind}): {exc}")
-        trace.events.append(ModelErrorEvent(kind=exc.kind, error=str(exc), retries=exc.retries))
-        if on_call is not None:
-            on_call(exc)
+        _billed(trace, CALL_TRACE.get())
+        _model_failed(trace, exc, on_call)
         return None
     except Exception as exc:  # a bug in a client must not lose the sample: record it and stop
         trace.model_time_s += time.perf_counter() - began
+        _billed(trace, CALL_TRACE.get())
         trace.status = "error"
         trace.errors.append(f"model call failed unexpectedly: {type(exc).__name__}: {exc}")
         trace.events.append(
             ModelErrorEvent(kind="unexpected", error=f"{type(exc).__name__}: {exc}", retries=0)
         )
         return None
+    finally:
+        CALL_TRACE.reset(scope)
     if on_call is not None:
         on_call(None)
     trace.model_time_s += turn.latency_s
@@ -215,6 +228,39 @@ async def _model_turn(
     trace.usage.append(turn.usage if turn.usage.role == "agent" else turn.usage.with_role("agent"))
     trace.events.append(ModelTurnEvent.of(trace.turns, turn))
     return turn
+
+
+def _billed(trace: AgentTrace, call: RetryTrace | None) -> RetryTrace | None:
+    """Record the tokens billed for the unusable replies of a call that did not succeed."""
+    if call is not None:
+        trace.usage.extend(u if u.role == "agent" else u.with_role("agent") for u in call.billed)
+    return call
+
+
+def _cut_short(model: Model, call: RetryTrace, limits: SampleLimits) -> ModelError:
+    """The failure of a call the sample's wall time cut short while it was being retried."""
+    failure = call.failures[-1]
+    retries = f" (after {call.retries} retries)" if call.retries else ""
+    url = getattr(model, "url", None)
+    return ModelError(
+        failure.kind,
+        f"{failure.message}{retries}; the sample's wall time of {limits.max_wall_s:g} s ran out "
+        "before the call succeeded",
+        retries=call.retries,
+        status=failure.status,
+        role="agent",
+        model=model.name,
+        url=url if isinstance(url, str) else None,
+    )
+
+
+def _model_failed(trace: AgentTrace, exc: ModelError, on_call: CallObserver | None) -> None:
+    trace.retries += exc.retries
+    trace.status = "timeout" if exc.kind == "timeout" else "error"
+    trace.errors.append(f"model call failed ({exc.kind}): {exc}")
+    trace.events.append(ModelErrorEvent(kind=exc.kind, error=str(exc), retries=exc.retries))
+    if on_call is not None:
+        on_call(exc)
 
 
 async def _tool_call(

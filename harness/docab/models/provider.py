@@ -6,9 +6,11 @@ it with its SDK, parse the reply body, and read its usage. Everything else lives
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
@@ -23,14 +25,19 @@ from docab.models.config import ModelConfig
 from docab.models.limits import ConcurrencyLimits
 from docab.models.pacing import estimate_tokens
 from docab.models.retry import (
+    CALL_TRACE,
+    QUOTA_CODES,
+    AttemptTimedOut,
     Caller,
     Clock,
     MalformedReply,
     RetryPolicy,
     RetryTrace,
+    attempt_timeout_failure,
     call_with_retries,
     classify_sdk_error,
     parse_retry_after,
+    provider_code,
 )
 from docab.models.text_only import strip_images
 from docab.usage import Usage
@@ -216,6 +223,8 @@ class ProviderModel:
         await self.aclose()
 
     def _classify(self, exc: BaseException, timeout_s: float | None = None) -> Failure:
+        if isinstance(exc, AttemptTimedOut):  # whatever the provider's classifier knows
+            return attempt_timeout_failure(exc)
         unresolved = credential_failure(exc, hint=self.access.hint)
         if unresolved is not None:
             return unresolved
@@ -244,7 +253,10 @@ class ProviderModel:
             return await self._probe_reachability(timeout_s)
         timeout = min(timeout_s, self.config.timeout)
         try:
-            response = await self._client.get(self.models_path, cast_to=object, options={"timeout": timeout})
+            async with _bounded(timeout):
+                response = await self._client.get(
+                    self.models_path, cast_to=object, options={"timeout": timeout}
+                )
         except Exception as exc:  # an SDK error; anything else is a bug and surfaces
             return self._failed_probe(exc, timeout)
         # Azure lists the resource's models, not its deployments, which are what a name holds.
@@ -254,7 +266,8 @@ class ProviderModel:
         """A model-list request that failed: raise when the endpoint cannot be used (unreachable,
         refused key, server error), else a note (it answered, but does not list models)."""
         failure = self._classify(exc, timeout)
-        if failure.kind in ("connection", "timeout", "auth", "server"):
+        # malformed: a 200 whose body is not JSON (an HTML page, nothing): not the API at that URL
+        if failure.kind in ("connection", "timeout", "auth", "server", "malformed"):
             caller = self.caller
             raise ModelError(
                 failure.kind,
@@ -269,7 +282,8 @@ class ProviderModel:
     async def _probe_reachability(self, timeout_s: float) -> Probe:
         timeout = min(timeout_s, self.config.timeout)
         try:
-            await self._client.get("/", cast_to=object, options={"timeout": timeout})
+            async with _bounded(timeout):
+                await self._client.get("/", cast_to=object, options={"timeout": timeout})
         except Exception as exc:
             failure = self._classify(exc, timeout)
             unanswered = failure.kind in ("connection", "timeout") or (
@@ -322,7 +336,7 @@ class ProviderModel:
                         reasoning=parsed_hit.reasoning,
                     )
         trace = RetryTrace()
-        wasted: list[Usage] = []  # tokens billed for replies we could not use
+        CALL_TRACE.set(trace)  # a caller that gives up on this call reads how it went there
         # Only a tokens-per-minute limit needs the estimate (about 0.3 ms for a 60-message history)
         estimate = estimate_tokens(request) if self._limits.rates(self.config.endpoint)[1] else 0
 
@@ -337,9 +351,14 @@ class ProviderModel:
                 trace.queued_s += self._clock.monotonic() - queued_at
                 REPLY_HEADERS.set(None)
                 try:
-                    raw = await self.send(request)
+                    # The SDKs' timeouts bound each read, not the attempt: a server that trickles
+                    # a byte a second would hold the call for ever. This bounds the attempt.
+                    async with _bounded(self.config.timeout):
+                        raw = await self.send(request)
                 except Exception as exc:
                     status = getattr(exc, "status_code", None)
+                    if provider_code(exc) in QUOTA_CODES:
+                        status = None  # no credit is not a rate: it does not slow the endpoint down
                     headers = getattr(getattr(exc, "response", None), "headers", None)
                     ticket.failed(
                         status=status if isinstance(status, int) else None,
@@ -351,7 +370,9 @@ class ProviderModel:
             try:
                 return raw, self.parse(raw)
             except MalformedReply:
-                wasted.append(self.usage(raw))
+                billed = _billed_usage(self, raw)
+                if billed is not None:
+                    trace.billed = (*trace.billed, billed)
                 raise
 
         started = self._clock.monotonic()
@@ -370,13 +391,32 @@ class ProviderModel:
         return Turn(
             text=parsed.text,
             tool_calls=parsed.tool_calls,
-            usage=_sum_usage([*wasted, self.usage(raw)]),
+            usage=_sum_usage([*trace.billed, self.usage(raw)]),
             latency_s=latency,
             retries=trace.retries,
             stop_reason=parsed.stop_reason,
             raw=raw,
             reasoning=parsed.reasoning,
         )
+
+
+@asynccontextmanager
+async def _bounded(timeout_s: float) -> AsyncIterator[None]:
+    """Bound a whole request at ``timeout_s``; its expiry raises :class:`AttemptTimedOut`."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            yield
+    except TimeoutError as exc:
+        raise AttemptTimedOut(timeout_s) from exc
+
+
+def _billed_usage(model: ProviderModel, raw: Mapping[str, Any]) -> Usage | None:
+    """The tokens an unusable reply was billed, when it says (None when its usage is unreadable)."""
+    try:
+        usage = model.usage(raw)
+    except Exception:  # a reply too broken to say what it used
+        return None
+    return usage if usage.total else None
 
 
 def _tokens_used(model: ProviderModel, raw: Mapping[str, Any]) -> int | None:

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from docab.models.base import ModelError
 from docab.models.causes import Failure, provider_message, shorten, transport_cause
+from docab.usage import Usage
 
 T = TypeVar("T")
 
@@ -73,6 +76,22 @@ class MalformedReply(Exception):
     """A provider answered 200 with something we cannot read (no choices, no content, not JSON)."""
 
 
+class AttemptTimedOut(Exception):
+    """One attempt did not complete within the model's ``timeout`` as a whole (headers, body and
+    all): a server that trickles a byte at a time never trips the transports' per-read timeouts."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(f"no answer within {timeout_s:g} s")
+        self.timeout_s = timeout_s
+
+
+def attempt_timeout_failure(exc: AttemptTimedOut) -> Failure:
+    return Failure("timeout", str(exc), retryable=True)
+
+
+QUOTA_CODES = frozenset({"insufficient_quota"})  # OpenAI's "no credit": final until someone pays
+
+
 def parse_retry_after(headers: Mapping[str, str] | None, now: float) -> float | None:
     """Seconds to wait from ``retry-after-ms`` (OpenAI), ``retry-after`` in seconds, or an HTTP date."""
     if not headers:
@@ -116,6 +135,10 @@ def classify_sdk_error(
     ``the AWS credentials (...)``), else the key in ``key_variable``."""
     if isinstance(exc, MalformedReply):
         return Failure("malformed", f"the reply cannot be read: {exc}", retryable=True)
+    if isinstance(exc, AttemptTimedOut):
+        return attempt_timeout_failure(exc)
+    if isinstance(exc, json.JSONDecodeError):  # a 200 whose body is empty, cut or not JSON
+        return Failure("malformed", "the reply cannot be read (it is not JSON)", retryable=True)
     if isinstance(exc, sdk.APIConnectionError):  # APITimeoutError is one too
         cause = transport_cause(exc, timeout_s=timeout_s)
         if cause is not None:
@@ -136,10 +159,49 @@ def classify_sdk_error(
             now=now,
             key_variable=key_variable,
             credentials=credentials,
+            code=provider_code(exc),
         )
     if isinstance(exc, sdk.APIError):
         return Failure("api", f"API error: {provider_message(exc)}", retryable=False)
+    protocol = _protocol_failure(exc)
+    if protocol is not None:
+        return protocol
     raise exc  # a bug in our code, not a provider failure: let it surface
+
+
+def _protocol_failure(exc: BaseException) -> Failure | None:
+    """A transport error the SDKs let through unwrapped: aiohttp's answer that is not HTTP (a bad
+    status line, a non-HTTP port) or a body cut short; None for anything else."""
+    module = type(exc).__module__.split(".")[0]
+    name = type(exc).__name__
+    if module != "aiohttp":
+        return None
+    if name == "ClientPayloadError":
+        return Failure("malformed", f"the reply was cut short: {shorten(str(exc))}", retryable=True)
+    if name in ("ClientResponseError", "ServerFingerprintMismatch") or "HttpProcessingError" in name:
+        status = getattr(exc, "status", None)
+        detail = shorten(str(getattr(exc, "message", "") or exc)) or name
+        return Failure(
+            "connection",
+            f"the answer is not valid HTTP (is that the model server's port?): {detail}",
+            retryable=True,
+            status=status if isinstance(status, int) and status >= 400 else None,
+        )
+    return Failure("connection", f"the connection failed: {shorten(str(exc)) or name}", retryable=True)
+
+
+def provider_code(exc: BaseException) -> str | None:
+    """The ``code`` (else ``type``) of a provider's JSON error body, e.g. ``insufficient_quota``."""
+    body: Any = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    if not isinstance(body, dict):
+        return None
+    for key in ("code", "type"):
+        value = body.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def status_failure(
@@ -150,10 +212,23 @@ def status_failure(
     now: float,
     key_variable: str | None = None,
     credentials: str | None = None,
+    code: str | None = None,
 ) -> Failure:
     """An HTTP error answer as a Failure: 429 and 5xx (and 408, 409) retried, honouring
-    ``Retry-After``; 401 and 403 say which credentials to check; any other status is final."""
+    ``Retry-After``; 401 and 403 say which credentials to check; any other status is final. A 429
+    whose ``code`` says the account has no credit (``insufficient_quota``) is final too, like a
+    refused key: waiting does not pay the bill."""
     retry_after = parse_retry_after(headers, now)
+    if status == 429 and code in QUOTA_CODES:
+        if credentials is None:
+            credentials = f"the key in {key_variable}" if key_variable else "the API key"
+        return Failure(
+            "auth",
+            f"HTTP 429 (insufficient quota: the account has no credit left): {detail}; "
+            f"check the plan and billing of the account of {credentials}",
+            retryable=False,
+            status=status,
+        )
     if status == 429:
         return Failure("rate_limit", f"HTTP 429 (rate limited): {detail}", True, status, retry_after)
     if status >= 500 or status in RETRYABLE_STATUSES:
@@ -190,6 +265,13 @@ class RetryTrace:
     waited_s: float = 0.0
     queued_s: float = 0.0  # time spent waiting for a concurrency slot, excluded from latency
     failures: tuple[Failure, ...] = ()
+    billed: tuple[Usage, ...] = ()  # tokens billed for replies that could not be used
+
+
+CALL_TRACE: ContextVar[RetryTrace | None] = ContextVar("call_trace", default=None)
+"""The :class:`RetryTrace` of the model call this task made last (set as the call starts). A caller
+that gives up on a call (its own deadline) reads there whether the call was failing, with what, how
+often it retried and which tokens its failed attempts were billed: set it to None before the call."""
 
 
 async def call_with_retries(
