@@ -238,3 +238,25 @@ def test_resume_command_is_the_same_words() -> None:
         resume_command(["/x/docab", "run", "my file.toml", "--limit", "5"])
         == "docab run 'my file.toml' --limit 5"
     )
+
+
+def test_refusals_in_a_row_open_it_with_the_providers_reason() -> None:
+    # A key revoked or an account out of credit mid-run: the server answers, but every sample
+    # would be refused and recorded as an error; the run stops instead, and resumes once fixed.
+    b = breaker(failures=5)
+    for index, sample in enumerate("abcd"):
+        assert not b.failure(sample, "auth", "HTTP 429 (insufficient quota)", float(index))
+    assert b.failure("e", "auth", "HTTP 429 (insufficient quota)", 4.0)
+    assert b.reason is not None and "were refused by the provider (HTTP 429 (insufficient quota))" in b.reason
+    assert b.in_streak("a") and not b.in_streak("z")
+
+
+def test_a_refusal_streak_is_broken_by_any_other_outcome() -> None:
+    b = breaker(failures=5)
+    for index, sample in enumerate("abcd"):
+        b.failure(sample, "auth", "HTTP 401", float(index))
+    b.success()
+    assert not b.failure("e", "auth", "HTTP 401", 5.0) and not b.open
+    for index, sample in enumerate("fgh"):
+        b.failure(sample, "auth", "HTTP 401", 6.0 + index)
+    assert not b.failure("i", "rate_limit", "HTTP 429", 9.0) and not b.refusals
