@@ -19,13 +19,13 @@ import pytest
 
 from docab.agent.budget import OutputBudget
 from docab.agent.loop import AgentTrace, SampleLimits, run_agent
-from docab.messages import Message
 from docab.models import ModelError, build_model
 from docab.models.limits import ConcurrencyLimits
 from docab.runner.failures import counts_as_error
+from tests.harness.test_models_retry import ask, ok_reply
 from tests.harness.test_retry_errors import record
 from tests.support.http_server import Reply, Request
-from tests.support.llm_stub import LLMStub, anthropic_reply, error_reply, openai_reply
+from tests.support.llm_stub import LLMStub, error_reply, openai_reply
 
 PROTOCOLS = ["openai", "anthropic"]
 
@@ -38,18 +38,6 @@ def make_model(base_url: str, protocol: str, **options: Any) -> Any:
 def stub_model(stub: LLMStub, protocol: str, **options: Any) -> Any:
     base = stub.openai_base_url if protocol == "openai" else stub.anthropic_base_url
     return make_model(base, protocol, **options)
-
-
-def ok_reply(protocol: str, text: str = "fine", **kwargs: Any) -> Reply:
-    return openai_reply(text, **kwargs) if protocol == "openai" else anthropic_reply(text, **kwargs)
-
-
-def ask(model: Any) -> Any:
-    async def once() -> Any:
-        async with model:
-            return await model.generate("", [Message.user("q")], [], max_output_tokens=8)
-
-    return asyncio.run(once())
 
 
 def failure_of(model: Any) -> ModelError:
