@@ -143,6 +143,25 @@ def test_billed_tokens_of_unusable_replies_are_recorded_when_every_attempt_fails
         assert trace.agent_tokens() == 3060  # the token limit sees them too
 
 
+def test_billed_tokens_of_the_answer_extractors_unusable_replies_are_recorded() -> None:
+    from docab.agent.answer import BenchmarkExtractor
+    from docab.models.completion_adapter import CompletionAdapter
+
+    async def once(model: Any) -> Any:
+        async with model:
+            return await BenchmarkExtractor(CompletionAdapter(model)).extract("q", "the answer is 4")
+
+    with LLMStub(no_choices) as stub:
+        extraction = asyncio.run(once(stub_model(stub, "openai", max_retries=1)))
+        assert (
+            extraction.error is not None and "no choices in the reply (after 1 retries)" in extraction.error
+        )
+        assert len(stub.requests_for("openai")) == 2
+        assert sum(u.input_uncached for u in extraction.usage) == 2000
+        assert sum(u.output for u in extraction.usage) == 40
+        assert {u.role for u in extraction.usage} == {"extractor"}
+
+
 # -- 4. replies that cannot be decoded are malformed (retried), and a preflight says so in a line ----
 
 

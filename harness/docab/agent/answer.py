@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 
 from docab.log.records import AnswerProtocol
 from docab.messages import ToolSpec
+from docab.models.retry import CALL_TRACE
 from docab.protocol import NOT_ANSWERABLE, SUBMIT_TOOL_NAME
 from docab.usage import Usage
 
@@ -96,14 +97,26 @@ class AnswerExtractor(Protocol):
 
 
 class _RecordingCompletion:
-    """Wraps a completion model and keeps the usage of every call, booked as ``extractor``."""
+    """Wraps a completion model and keeps the usage of every call, booked as ``extractor``: also
+    the tokens billed for unusable replies of a call that failed in the end."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.usage: list[Usage] = []
 
     async def complete(self, messages: Any, **kwargs: Any) -> Any:
-        completion = await self.inner.complete(messages, **kwargs)
+        scope = CALL_TRACE.set(None)
+        try:
+            completion = await self.inner.complete(messages, **kwargs)
+        except BaseException:
+            # A call that failed (or was cut short) may still have been billed for replies it
+            # could not use: the provider's retry trace holds their tokens.
+            call = CALL_TRACE.get()
+            if call is not None:
+                self.usage.extend(u.with_role("extractor") for u in call.billed)
+            raise
+        finally:
+            CALL_TRACE.reset(scope)
         usage = getattr(completion, "usage", None)
         if isinstance(usage, Usage):
             self.usage.append(usage.with_role("extractor"))
