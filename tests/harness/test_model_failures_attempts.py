@@ -107,6 +107,37 @@ def test_wall_time_running_out_while_a_call_is_retried_is_an_error_of_its_kind(
         assert len(stub.requests_for("openai")) == 1
 
 
+def test_a_call_still_waiting_for_the_endpoints_rate_limit_pause_is_an_error_not_a_limit() -> None:
+    def busy(protocol: str, request: Request) -> Reply:
+        return error_reply("openai", 429, "busy", retry_after=30)
+
+    async def two_samples(model: Any) -> tuple[AgentTrace, AgentTrace]:
+        def sample() -> Any:
+            return run_agent(
+                model,
+                system="",
+                prompt="q",
+                tools=[],
+                protocol="submit_tool",
+                limits=SampleLimits(max_wall_s=1),
+                budget=OutputBudget(),
+            )
+
+        async with model:
+            first = await sample()  # its 429 pauses the endpoint for 30 s
+            return first, await sample()  # never sent: waits for the pause until its time runs out
+
+    with LLMStub(busy) as stub:
+        first, queued = asyncio.run(two_samples(stub_model(stub, "openai", max_retries=4)))
+        assert first.status == "error" and first.retries == 1
+        assert queued.status == "error" and queued.limit_hit is None and queued.retries == 0
+        (error,) = queued.errors
+        assert error.startswith("model call failed (rate_limit): agent model openai/m at ")
+        assert "waited for the endpoint's rate-limit pause" in error
+        assert counts_as_error(record("q", queued.status, tuple(queued.errors)))
+        assert len(stub.requests_for("openai")) == 1
+
+
 def test_a_model_that_keeps_working_past_its_wall_time_is_a_limit() -> None:
     def slow(protocol: str, request: Request) -> Reply:
         return openai_reply("thinking", delay=3)

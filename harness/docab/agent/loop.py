@@ -38,6 +38,7 @@ from docab.log.events import Event, MessageEvent, ModelErrorEvent, ModelTurnEven
 from docab.log.records import AnswerProtocol, Status, ToolCallRecord
 from docab.messages import Message, Text, ToolCall, ToolResult, Turn
 from docab.models.base import Model, ModelError
+from docab.models.pacing import RATE_LIMIT_PAUSE
 from docab.models.retry import CALL_TRACE, RetryTrace
 from docab.protocol import SUBMIT_TOOL_NAME
 from docab.usage import Usage
@@ -189,7 +190,8 @@ async def _model_turn(
     A call still failing when the sample's wall time runs out (retrying a rate limit, a 5xx, a
     timeout, waiting out a ``Retry-After``) ends the sample as that failure, not as a limit: the
     model never got its turn, so the sample counts as errored and ``--retry-errors`` runs it
-    again. Tokens billed for replies that could not be used are recorded either way."""
+    again. So does a call that was still waiting for the endpoint's rate-limit pause (set by
+    another sample's 429). Tokens billed for replies that could not be used are recorded either way."""
     began = time.perf_counter()
     scope = CALL_TRACE.set(None)
     try:
@@ -200,6 +202,9 @@ async def _model_turn(
     except TimeoutError:
         trace.model_time_s += time.perf_counter() - began
         call = _billed(trace, CALL_TRACE.get())
+        if call is not None and not call.failures and call.waiting_on == RATE_LIMIT_PAUSE:
+            _model_failed(trace, _paused(model, limits), on_call)
+            return None
         if call is None or not call.failures:
             raise _LimitHit("wall_time") from None
         _model_failed(trace, _cut_short(model, call, limits), on_call)
@@ -248,6 +253,20 @@ def _cut_short(model: Model, call: RetryTrace, limits: SampleLimits) -> ModelErr
         "before the call succeeded",
         retries=call.retries,
         status=failure.status,
+        role="agent",
+        model=model.name,
+        url=url if isinstance(url, str) else None,
+    )
+
+
+def _paused(model: Model, limits: SampleLimits) -> ModelError:
+    """The failure of a call that never went out: the endpoint was paused by a rate limit (another
+    call's 429 or exhausted-limit headers) when the sample's wall time ran out."""
+    url = getattr(model, "url", None)
+    return ModelError(
+        "rate_limit",
+        "the call waited for the endpoint's rate-limit pause (a 429 or exhausted-limit headers on "
+        f"another call) and the sample's wall time of {limits.max_wall_s:g} s ran out before it was sent",
         role="agent",
         model=model.name,
         url=url if isinstance(url, str) else None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import math
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -172,14 +172,24 @@ class ConcurrencyLimits:
 
     @asynccontextmanager
     async def paced(
-        self, key: str, *, tokens: int, clock: PaceClock, max_pause_s: float = math.inf
+        self,
+        key: str,
+        *,
+        tokens: int,
+        clock: PaceClock,
+        max_pause_s: float = math.inf,
+        on_wait: Callable[[str | None], None] | None = None,
     ) -> AsyncIterator[Ticket]:
         """A slot of ``key`` for a call of about ``tokens``, once its limits allow it; the caller
         reports the outcome on the :class:`Ticket` (a call that reports nothing, cancelled say,
-        counts neither way). A provider's pause lasts at most ``max_pause_s``."""
+        counts neither way). A provider's pause lasts at most ``max_pause_s``. ``on_wait`` hears
+        what the call waits on (``concurrency``, ``rpm``, ``tpm``, :data:`RATE_LIMIT_PAUSE`) as
+        each wait starts, and None once it is admitted."""
+        if on_wait is not None:
+            on_wait("concurrency")
         async with self.slot(key):
             gate = self._gate(key, clock)
-            generation = await self._admit(gate, tokens, clock)
+            generation = await self._admit(gate, tokens, clock, on_wait)
             ticket = Ticket(gate, clock, tokens, generation, max_pause_s)
             try:
                 yield ticket
@@ -188,13 +198,19 @@ class ConcurrencyLimits:
                 async with gate.freed:
                     gate.freed.notify_all()
 
-    async def _admit(self, gate: _Gate, tokens: int, clock: PaceClock) -> int:
+    async def _admit(
+        self, gate: _Gate, tokens: int, clock: PaceClock, on_wait: Callable[[str | None], None] | None
+    ) -> int:
         pacer = gate.pacer
         while True:
             delay = pacer.delay(tokens, clock.monotonic())
             if delay == 0.0:
+                if on_wait is not None:
+                    on_wait(None)
                 return pacer.start(tokens, clock.monotonic())
             reason = pacer.waiting_on or "a limit"
+            if on_wait is not None:
+                on_wait(reason)
             gate.waiting[reason] = gate.waiting.get(reason, 0) + 1
             try:
                 if delay is None:

@@ -241,6 +241,10 @@ def estimate_tokens(request: Any) -> int:
     return max(1, math.ceil(total / CHARS_PER_TOKEN))
 
 
+RATE_LIMIT_PAUSE = "a rate-limit reset"
+"""What a call waits on while the endpoint is paused by a provider's 429 or its exhausted-limit headers."""
+
+
 @dataclass
 class Pacer:
     """The pacing of one endpoint: its request and token budgets (when configured), its adaptive
@@ -268,7 +272,7 @@ class Pacer:
         if not self.concurrency.free:
             self.waiting_on = "concurrency"
             return None
-        waits = {"a rate-limit reset": self.paused_until - now}
+        waits = {RATE_LIMIT_PAUSE: self.paused_until - now}
         if self.requests is not None:
             waits["rpm"] = self.requests.wait(1, now)
         if self.tokens is not None:

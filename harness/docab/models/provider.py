@@ -347,6 +347,7 @@ class ProviderModel:
                 tokens=estimate,
                 clock=self._clock,
                 max_pause_s=self._policy.retry_after_cap_s,
+                on_wait=trace.waiting,
             ) as ticket:
                 trace.queued_s += self._clock.monotonic() - queued_at
                 REPLY_HEADERS.set(None)

@@ -266,6 +266,10 @@ class RetryTrace:
     queued_s: float = 0.0  # time spent waiting for a concurrency slot, excluded from latency
     failures: tuple[Failure, ...] = ()
     billed: tuple[Usage, ...] = ()  # tokens billed for replies that could not be used
+    waiting_on: str | None = None  # what the attempt waits on before it is sent; None once sent
+
+    def waiting(self, reason: str | None) -> None:
+        self.waiting_on = reason
 
 
 CALL_TRACE: ContextVar[RetryTrace | None] = ContextVar("call_trace", default=None)
