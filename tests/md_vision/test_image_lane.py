@@ -208,3 +208,34 @@ def test_sections_of_one_document_asked_for_at_once_parse_it_once(tmp_path: Path
 
     headings, parses = asyncio.run(go())
     assert headings == [f"# Part {i}" for i in range(8)] and parses == 1
+
+
+def test_a_remote_document_is_fetched_every_time_but_the_same_text_is_parsed_once(tmp_path: Path) -> None:
+    from md_vision.indexing import Indexer
+    from md_vision.pool import ParserPool
+    from tests.support.http_server import LocalServer, Reply
+
+    text = "".join(f"# Part {i}\n\n" + "text\n" * 50 for i in range(8))
+
+    async def go(url: str, changed: Callable[[], None]) -> tuple[list[str], int, str]:
+        loader = ParseCountingLoader(settings_for(tmp_path, domains=("127.0.0.1",)))
+        try:
+            reader = Reader(loader)
+            results = await asyncio.gather(*(reader.read(url, section=f"Part {i}") for i in range(8)))
+            await Indexer(loader, ParserPool(0)).index(url)  # the same text again: from the cache
+            changed()
+            after = await reader.read(url, section="Part 0")  # fetched again: the new text
+            return [r.heading or "" for r in results], loader.parses, after.source_text
+        finally:
+            await loader.aclose()
+
+    with LocalServer() as server:
+        server.route("/doc.md", Reply(body=text, content_type="text/markdown"))
+
+        def change() -> None:
+            server.route("/doc.md", Reply(body="# Part 0\n\nnew\n", content_type="text/markdown"))
+
+        headings, parses, after = asyncio.run(go(server.url("/doc.md"), change))
+        assert len(server.requests) == 10  # fetched on every call: a remote document may change
+    assert headings == [f"# Part {i}" for i in range(8)]
+    assert parses == 2 and after == "# Part 0\n\nnew\n"

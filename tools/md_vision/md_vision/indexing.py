@@ -183,7 +183,7 @@ class Indexer:
             uri = check_uri(uri)
             if is_url(uri):
                 loaded = await fetch_markdown(self._loader.http(), self._loader.settings, uri)
-                document = await self._loader.parse(loaded.text, loaded.location.display)
+                document = await self._loader.parse_fetched(loaded.text, loaded.location.display)
                 entry = _indexed(index_document(document, loaded.location.display))
                 return self._file_page(entry, uri, position, tokens)
             opened = open_local(self._loader.settings, uri)

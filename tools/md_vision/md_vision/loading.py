@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import hashlib
 import math
 import os
 import threading
@@ -43,6 +44,10 @@ _Args = TypeVarTuple("_Args")
 
 USER_AGENT = "md-vision/0.1 (docab; read-only markdown reader)"
 LARGE_DOCUMENT_CHARS = 1_000_000  # parsed on their own lane (see Loader.parse)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
 
 
 def _size_of_document(document: Document) -> int:
@@ -186,7 +191,7 @@ class Loader:
         uri = check_uri(uri)
         if is_url(uri):
             loaded = await fetch_markdown(self.http(), self.settings, uri)
-            return loaded, await self.parse(loaded.text, loaded.location.display)
+            return loaded, await self.parse_fetched(loaded.text, loaded.location.display)
         opened = open_local(self.settings, uri)
         if opened.is_dir:
             opened.close()
@@ -194,6 +199,22 @@ class Loader:
                 f"{uri} is a folder: read_md_with_images needs a markdown file (index_md accepts folders)"
             )
         return await self.load_opened(opened, uri)
+
+    async def parse_fetched(self, text: str, shown: str) -> Document:
+        """The document of a fetched text: a remote document is fetched afresh on every call (it
+        may change), but the same text is parsed once, for every caller asking for it at once and
+        while it stays in the cache (keyed by its digest)."""
+        key = ("fetched", await self.run(_digest, text))
+        cached = self._documents.get(key)
+        if cached is not None:
+            return cached
+
+        async def parse() -> Document:
+            document = await self.parse(text, shown)
+            self._documents.put(key, document)
+            return document
+
+        return await self._parsing.run(key, parse)
 
     async def load_opened(self, opened: Opened, uri: str) -> tuple[LoadedMarkdown, Document]:
         """The document of an opened local file (read through its descriptor, which this closes)."""
