@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from docab.log.store import read_records
+from docab.config import parse_config
+from docab.log.store import RunStore, read_records
+from docab.messages import Message, Turn
+from docab.runner.context import RunContext
+from docab.runner.progress import ProgressState, SilentProgress
+from docab.runner.schedule import WorkUnit
+from docab.runner.workers import run_units
 from tests.conftest import REPO_ROOT
-from tests.harness.corpus import write_benchmark_folder
+from tests.harness.corpus import exact_scorer, make_dataset, write_benchmark_folder
+from tests.harness.fakes import submit
 
 DOCUMENTS, QUESTIONS, ARMS, EPOCHS = 4, 4, 2, 12
 EXPECTED = DOCUMENTS * QUESTIONS * ARMS * EPOCHS
@@ -98,3 +109,68 @@ def test_sigkill_then_resume_loses_nothing_and_duplicates_nothing(tmp_path: Path
     stdout, _ = again.communicate(timeout=120)
     assert again.returncode == 0 and "nothing to run" in stdout.decode()
     assert count_lines(records) == EXPECTED
+
+
+class ClosingModel:
+    """An SDK-like model: its client closes slowly (over several event-loop turns, as an HTTP
+    client's does) and refuses every call once closed."""
+
+    name = "fake/closing"
+    supports_images = True
+    is_baseline = False
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.calls_after_close = 0
+
+    async def __aenter__(self) -> ClosingModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.closed = True
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+
+    async def generate(
+        self, system: str, messages: Sequence[Message], tools: Any, *, max_output_tokens: int
+    ) -> Turn:
+        if self.closed:
+            self.calls_after_close += 1
+            raise RuntimeError("Cannot send a request, as the client has been closed.")
+        await asyncio.sleep(0.05)  # 32 samples, 4 at a time: at least 0.4 s, interrupted at 0.15 s
+        return submit("x")
+
+
+def test_ctrl_c_mid_run_records_no_sample_as_an_error(tmp_path: Path) -> None:
+    """A cancelled run (Ctrl-C) stops its workers before the models close. They used to go on
+    taking samples while the clients closed: each failed at once on the closed client and was
+    recorded as a model error (ten after one Ctrl-C), and a plain resume kept them."""
+    config = parse_config(
+        {"name": "ctrl-c", "model": "baseline/keyword", "arms": [{"name": "a"}, {"name": "b"}]}
+    )
+    model = ClosingModel()
+    ctx = RunContext(
+        run_id="r",
+        config=config,
+        model=model,
+        scorer=exact_scorer,
+        store=RunStore(tmp_path / "run"),
+        progress=SilentProgress(),
+        workspace_parent=tmp_path,
+    )
+    dataset = make_dataset(tmp_path / "corpus", documents=4)
+    units = [WorkUnit(s, 0, ("a", "b")) for s in dataset.samples]
+    ctx.progress.start(ProgressState.for_run({"a": len(units), "b": len(units)}))
+
+    async def interrupted() -> None:
+        run = asyncio.create_task(run_units(ctx, units, concurrency=4))
+        await asyncio.sleep(0.15)
+        run.cancel()  # what asyncio.run does to the main task on Ctrl-C
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+
+    asyncio.run(interrupted())
+    records = list(read_records(tmp_path / "run" / "records.jsonl"))
+    assert 0 < len(records) < 2 * len(units)
+    assert {r.status for r in records} == {"ok"}, [r.errors for r in records]
+    assert model.calls_after_close == 0

@@ -109,23 +109,38 @@ class _RunState:
 
 
 async def _supervise(tasks: list[asyncio.Task[None]], state: _RunState) -> None:
-    """Wait for the workers; when one fails or the breaker opens, cancel the others."""
+    """Wait for the workers; when one fails or the breaker opens, cancel the others.
+
+    When the run itself is cancelled (Ctrl-C), the workers are cancelled and waited for before
+    this returns: left running while the models and the writer close, each would take its next
+    sample, fail at once on a closed client and be recorded as a model error (ten such records
+    after one Ctrl-C, kept by the resume)."""
     stopper = asyncio.create_task(state.stop.wait())
+    pending: set[asyncio.Task[Any]] = set(tasks)
     try:
-        pending: set[asyncio.Task[Any]] = set(tasks)
         while pending:
             done, pending = await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
             pending.discard(stopper)
             failed = [t for t in done if t is not stopper and not t.cancelled() and t.exception()]
             if failed or stopper in done:
-                for task in pending:
-                    task.cancel()
-                await asyncio.gather(*pending, return_exceptions=True)
+                await _cancel(pending)
                 if failed:
                     raise failed[0].exception()  # type: ignore[misc]
                 return
+    except BaseException:
+        await _cancel(pending)
+        raise
     finally:
         stopper.cancel()
+
+
+async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait until every one has ended, even if this waiter is cancelled too."""
+    for task in tasks:
+        task.cancel()
+    while not all(task.done() for task in tasks):
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _work(worker: Worker, queue: asyncio.Queue[WorkUnit], state: _RunState) -> None:
