@@ -165,6 +165,14 @@ def test_max_cost_must_be_a_positive_amount(value: str, capsys: pytest.CaptureFi
     assert "--max-cost" in capsys.readouterr().err
 
 
+def recorded(guard: SpendGuard, arm: str, cost: SampleCost | None) -> None:
+    """A sample of ``arm`` recorded at ``cost``: its calls were charged as they returned (the
+    sample's meter), then the record feeds the estimate."""
+    if cost is not None:
+        guard.charge(cost.priced, cost.unpriced)
+    guard.finished(arm, cost)
+
+
 def test_the_guard_estimates_per_arm_and_stops_for_good() -> None:
     guard = SpendGuard.from_costs(1.0, [("a", SampleCost({"agent": 0.1})), ("b", SampleCost({"agent": 0.3}))])
     assert guard.spent == pytest.approx(0.4)
@@ -173,7 +181,7 @@ def test_the_guard_estimates_per_arm_and_stops_for_good() -> None:
     assert guard.may_start("b") and guard.may_start("b")  # 0.4 + 0.3 + 0.3 = 1.0: allowed
     assert not guard.may_start("a")  # 0.4 + 0.6 in flight + 0.1 > 1.0
     assert not guard.may_start("a")  # once refused, always
-    guard.finished("b", SampleCost({"agent": 0.3}))
+    recorded(guard, "b", SampleCost({"agent": 0.3}))
     stop = guard.stop()
     assert stop == SpendStop(cap=1.0, spent=pytest.approx(0.7), per_sample=pytest.approx(0.7 / 3))
     assert guard.started == 2
@@ -188,7 +196,7 @@ def test_without_an_estimate_one_sample_runs_alone_first() -> None:
             if await guard.admit("a"):
                 order.append(f"start {name}")
                 await asyncio.sleep(0.01)
-                guard.finished("a", SampleCost({"agent": cost}))
+                recorded(guard, "a", SampleCost({"agent": cost}))
                 order.append(f"end {name}")
 
         await asyncio.gather(sample("1", 0.6), sample("2", 0.6), sample("3", 0.6))
@@ -215,7 +223,7 @@ def test_a_sample_that_cost_nothing_gives_no_estimate_and_the_next_still_runs_al
             if await guard.admit("a"):
                 order.append(f"start {name}")
                 await asyncio.sleep(0.01)
-                guard.finished("a", SampleCost({"agent": cost}) if cost else None)
+                recorded(guard, "a", SampleCost({"agent": cost}) if cost else None)
                 order.append(f"end {name}")
 
         await asyncio.gather(sample("1", 0.0), *(sample(str(n), 1.0) for n in range(2, 9)))
@@ -230,8 +238,78 @@ def test_a_call_of_unknown_cost_stops_a_capped_run_saying_why() -> None:
     # An endpoint whose replies carry no usage: the sample's cost is unknown, not $0.
     guard = SpendGuard(cap=1.0)
     assert guard.may_start("a") and guard.may_start("a")
-    guard.finished("a", SampleCost({"agent": 0.1}, unpriced=("openai/gpt-4o (replies without token usage)",)))
+    recorded(guard, "a", SampleCost({"agent": 0.1}, unpriced=("openai/gpt-4o (replies without token usage)",)))
     assert not guard.may_start("a")
     stop = guard.stop()
     assert stop is not None and stop.unknown == ("openai/gpt-4o (replies without token usage)",)
     assert "cannot be kept" in stop.message() and "replies without token usage" in stop.message()
+
+
+PER_CALL = PER_SAMPLE / 2
+
+
+def journal_total(run_dir: Path) -> float:
+    return sum(json.loads(line)["usd"] for line in (run_dir / "spend.jsonl").read_text().splitlines())
+
+
+def test_long_samples_in_flight_stop_at_the_cap_and_what_they_spent_still_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first sample is short (2 calls), every later one long (12 calls). With the estimate as
+    the only brake, eight workers ran a $30 cap to $109: the samples it let start ran to the end.
+    Now a sample in flight makes no call once the cap is spent; it is left unrecorded, and what
+    its calls cost is in the spend journal, which the next session counts."""
+    conversations: list[str] = []
+
+    def short_then_long(protocol: str, request: Request) -> Reply:
+        messages = request.json()["messages"]
+        first = json.dumps(messages[:2])
+        if first not in conversations:
+            conversations.append(first)
+        turns = 2 if conversations.index(first) == 0 else 12
+        done = sum(1 for m in messages if m["role"] == "tool")
+        if done < turns - 1:
+            call = (f"c{done}", "read_file", json.dumps({"path": "document/document.md"}))
+        else:
+            call = (f"c{done}", "submit_answer", json.dumps({"status": "answered", "answer": "1980"}))
+        return openai_reply(None, tool_calls=[call], delay=0.01)
+
+    results = tmp_path / "results"
+    run_dir = results / "capped"
+    cap, concurrency = 0.5, 4
+    with LLMStub(short_then_long) as stub:
+        config = write_config(tmp_path, stub.openai_base_url)
+        argv = ["run", str(config), "--results", str(results), "--quiet", "--concurrency", str(concurrency)]
+        assert main([*argv, "--max-cost", str(cap)]) == 3
+        billed = len(stub.requests_for("openai")) * PER_CALL
+        said = capsys.readouterr()
+        assert "stopped at the spend cap" in said.err and "billed and not in the records: $" in said.out
+        # At most one call per worker past the cap (the estimate alone: 4 samples of 12 calls).
+        assert cap <= billed <= cap + concurrency * PER_CALL + 1e-9
+        assert journal_total(run_dir) == pytest.approx(billed)
+        records = list(read_records(run_dir / "records.jsonl"))
+        assert {r.status for r in records} == {"ok"}  # the samples cut short are not recorded
+        assert spent(run_dir) < billed - PER_CALL  # so the records alone undercount the bill
+
+        # The same cap again: what was billed counts, so nothing more is spent.
+        calls = len(stub.requests_for("openai"))
+        assert main([*argv, "--max-cost", str(cap)]) == 3
+        assert f"${billed:.4f} spent so far" in capsys.readouterr().out
+        assert len(stub.requests_for("openai")) == calls
+
+
+def test_the_journal_of_a_run_begun_without_one_opens_with_what_its_records_cost(tmp_path: Path) -> None:
+    from docab.log.spend_journal import SpendJournal, SpendTotals, read_spend
+
+    path = tmp_path / "spend.jsonl"
+    journal = SpendJournal(path)
+    assert journal.open(SpendTotals(usd=1.5)).usd == 1.5  # the records' cost, as opening balance
+    journal.append(("a", "q", 0), 0.25, (), ())
+    journal.close()
+    with path.open("a") as handle:
+        handle.write('{"usd": 9')  # a line a kill cut short
+    reopened = SpendJournal(path)
+    totals = reopened.open(SpendTotals(usd=100.0))  # the records no longer count: the journal does
+    reopened.close()
+    assert (totals.usd, totals.calls) == (1.75, 1) and read_spend(path) == totals
+    assert path.read_text().endswith("}\n")  # the cut line is gone

@@ -38,6 +38,7 @@ from docab.log.events import Event, MessageEvent, ModelErrorEvent, ModelTurnEven
 from docab.log.records import AnswerProtocol, Status, ToolCallRecord
 from docab.messages import Message, Text, ToolCall, ToolResult, Turn
 from docab.models.base import Model, ModelError
+from docab.models.meter import SpendCapReached
 from docab.models.pacing import RATE_LIMIT_PAUSE
 from docab.models.retry import CALL_TRACE, RetryTrace
 from docab.protocol import SUBMIT_TOOL_NAME
@@ -105,7 +106,13 @@ async def run_agent(
     clock: Clock = time.monotonic,
     on_call: CallObserver | None = None,
     prose_fallback_after: int = 0,
+    may_call: Callable[[], bool] | None = None,
 ) -> AgentTrace:
+    """Run the agent on one question until it answers or a limit ends it.
+
+    ``may_call`` is asked before each model call; when it says no (the run's spend cap is
+    reached) the loop raises :class:`~docab.models.meter.SpendCapReached` and the sample ends
+    unrecorded."""
     trace = AgentTrace()
     by_name: dict[str, Tool] = {}
     for tool in tools:
@@ -136,6 +143,8 @@ async def run_agent(
                 raise _LimitHit("turns")
             if trace.agent_tokens() >= limits.max_tokens:
                 raise _LimitHit("tokens")
+            if may_call is not None and not may_call():
+                raise SpendCapReached("the run's spend cap was reached")
             turn = await _model_turn(model, system, trace, specs, limits, remaining, on_call)
             if turn is None:
                 return trace

@@ -77,6 +77,12 @@ def launch_and_report(
         print(
             f"a pilot? project the full run's cost, time and detectable effect: docab plan {outcome.run_dir}"
         )
+    if outcome.unrecorded_usd >= 0.00005:
+        print(
+            f"billed and not in the records: ${outcome.unrecorded_usd:.4f}, for samples cut short (a kill, "
+            "a Ctrl-C, a stopped run) that a resume runs again; every billed call is in spend.jsonl, "
+            "and --max-cost counts it"
+        )
     stop = outcome.spend_stop
     if stop is not None:
         again = f"; to go on, raise the cap: {resume(stop.needed())}" if resume and not stop.unknown else ""

@@ -23,6 +23,7 @@ from docab.models.causes import Failure, credential_failure
 from docab.models.clients import Access
 from docab.models.config import ModelConfig
 from docab.models.limits import ConcurrencyLimits
+from docab.models.meter import charge as meter_charge
 from docab.models.pacing import estimate_tokens
 from docab.models.retry import (
     CALL_TRACE,
@@ -377,22 +378,28 @@ class ProviderModel:
                 raise
 
         started = self._clock.monotonic()
-        raw, parsed = await call_with_retries(
-            attempt,
-            classify=self._classify,
-            policy=self._policy,
-            clock=self._clock,
-            rng=self._rng,
-            trace=trace,
-            context=self.caller,
-        )
+        try:
+            raw, parsed = await call_with_retries(
+                attempt,
+                classify=self._classify,
+                policy=self._policy,
+                clock=self._clock,
+                rng=self._rng,
+                trace=trace,
+                context=self.caller,
+            )
+        except BaseException:  # failed, or cut short by the sample: its unusable replies were billed
+            meter_charge(trace.billed)
+            raise
+        usage = _sum_usage([*trace.billed, self.usage(raw)])
+        meter_charge((usage,))
         latency = max(0.0, self._clock.monotonic() - started - trace.queued_s)
         if cache is not None:
             await cache.aput(key, raw, model=self.name)
         return Turn(
             text=parsed.text,
             tool_calls=parsed.tool_calls,
-            usage=_sum_usage([*trace.billed, self.usage(raw)]),
+            usage=usage,
             latency_s=latency,
             retries=trace.retries,
             stop_reason=parsed.stop_reason,

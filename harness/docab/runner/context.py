@@ -23,6 +23,7 @@ from docab.agent.toolbox.base import Tool
 from docab.agent.toolbox.filesystem import filesystem_tools
 from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession
 from docab.config import ArmConfig, BudgetConfig, MCPServerConfig, RunConfig
+from docab.log.spend_journal import SpendJournal
 from docab.log.store import RunStore
 from docab.models.base import Model
 from docab.pricing import PriceBook
@@ -99,6 +100,8 @@ class RunContext:
     prices: PriceBook | None = None
     # The spend cap's book-keeping (docab.runner.spend), when the run has one.
     spend: SpendGuard | None = None
+    # Where every billed call is written as it returns (docab.log.spend_journal); None: nowhere.
+    spend_journal: SpendJournal | None = None
     # Watches every model call and stops the run when the endpoint is gone (docab.runner.breaker);
     # None: never stops (library callers that drive samples themselves).
     breaker: CircuitBreaker | None = None

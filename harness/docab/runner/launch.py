@@ -47,9 +47,11 @@ from docab.agent.toolbox.filesystem import FILESYSTEM_TOOLS
 from docab.agent.toolbox.mcp_session import MCPServerSpec, MCPSession, MCPStartError
 from docab.config import RunConfig, load_config, with_overrides
 from docab.errors import DatasetError, RunError
+from docab.log.costs import record_cost
 from docab.log.lock import RunLock, remove_scratch
 from docab.log.manifest import ArmManifest, DatasetInfo, EndpointInfo, Manifest, ModelsInfo, Session
 from docab.log.records import RunRecord
+from docab.log.spend_journal import SPEND_JOURNAL, SpendJournal, SpendTotals, read_spend, records_spend
 from docab.log.store import RunStore, StoreError, manifest_for, session_info, utc_now
 from docab.messages import ToolSpec
 from docab.models.base import Model, ModelError
@@ -134,6 +136,9 @@ class RunOutcome:
     skipped: int  # samples already recorded
     retried: int = 0  # of ``ran``: samples run again because their newest record was an error
     spend_stop: SpendStop | None = None  # the spend cap stopped the run before its last sample
+    # USD billed for samples that have no record (cut short by a kill, a Ctrl-C, the breaker or
+    # the cap; run again by a resume): the spend journal's total less what the records cost.
+    unrecorded_usd: float = 0.0
 
     def errors(self) -> ErrorTally:
         """The samples that ended in an error or timeout, and why (``docab.runner.failures``)."""
@@ -480,7 +485,14 @@ async def _run_work(
     written, redo, kept, units, todo = work.written, work.redo, work.kept, work.units, work.todo
     attempts = Counter(r.key for r in written if r.key in redo)
     prices = price_book(config)
-    spend = spend_guard(request, config, prices, store.records())  # again, under the folder's lock
+    journal = SpendJournal(request.folder / SPEND_JOURNAL)
+    try:
+        spent = journal.open(records_total(store.records(), prices))
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write the spend journal in {request.folder}: {exc.strerror or exc}"
+        ) from None
+    spend = spend_guard(request, config, prices, store.records(), spent)  # again, under the folder's lock
     ctx = RunContext(
         run_id=request.run_id,
         config=config,
@@ -494,6 +506,7 @@ async def _run_work(
         on_scratch=lock.add_scratch,
         prices=prices,
         spend=spend,
+        spend_journal=journal,
         breaker=breaker_for(config),
     )
     ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, questions, epochs), kept))
@@ -504,24 +517,40 @@ async def _run_work(
             f"{exc}\n(the samples written so far are kept; run again with the same config and folder to resume)"
         ) from None
     finally:
+        journal.close()
         ctx.progress.stop()
         store.write_manifest((store.read_manifest() or manifest).finished(utc_now()))
-    records = newest_per_key(r for r in store.records() if r.key in wanted)
+    every = store.records()
+    records = newest_per_key(r for r in every if r.key in wanted)
+    billed = read_spend(journal.path)
+    unrecorded = max(0.0, billed.usd - records_total(every, prices).usd) if billed is not None else 0.0
     stop = spend.stop() if spend is not None else None
     if spend is not None and stop is not None:
         stop = dataclasses.replace(stop, not_started=todo - spend.started)
         return RunOutcome(
-            request.folder, records, spend.started, len(kept), retried=len(redo), spend_stop=stop
+            request.folder,
+            records,
+            spend.started,
+            len(kept),
+            retried=len(redo),
+            spend_stop=stop,
+            unrecorded_usd=unrecorded,
         )
-    return RunOutcome(request.folder, records, todo, len(kept), retried=len(redo))
+    return RunOutcome(request.folder, records, todo, len(kept), retried=len(redo), unrecorded_usd=unrecorded)
 
 
 def spend_guard(
-    request: RunRequest, config: RunConfig, prices: PriceBook, records: Iterable[RunRecord]
+    request: RunRequest,
+    config: RunConfig,
+    prices: PriceBook,
+    records: Iterable[RunRecord],
+    spent: SpendTotals | None = None,
 ) -> SpendGuard | None:
-    """The run's spend cap (the request's, else the config's), counting what every record of the
-    run cost so far; None without a cap. Raises RunError when a model of the run has no known
-    price: its calls would not count, and the cap would not hold."""
+    """The run's spend cap (the request's, else the config's), counting what the run spent so far:
+    ``spent``, else its spend journal's total, else what its records cost; None without a cap.
+    Raises RunError when a model of the run has no known price: its calls would not count, and
+    the cap would not hold."""
+    journal_path = request.folder / SPEND_JOURNAL
     cap = request.max_cost if request.max_cost is not None else config.max_cost
     if cap is None:
         return None
@@ -534,12 +563,13 @@ def spend_guard(
             "USD per million tokens)"
         )
     return SpendGuard.from_costs(
-        cap,
-        (
-            (r.arm, r.cost or prices.sample_cost(r.usage, r.cached_tool_usage + r.cached_model_usage))
-            for r in records
-        ),
+        cap, ((r.arm, record_cost(r, prices)) for r in records), spent or read_spend(journal_path)
     )
+
+
+def records_total(records: Iterable[RunRecord], prices: PriceBook) -> SpendTotals:
+    """What the records cost: a spend journal's opening balance on a run begun without one."""
+    return records_spend(record_cost(r, prices) for r in records)
 
 
 def breaker_for(config: RunConfig) -> CircuitBreaker:

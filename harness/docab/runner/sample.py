@@ -44,10 +44,12 @@ from docab.log.store import SampleTranscript, utc_now
 from docab.log.transcript import transcript_path
 from docab.models.base import ModelError
 from docab.models.cache import EPOCH
+from docab.models.meter import METER, SpendCapReached
 from docab.pricing import PriceBook
 from docab.protocol import NOT_ANSWERABLE
 from docab.runner.context import RunContext, Worker
 from docab.runner.dataset import Sample
+from docab.runner.spend import SampleMeter
 from docab.runner.workspace import WorkspaceError
 
 
@@ -98,6 +100,10 @@ async def run_sample(
     arm = ctx.config.arm(arm_name)
     state = SampleRun(sample, epoch, arm, system=ctx.system_prompt(arm))
     epoch_scope = EPOCH.set(epoch)  # the response cache keys sampled replies by epoch
+    # Every billed call of this sample is priced, journaled and charged to the cap as it returns.
+    meter_scope = METER.set(
+        SampleMeter((arm_name, sample.qid, epoch), ctx.prices or PriceBook(), ctx.spend_journal, ctx.spend)
+    )
     try:
         document = await place_document(worker, sample)
         state.tracker = ReadTracker(page_map(ctx, sample, document), workspace_root=str(worker.root))
@@ -115,6 +121,8 @@ async def run_sample(
         state.score = score_of(ctx, sample, state.status, state.answer)
     except (WorkspaceError, MCPStartError) as exc:
         state.errors.append(str(exc))
+    except SpendCapReached:
+        raise  # the sample stops unrecorded: the worker stops too (docab.runner.spend)
     except Exception as exc:  # a harness bug: keep the sample (score 0) and leave a trail
         state.errors.append(f"harness error: {type(exc).__name__}: {exc}")
         ctx.errlog("harness").write(
@@ -124,6 +132,7 @@ async def run_sample(
     finally:
         release_sessions(ctx, state)
         EPOCH.reset(epoch_scope)
+        METER.reset(meter_scope)
     if state.status != "ok":
         state.score = 0.0
     return build_record(ctx, state, now=time.perf_counter()), build_transcript(ctx, state)
@@ -206,6 +215,7 @@ async def run_the_agent(ctx: RunContext, state: SampleRun) -> AgentTrace:
         tracker=state.tracker,
         on_call=call_observer(ctx, (state.arm.name, state.sample.qid, state.epoch)),
         prose_fallback_after=ctx.config.answer.prose_fallback_after if ctx.extractor is not None else 0,
+        may_call=ctx.spend.may_call if ctx.spend is not None else None,
     )
 
 

@@ -12,20 +12,35 @@ it still run one at a time until one has cost something. (Counted at $0, a first
 a 503 burst made the estimate $0, and eight samples started at once ran a $2 cap to $8.) When the estimate would pass the cap, the sample is not started and no further one
 is: samples in flight finish and are recorded, and the run ends with :class:`SpendStop`.
 
+What was spent is counted call by call, as each model call returns (:class:`SampleMeter`, which
+also writes the run's spend journal, :mod:`docab.log.spend_journal`), not when a sample is
+recorded: a sample cut short by a kill, a Ctrl-C or the breaker was billed all the same, and is
+billed again when a resume runs it. Samples in flight are not left to finish past the cap either:
+once what was spent reaches it, a sample's next model call is not made, the sample is left
+unrecorded (:class:`SpendCapReached`; a resume with a higher cap runs it) and the run stops. So a
+run spends at most the cap plus, per worker, the one call each had in flight when it was reached.
+(Samples vary: with the mean as the only brake, eight workers ran a $30 cap to $109 when the first
+sample was short and the rest long.)
+
 Only priced calls count (``docab.pricing``): a run whose model has no known price cannot be capped
-(``docab run`` refuses ``--max-cost`` then, before any sample). A sample with a call of unknown
-cost (an endpoint whose replies carry no token usage) stops the run the same way: the cap can no
-longer be kept, and going on would spend without limit while counting $0.
+(``docab run`` refuses ``--max-cost`` then, before any sample). A call of unknown cost (an endpoint
+whose replies carry no token usage) stops the run the same way: the cap can no longer be kept, and
+going on would spend without limit while counting $0.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from docab.log.spend_journal import SampleKey, SpendJournal, SpendTotals
+from docab.pricing import PriceBook
 from docab.pricing.cost import SampleCost
+from docab.usage import Usage
+
+_CENT_FRACTION = 1e-9  # USD: sums of many calls' costs are not exact; a cap's cent is the same cent
 
 
 @dataclass(frozen=True)
@@ -72,11 +87,17 @@ class SpendGuard:
     _unknown: tuple[str, ...] = ()  # calls of unknown cost seen (see the module)
 
     @classmethod
-    def from_costs(cls, cap: float, done: Iterable[tuple[str, SampleCost]]) -> SpendGuard:
-        """A guard for a run whose records so far are ``done`` (arm, cost of each record)."""
+    def from_costs(
+        cls, cap: float, done: Iterable[tuple[str, SampleCost]], spent: SpendTotals | None = None
+    ) -> SpendGuard:
+        """A guard for a run whose records so far are ``done`` (arm, cost of each record), which
+        spent ``spent`` in all (its spend journal's total; default: what the records cost)."""
         guard = cls(cap)
+        records = SpendTotals()
         for arm, cost in done:
             guard._book(arm, cost)
+            records = records.plus_cost(cost)
+        guard.charge(*_usd_and_unknown(spent if spent is not None else records))
         return guard
 
     def estimate(self, arm: str) -> float:
@@ -105,18 +126,43 @@ class SpendGuard:
         if self.stopped:
             return False
         committed = sum(n * self.estimate(a) for a, n in self._in_flight.items())
-        if self.spent + committed + self.estimate(arm) > self.cap:
+        if self.spent + committed + self.estimate(arm) > self.cap + _CENT_FRACTION:
             self.stopped = True
             return False
         self._in_flight[arm] += 1
         self.started += 1
         return True
 
+    def may_call(self) -> bool:
+        """Whether a sample in flight may make its next model call: not once what was spent
+        reached the cap, nor once a call's cost was unknown."""
+        if self.spent >= self.cap - _CENT_FRACTION or self._unknown:
+            self.stopped = True
+            return False
+        return True  # a sample refused only by the estimate does not stop those in flight
+
+    def charge(self, usd: float, unknown: Sequence[str] = ()) -> None:
+        """One billed call (see :class:`SampleMeter`): ``usd`` over its priced part, and the
+        models of any part whose cost is unknown."""
+        self.spent += usd
+        if unknown:
+            self._unknown = tuple(dict.fromkeys((*self._unknown, *unknown)))
+            self.stopped = True
+
     def finished(self, arm: str, cost: SampleCost | None) -> None:
-        """A sample of ``arm`` that :meth:`may_start` let start is recorded, at ``cost``."""
+        """A sample of ``arm`` that :meth:`may_start` let start is recorded, at ``cost`` (already
+        charged call by call: this feeds the estimate)."""
+        self._leave(arm)
+        self._book(arm, cost)
+
+    def abandoned(self, arm: str) -> None:
+        """A sample of ``arm`` that :meth:`may_start` let start ended unrecorded."""
+        self._leave(arm)
+        self._changed.set()
+
+    def _leave(self, arm: str) -> None:
         if self._in_flight[arm] > 0:
             self._in_flight[arm] -= 1
-        self._book(arm, cost)
 
     def stop(self) -> SpendStop | None:
         """What stopped the run, when the cap did."""
@@ -126,11 +172,32 @@ class SpendGuard:
 
     def _book(self, arm: str, cost: SampleCost | None) -> None:
         usd = cost.priced if cost is not None else 0.0
-        self.spent += usd
-        if cost is not None and cost.unpriced:
-            self._unknown = tuple(dict.fromkeys((*self._unknown, *cost.unpriced)))
-            self.stopped = True
         if usd > 0:  # see the module: a sample that cost nothing tells nothing of the next one
             self._done[arm] += 1
             self._cost[arm] = self._cost.get(arm, 0.0) + usd
         self._changed.set()
+
+
+def _usd_and_unknown(totals: SpendTotals) -> tuple[float, tuple[str, ...]]:
+    return totals.usd, totals.unpriced
+
+
+@dataclass
+class SampleMeter:
+    """The spend meter of one sample (:data:`docab.models.meter.METER`): prices each billed call
+    as it returns, journals it and charges the cap."""
+
+    sample: SampleKey
+    prices: PriceBook
+    journal: SpendJournal | None = None
+    guard: SpendGuard | None = None
+
+    def charge(self, usage: Sequence[Usage]) -> None:
+        calls = [u for u in usage if u.total or not u.reported]
+        if not calls:
+            return
+        cost = self.prices.sample_cost(calls)
+        if self.journal is not None:
+            self.journal.append(self.sample, cost.priced, cost.unpriced, calls)
+        if self.guard is not None:
+            self.guard.charge(cost.priced, cost.unpriced)

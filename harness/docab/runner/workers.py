@@ -26,6 +26,7 @@ from typing import Any
 
 from docab.log.records import RunRecord
 from docab.log.store import BackgroundWriter, SampleTranscript
+from docab.models.meter import SpendCapReached
 from docab.runner.breaker import CircuitBreaker, RunStopped
 from docab.runner.context import RunContext, Worker
 from docab.runner.failures import ERRORED
@@ -157,7 +158,12 @@ async def _work(worker: Worker, queue: asyncio.Queue[WorkUnit], state: _RunState
                 spend = worker.ctx.spend
                 if spend is not None and not await spend.admit(arm):
                     return  # the spend cap: start nothing more (samples in flight finish)
-                record, transcript = await run_sample(worker, unit.sample, unit.epoch, arm)
+                try:
+                    record, transcript = await run_sample(worker, unit.sample, unit.epoch, arm)
+                except SpendCapReached:
+                    if spend is not None:
+                        spend.abandoned(arm)
+                    return  # unrecorded: its calls are journaled, and a resume with a higher cap runs it
                 if spend is not None:
                     spend.finished(arm, record.cost)
                 if breaker is None:
