@@ -169,8 +169,13 @@ def code_block_text(element: etree._Element) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+# A fence line's indent is spaces and tabs: ``\s*`` also crossed newlines, so the search rescanned
+# a run of blank lines from each of its line starts (quadratic, in one call holding the GIL).
+_FENCE_RUN = re.compile(r"^[ \t]*(`{3,})", re.MULTILINE)
+
+
 def _fence_for(code: str) -> str:
-    longest = max((len(run) for run in re.findall(r"^\s*(`{3,})", code, re.MULTILINE)), default=0)
+    longest = max((len(run) for run in _FENCE_RUN.findall(code)), default=0)
     return "`" * max(3, longest + 1)
 
 
