@@ -351,6 +351,9 @@ def load_config(path: str | Path, overrides: Sequence[Override | str] = ()) -> R
     path = Path(path)
     if not path.exists() and path.suffix == "" and (CONFIG_DIR / f"{path.name}.toml").exists():
         path = CONFIG_DIR / f"{path.name}.toml"
+    if path.is_dir():
+        found = ", ".join(sorted(p.name for p in path.glob("*.toml"))[:5]) or "none"
+        raise ConfigError(f"{str(path)!r} is a folder, not a config file (TOML files in it: {found})")
     if not path.is_file():
         shipped = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.toml")))
         raise ConfigError(

@@ -151,6 +151,10 @@ def test_arms_must_be_consistent() -> None:
 def test_file_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"not found.*shipped configs: .*demo"):
         load_config(tmp_path / "missing.toml")
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "a.toml").write_text("")
+    with pytest.raises(ConfigError, match=r"is a folder, not a config file \(TOML files in it: a.toml\)"):
+        load_config(tmp_path / "configs")
     bad = tmp_path / "bad.toml"
     bad.write_text("name = [")
     with pytest.raises(ConfigError, match="not valid TOML"):
