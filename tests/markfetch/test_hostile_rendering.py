@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from lxml import html
 
+from markfetch import htmlprep
+from markfetch.extract import Article, _text_length, extract_article
 from markfetch.markdown import html_to_markdown
+from tests.markfetch.pages import article_page, paragraphs
 
 
 def md(fragment: str, *, base_url: str | None = None) -> str:
@@ -25,3 +28,33 @@ def test_blank_lines_in_a_code_block_cost_linear_time() -> None:
 def test_a_fence_indented_by_blank_lines_is_not_a_fence_run() -> None:
     # Only spaces and tabs indent a fence line; the backticks after blank lines still count.
     assert md("<pre>a\n\n  ```\nb</pre>") == "````\na\n\n  ```\nb\n````\n"
+
+
+def test_link_brackets_without_a_target_cost_linear_time() -> None:
+    # The text-length measure removed link targets with \]\([^)]*\): from each "](" without a ")"
+    # it scanned to the end of the body (40,000 of them: 1.8 s holding the GIL; 400,000: minutes).
+    escaped = "\\](" * 400_000  # as the renderer writes "](" in page text
+    assert _text_length(escaped) == len("\\ (") * 400_000
+    # The title comparison strips link targets the same way.
+    assert Article(title=escaped, body="Text.\n", method="reader").markdown.startswith("# \\](")
+    article = extract_article(article_page(f"<h1>Brackets</h1><p>{'](' * 2_000}</p>" + paragraphs(3)))
+    assert "\\](" * 2_000 in article.body
+
+
+def test_the_text_length_measure_still_ignores_link_targets() -> None:
+    assert _text_length("[words](https://example.com/a/long/target) and more") == len("words and more")
+
+
+def test_a_hidden_style_padded_with_spaces_costs_linear_time() -> None:
+    # "\s*(?:!important)?\s*" split a run of spaces between two quantifiers every way (40,000
+    # spaces after "display:none": 11 s). The element is not hidden: CSS reads "none x" as invalid.
+    padded = "display:none" + " " * 100_000 + "x"
+    tree = htmlprep.parse_html(
+        article_page(f'<p style="{padded}">Shown.</p><p style="display:none">Hidden.</p>' + paragraphs(1))
+    )
+    assert tree is not None
+    htmlprep.remove_hidden(tree)
+    texts = [p.text for p in tree.iter("p")]
+    assert "Shown." in texts
+    assert "Hidden." not in texts
+    assert htmlprep._HIDDEN_STYLE.search("color: red; display : none  !important ;")

@@ -472,7 +472,10 @@ def _has_h1_reading(markdown: str, title: str) -> bool:
     )
 
 
-_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+# A link's target: no "]" inside it, so that a run of "](" without ")" is scanned once, not once
+# from each of its starts (the target was [^)]*: quadratic, in one call holding the GIL).
+_LINK_TARGET = re.compile(r"\]\([^)\]\n]*\)")
+_NOT_TEXT = re.compile(_LINK_TARGET.pattern + r"|[#*_`>|\-\[\]!]")
 
 
 def leading_h1(body: str) -> str | None:
@@ -559,7 +562,7 @@ def _element_count(tree: etree._Element) -> int:
 
 
 def _text_length(markdown: str) -> int:
-    return len(re.sub(r"\s+", " ", re.sub(r"\]\([^)]*\)|[#*_`>|\-\[\]!]", " ", markdown)).strip())
+    return len(re.sub(r"\s+", " ", _NOT_TEXT.sub(" ", markdown)).strip())
 
 
 def _base_url(tree: etree._Element, url: str | None) -> str | None:
