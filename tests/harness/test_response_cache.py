@@ -17,6 +17,7 @@ from docab.report.render import to_markdown
 from docab.report.summary import build_report, load_run
 from docab.usage import Usage
 from tests.harness.corpus import write_benchmark_folder
+from tests.support.cache_writer import write_entries
 from tests.support.http_server import Reply, Request
 from tests.support.llm_stub import LLMStub, openai_reply
 
@@ -60,16 +61,9 @@ def test_a_hit_carries_no_tokens_and_keeps_the_original_apart() -> None:
     assert Usage.from_dict(hit.to_dict()).cached_original() == original
 
 
-def _writer(directory: str, start: int) -> None:
-    cache = ResponseCache(Path(directory))
-    for i in range(start, start + 100):
-        cache.put(f"k{i}", {"i": i})
-    cache.close()
-
-
 def test_processes_share_one_store_safely(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_writer, args=(str(tmp_path), n * 100)) for n in range(3)]
+    workers = [context.Process(target=write_entries, args=(str(tmp_path), n * 100)) for n in range(3)]
     for worker in workers:
         worker.start()
     for worker in workers:
