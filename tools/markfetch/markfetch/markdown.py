@@ -162,11 +162,9 @@ def code_block_text(element: etree._Element) -> str:
             parts.append(child.tail)
     text = "".join(parts).replace("\r\n", "\n").replace("\u00a0", " ")
     lines = text.split("\n")
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return "\n".join(line.rstrip() for line in lines)
+    # Sliced, not popped: pop(0) shifts the list, so a page of blank lines cost quadratic time.
+    shown = [index for index, line in enumerate(lines) if line.strip()]
+    return "\n".join(line.rstrip() for line in lines[shown[0] : shown[-1] + 1]) if shown else ""
 
 
 # A fence line's indent is spaces and tabs: ``\s*`` also crossed newlines, so the search rescanned
@@ -438,15 +436,9 @@ class MarkdownRenderer:
         text = _SPACES.sub(" ", text)
         if single_line:
             return text.replace(_HARD_BREAK, " ").strip()
-        lines = [line.strip() for line in text.split(_HARD_BREAK)]
-        while lines and not lines[0]:
-            lines.pop(0)
-        while lines and not lines[-1]:
-            lines.pop()
-        if not lines:
-            return ""
-        kept = [escape_line_start(line) for line in lines if line]
-        return "\\\n".join(kept)
+        # Empty lines (runs of breaks, leading and trailing ones included) go in one pass.
+        lines = (line.strip() for line in text.split(_HARD_BREAK))
+        return "\\\n".join(escape_line_start(line) for line in lines if line)
 
 
 def numbered_items(listing: etree._Element) -> list[tuple[etree._Element, int]]:
