@@ -72,3 +72,36 @@ def test_leading_line_breaks_of_a_paragraph_cost_linear_time() -> None:
     breaks = markdown._HARD_BREAK * 3_000_000
     assert markdown.MarkdownRenderer()._finish_inline(f"{breaks}x{breaks}y{breaks}") == "x\\\ny"
     assert md("<p><br><br>x<br>y<br><br></p>") == "x\\\ny\n"
+
+
+def _spanned_table(rows: int) -> str:
+    head = "<tr>" + '<th colspan="50">h</th>' * 100 + "</tr>"
+    return (
+        "<table>" + head + "".join(f"<tr><td>a{i}</td><td>b{i}</td></tr>" for i in range(rows)) + "</table>"
+    )
+
+
+def test_a_table_too_wide_for_a_grid_is_written_row_by_row() -> None:
+    # Every row was padded to the widest one: one header row of 100 cells spanning 50 columns each
+    # made each two-cell row 5,000 cells wide (6,000 rows: 90 MB of markdown, 3 GB of memory).
+    table = _spanned_table(3_000)
+    out = md(table)
+    assert len(out) < 2 * len(table)
+    lines = out.split("\n")
+    assert lines[0] == "| " + " | ".join(["h"] * 100) + " |"
+    assert lines[1] == "|" + "|".join(["---"] * 100) + "|"
+    assert lines[2:4] == ["| a0 | b0 |", "| a1 | b1 |"]
+
+
+def test_a_table_too_wide_for_a_grid_stays_small_through_the_reader_view() -> None:
+    # The reader view spreads the spans itself (its header row is 5,000 cells) and fills the
+    # other rows to 100 cells; the trailing empty ones are left out.
+    page = article_page("<h1>Wide</h1>" + paragraphs(2) + _spanned_table(300))
+    lines = extract_article(page).body.split("\n")
+    rows = [line for line in lines if line.startswith("| a")]
+    assert rows == [f"| a{i} | b{i} |" for i in range(300)]
+
+
+def test_a_table_within_the_grid_width_is_still_padded() -> None:
+    out = md('<table><tr><th colspan="2">a</th><th>b</th></tr><tr><td>1</td></tr></table>')
+    assert out == "| a |  | b |\n|---|---|---|\n| 1 |  |  |\n"

@@ -7,6 +7,11 @@ exact: only what CommonMark would otherwise misread is escaped, so ``snake_case`
 ``snake_case`` and prose stays readable; code is never escaped.
 
 Pure: no I/O; the caller resolves URLs by passing the page's base URL.
+
+Why one module: the renderer is one recursion (blocks hold lists, quotes and tables, whose items
+and cells hold blocks again) that shares the escaping rules, the URL filter and the limits on
+what a hostile page can make it write (table width, list numbers); split up, each part would
+import the others back.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from urllib.parse import urljoin
 
 from lxml import etree
@@ -39,6 +45,12 @@ TASK_DONE, TASK_OPEN = "\u2611", "\u2610"  # ☑ ☐: markers the HTML preparati
 # The HTML preparation writes each <hr> as a paragraph of this text, which the reader view keeps
 # (it turns a rule into a line break); the renderer writes it as a rule again.
 RULE_MARK = "\u2042markfetch-rule\u2042"
+# A table is written as a grid (colspans spread over the columns they span, short rows filled)
+# only up to this many columns. A wider one is written row by row as its cells stand: padding
+# every row to the widest one let one header row of 100 cells spanning 50 columns each turn a
+# 177 KB page into 90 MB of empty cells. The widest table on the extraction benchmark's pages
+# has 7 columns.
+MAX_TABLE_COLUMNS = 64
 
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")  # \u00a0 kept out of code only
 _HARD_BREAK = "\u2028"  # placeholder for <br> while inline text is being normalised
@@ -348,17 +360,28 @@ class MarkdownRenderer:
         if is_layout_table(rows):
             return [block for row in rows for cell in row for block in self._blocks(cell)]
         width = max(sum(_colspan(cell) for cell in row) for row in rows)
+        padded = width <= MAX_TABLE_COLUMNS
         grid: list[list[str]] = []
         for cells in rows:
             texts: list[str] = []
             for cell in cells:
-                texts.extend([self._cell_text(cell)] + [""] * (_colspan(cell) - 1))
-            grid.append(texts + [""] * (width - len(texts)))
+                texts.append(self._cell_text(cell))
+                if padded:
+                    texts.extend([""] * (_colspan(cell) - 1))
+            if padded:
+                texts.extend([""] * (width - len(texts)))
+            else:  # trailing empty cells are padding too (the reader view fills rows to its width)
+                while texts and not texts[-1]:
+                    texts.pop()
+            grid.append(texts)
         if header_rows > 1:  # GFM has a single header row: fold the others into it
-            merged = [" ".join(filter(None, column)) for column in zip(*grid[:header_rows], strict=True)]
+            merged = [
+                " ".join(filter(None, column)) for column in zip_longest(*grid[:header_rows], fillvalue="")
+            ]
             grid = [merged, *grid[header_rows:]]
-        head, body = (grid[0], grid[1:]) if header_rows else ([""] * width, grid)
-        lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * width) + "|"]
+        head, body = (grid[0], grid[1:]) if header_rows else ([""] * max(map(len, grid)), grid)
+        head = head or [""]
+        lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
         lines.extend("| " + " | ".join(row) + " |" for row in body)
         out = [f"*{caption}*"] if caption else []
         out.append("\n".join(lines))
@@ -367,6 +390,8 @@ class MarkdownRenderer:
     def _cell_text(self, cell: etree._Element) -> str:
         """A cell as one line of GFM: its lines (``<br>`` in the HTML, blocks, list items) joined by
         ``<br>``, which GitHub renders as line breaks in a table; a code block's lines by spaces."""
+        if len(cell) == 0 and not (cell.text or "").strip():  # the reader view's padding: many
+            return ""
         lines: list[str] = []
         for block in self._blocks(cell):
             if block.startswith(("```", "~~~")):
