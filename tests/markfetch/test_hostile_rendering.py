@@ -6,11 +6,13 @@ minutes: a test that finishes shows linear work (none of them measures time).
 
 from __future__ import annotations
 
+import pytest
 from lxml import html
 
 from markfetch import htmlprep, markdown
+from markfetch.errors import ErrorCode, MarkfetchError
 from markfetch.extract import Article, _text_length, extract_article
-from markfetch.markdown import html_to_markdown
+from markfetch.markdown import MAX_INDENT_DEPTH, RenderTooLarge, html_to_markdown
 from tests.markfetch.pages import article_page, paragraphs
 
 
@@ -105,3 +107,40 @@ def test_a_table_too_wide_for_a_grid_stays_small_through_the_reader_view() -> No
 def test_a_table_within_the_grid_width_is_still_padded() -> None:
     out = md('<table><tr><th colspan="2">a</th><th>b</th></tr><tr><td>1</td></tr></table>')
     assert out == "| a |  | b |\n|---|---|---|\n| 1 |  |  |\n"
+
+
+def test_a_list_number_longer_than_nine_digits_is_no_marker() -> None:
+    # A 4,200-digit <li value> indented every line inside the item that far: 40 such lists nested
+    # around 1,000 lines made 171 MB of markdown from a 175 KB page.
+    lists = ('<ol><li value="' + "9" * 4200 + '">x') * 40 + "a<br>" * 200 + "</li></ol>" * 40
+    page = article_page("<h1>Numbers</h1>" + paragraphs(2) + lists)
+    body = extract_article(page).body
+    assert len(body) < len(page)
+    assert "\n1. x\n" in body
+    assert md('<ol start="999999999"><li>a</li><li>b</li></ol><ol start="1000000000"><li>c</li></ol>') == (
+        "999999999. a\n999999999. b\n\n1. c\n"
+    )
+    assert md('<ol start="0"><li>a</li><li value="-4">b</li></ol>') == "0. a\n0. b\n"
+
+
+def test_nesting_past_the_indent_depth_adds_no_more_indentation() -> None:
+    # Each level prefixed every line inside it: 190 nested quotes around 60,000 lines made 23 MB.
+    out = md("<blockquote>" * 100 + "line<br>" * 50 + "</blockquote>" * 100)
+    assert out.split("\n")[-2] == "> " * MAX_INDENT_DEPTH + "line"
+    nested = "<ul><li>item" * 100 + "</li></ul>" * 100
+    assert max(len(line) for line in md(nested).split("\n")) == len("  " * MAX_INDENT_DEPTH + "- item")
+
+
+def test_rendering_stops_at_its_budget() -> None:
+    fragment = html.fragment_fromstring("<p>" + "words " * 1_000 + "</p>", create_parent="div")
+    with pytest.raises(RenderTooLarge, match="passed 1,000 characters while it was written"):
+        html_to_markdown(fragment, budget=1_000)
+    page = article_page("<h1>Budget</h1>" + paragraphs(5))
+    with pytest.raises(MarkfetchError) as raised:
+        extract_article(page, max_chars=300)
+    assert raised.value.code is ErrorCode.TOO_LARGE
+    assert str(raised.value) == (
+        "[too_large] the page's markdown passed 300 characters while it was written, too much to return; "
+        "markfetch stopped there"
+    )
+    assert extract_article(page).body.count("Paragraph") == 5

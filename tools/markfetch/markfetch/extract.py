@@ -52,6 +52,10 @@ READER_MIN_CHARS = 250
 # main region instead, in time proportional to its size (11 s for the 4.6 MB page). An article
 # page of the extraction benchmark's dev set has 84 to 1,596 elements.
 READER_MAX_ELEMENTS = 50_000
+# Characters each conversion (reader view, whole body, footnotes) may write: four times the default
+# MARKFETCH_MAX_BYTES, checked as it grows (a 175 KB page of lists numbered with 4,200 digits was
+# written whole, 171 MB, before the size check on the finished document).
+RENDER_BUDGET = 20_000_000
 # Main-region candidates for the whole-body fallback, strongest first.
 MAIN_REGION_XPATHS = ("//main", "//*[@role='main']", "//article", "//*[@id='content' or @id='main']")
 BOILERPLATE_TAGS = ("nav", "header", "footer", "aside", "form", "menu", "dialog")
@@ -95,15 +99,31 @@ class Article:
 
 
 def extract_article(
-    page_html: str, url: str | None = None, *, max_elements: int = READER_MAX_ELEMENTS
+    page_html: str,
+    url: str | None = None,
+    *,
+    max_elements: int = READER_MAX_ELEMENTS,
+    max_chars: int = RENDER_BUDGET,
 ) -> Article:
     """Extract the article of ``page_html`` as markdown; links resolve against ``url``.
 
     A page with more than ``max_elements`` elements (after preparation) skips the reader view
     and is converted whole from its main region.
 
-    Raises :class:`ExtractionFailed` when the page yields no text at all.
+    Raises :class:`ExtractionFailed` when the page yields no text at all, and a ``too_large``
+    :class:`~markfetch.errors.MarkfetchError` as soon as a conversion writes more than
+    ``max_chars`` characters of markdown.
     """
+    from markfetch.errors import ErrorCode, MarkfetchError
+    from markfetch.markdown import RenderTooLarge
+
+    try:
+        return _extract(page_html, url, max_elements=max_elements, max_chars=max_chars)
+    except RenderTooLarge as exc:
+        raise MarkfetchError(ErrorCode.TOO_LARGE, str(exc)) from None
+
+
+def _extract(page_html: str, url: str | None, *, max_elements: int, max_chars: int) -> Article:
     from markfetch import footnotes, htmlprep, nesting
     from markfetch.markdown import RULE_MARK, html_to_markdown
 
@@ -117,13 +137,13 @@ def extract_article(
     page_chars = htmlprep.visible_text_length(tree)
 
     if _element_count(tree) > max_elements:
-        body, method = _whole_body(tree, base_url, prepared.code_languages), "full-body"
+        body, method = _whole_body(tree, base_url, prepared.code_languages, max_chars), "full-body"
     else:
-        body = _reader_view(tree, base_url, prepared)
+        body = _reader_view(tree, base_url, prepared, max_chars)
         method = "reader"
         reader_chars = _text_length(body)
         if reader_chars < max(READER_MIN_CHARS, READER_MIN_SHARE * page_chars):
-            whole = _whole_body(tree, base_url, prepared.code_languages)
+            whole = _whole_body(tree, base_url, prepared.code_languages, max_chars)
             # The whole region wins when the reader view kept less; when the two are about the
             # same size the region keeps the page's structure (lists, headings) that a text dump
             # loses.
@@ -147,7 +167,7 @@ def extract_article(
         rendered = footnotes.render_footnotes(
             kept,
             lambda element: html_to_markdown(
-                element, base_url=base_url, code_languages=prepared.code_languages
+                element, base_url=base_url, code_languages=prepared.code_languages, budget=max_chars
             ),
         )
         body = tidy_markdown(f"{body.rstrip()}\n\n{rendered}\n")
@@ -160,7 +180,7 @@ _LEADING_RULES = re.compile(r"\A(?:[ \t]*\n)*(?:---[ \t]*\n(?:[ \t]*\n)*)+")
 # -- reader view -----------------------------------------------------------------------------
 
 
-def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: PreparedPage) -> str:
+def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: PreparedPage, budget: int) -> str:
     import trafilatura
     from trafilatura.settings import Document
 
@@ -192,7 +212,7 @@ def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: Prepare
     consensus.trim_unshared_tail(block_container(body), second_opinion)
     drop_edge_rules(body)
     number_lists(body, prepared.list_numbers)
-    return html_to_markdown(body, base_url=base_url, code_languages=prepared.code_languages)
+    return html_to_markdown(body, base_url=base_url, code_languages=prepared.code_languages, budget=budget)
 
 
 # A trailing block is boilerplate ("You may also like", related links, tag lists) when it is
@@ -358,7 +378,7 @@ def drop_edge_rules(body: etree._Element) -> etree._Element:
 # -- whole-body fallback -----------------------------------------------------------------------
 
 
-def _whole_body(tree: html.HtmlElement, base_url: str | None, languages: dict[str, str]) -> str:
+def _whole_body(tree: html.HtmlElement, base_url: str | None, languages: dict[str, str], budget: int) -> str:
     from copy import deepcopy
 
     from markfetch import htmlprep
@@ -371,7 +391,7 @@ def _whole_body(tree: html.HtmlElement, base_url: str | None, languages: dict[st
             continue
         if element.tag in BOILERPLATE_TAGS or (element.get("role") or "") in BOILERPLATE_ROLES:
             htmlprep._drop(element)
-    return html_to_markdown(region, base_url=base_url, code_languages=languages, images=False)
+    return html_to_markdown(region, base_url=base_url, code_languages=languages, images=False, budget=budget)
 
 
 def main_region(tree: html.HtmlElement) -> html.HtmlElement:

@@ -51,6 +51,18 @@ RULE_MARK = "\u2042markfetch-rule\u2042"
 # 177 KB page into 90 MB of empty cells. The widest table on the extraction benchmark's pages
 # has 7 columns.
 MAX_TABLE_COLUMNS = 64
+# CommonMark's largest list number (nine digits): a longer one is no list marker, and a page's
+# 4,200-digit <li value> indented every line of the item, and of each list inside it, that far.
+MAX_LIST_NUMBER = 999_999_999
+# Lists, quotes and definitions nested deeper than this add no more indentation: each level
+# prefixes every line inside it, so 190 nested quotes around 60,000 lines made 23 MB of markdown
+# from a 308 KB page.
+MAX_INDENT_DEPTH = 16
+
+
+class RenderTooLarge(Exception):
+    """The markdown being written passed the renderer's budget (``MarkdownRenderer.budget``)."""
+
 
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")  # \u00a0 kept out of code only
 _HARD_BREAK = "\u2028"  # placeholder for <br> while inline text is being normalised
@@ -209,6 +221,21 @@ class MarkdownRenderer:
     base_url: str | None = None
     code_language: Callable[[str], str | None] = field(default=lambda _code: None)
     images: bool = True
+    # Characters the renderer may write, counted where a block is built (a nested list or quote
+    # is built again by each level holding it, so this bounds the work too); None: no limit.
+    budget: int | None = None
+    _spent: int = field(default=0, init=False)
+    _depth: int = field(default=0, init=False)
+
+    def _built(self, text: str) -> str:
+        """``text``, a block just built, counted against the budget."""
+        self._spent += len(text)
+        if self.budget is not None and self._spent > self.budget:
+            raise RenderTooLarge(
+                f"the page's markdown passed {self.budget:,} characters while it was written, too much "
+                "to return; markfetch stopped there"
+            )
+        return text
 
     # -- entry point ---------------------------------------------------------------------------
     def render(self, root: etree._Element) -> str:
@@ -263,25 +290,38 @@ class MarkdownRenderer:
         tag = _tag(element)
         if tag in HEADINGS:
             text = self._finish_inline(self._inline_children(element), single_line=True)
-            return [f"{'#' * HEADINGS[tag]} {text}"] if text else []
+            return [self._built(f"{'#' * HEADINGS[tag]} {text}")] if text else []
         if tag == "pre":
             return self._code_block(element)
-        if tag in ("ul", "ol"):
-            rendered = self._list(element, ordered=tag == "ol")
-            return [rendered] if rendered else []
-        if tag == "dl":
-            return self._definition_list(element)
+        if tag in ("ul", "ol", "dl", "blockquote"):
+            self._depth += 1
+            try:
+                return self._nested_block(element, tag)
+            finally:
+                self._depth -= 1
         if tag == "table":
             return self._table(element)
-        if tag == "blockquote":
-            inner = "\n\n".join(self._blocks(element))
-            return [_indent(inner, "> ")] if inner.strip() else []
         if tag == "hr" or (tag == "p" and len(element) == 0 and (element.text or "").strip() == RULE_MARK):
             return ["---"]
         if tag == "li":  # a stray item outside any list
-            rendered = self._list_items([element], ordered=False, start=1)
-            return [rendered] if rendered else []
+            return self._list_items([element], ordered=False, start=1)
         return self._blocks(element)
+
+    def _nested_block(self, element: etree._Element, tag: str) -> list[str]:
+        if tag == "dl":
+            return self._definition_list(element)
+        if tag == "ul" or tag == "ol":
+            return self._list(element, ordered=tag == "ol")
+        blocks = self._blocks(element)
+        if self._flat:  # handed up as they are: joined, each level would copy them all again
+            return blocks
+        inner = "\n\n".join(blocks)
+        return [self._built(_indent(inner, "> "))] if inner.strip() else []
+
+    @property
+    def _flat(self) -> bool:
+        """Nested past MAX_INDENT_DEPTH: no more indentation, and blocks stay apart."""
+        return self._depth > MAX_INDENT_DEPTH
 
     def _code_block(self, element: etree._Element) -> list[str]:
         code = code_block_text(element)
@@ -289,21 +329,18 @@ class MarkdownRenderer:
             return []
         language = language_hint(element) or self.code_language(code) or ""
         fence = _fence_for(code)
-        return [f"{fence}{language}\n{code}\n{fence}"]
+        return [self._built(f"{fence}{language}\n{code}\n{fence}")]
 
-    def _list(self, element: etree._Element, *, ordered: bool) -> str:
+    def _list(self, element: etree._Element, *, ordered: bool) -> list[str]:
         items = [child for child in element if _tag(child) == "li"]
         if not items:  # malformed lists: render what they hold
-            return "\n\n".join(self._blocks(element))
-        start = 1
-        if ordered:
-            try:
-                start = max(0, int(element.get("start", "1")))
-            except ValueError:
-                start = 1
-        return self._list_items(items, ordered=ordered, start=start)
+            blocks = self._blocks(element)
+            joined = "\n\n".join(blocks)
+            return blocks if self._flat else [self._built(joined)] if joined else []
+        start = _list_number(element.get("start")) if ordered else None
+        return self._list_items(items, ordered=ordered, start=1 if start is None else start)
 
-    def _list_items(self, items: list[etree._Element], *, ordered: bool, start: int) -> str:
+    def _list_items(self, items: list[etree._Element], *, ordered: bool, start: int) -> list[str]:
         rendered: list[str] = []
         number = start
         for item in items:
@@ -312,19 +349,24 @@ class MarkdownRenderer:
                 continue
             if ordered:
                 number = _item_value(item, number)
-            marker = f"{number}. " if ordered else "- "
+            marker = f"{min(number, MAX_LIST_NUMBER)}. " if ordered else "- "
             number += 1
             first = blocks[0]
             if first.startswith((TASK_DONE, TASK_OPEN)):
                 box = "[x] " if first.startswith(TASK_DONE) else "[ ] "
                 blocks[0] = box + first[1:].lstrip()
+            if self._flat:
+                rendered.extend([marker + blocks[0], *blocks[1:]])
+                continue
             body = blocks[0]
             for block in blocks[1:]:
                 # A nested list may follow its item's text directly; anything else needs a blank line.
                 separator = "\n" if _is_list(block) else "\n\n"
                 body += separator + block
             rendered.append(_indent(body, " " * len(marker), first=marker))
-        return "\n".join(rendered)
+        if self._flat or not rendered:
+            return rendered
+        return [self._built("\n".join(rendered))]
 
     def _definition_list(self, element: etree._Element) -> list[str]:
         out: list[str] = []
@@ -333,11 +375,13 @@ class MarkdownRenderer:
             if tag == "dt":
                 term = self._finish_inline(self._inline_children(child), single_line=True)
                 if term:
-                    out.append(f"**{term}**")
+                    out.append(self._built(f"**{term}**"))
             elif tag == "dd":
-                inner = "\n\n".join(self._blocks(child))
-                if inner:
-                    out.append(_indent(inner, "  ", first=": "))
+                blocks = self._blocks(child)
+                if self._flat and blocks:
+                    out.extend([": " + blocks[0], *blocks[1:]])
+                elif inner := "\n\n".join(blocks):
+                    out.append(self._built(_indent(inner, "  ", first=": ")))
             elif tag == "div":  # <dl><div><dt/><dd/></div></dl> is valid HTML
                 out.extend(self._definition_list(child))
         return out
@@ -382,7 +426,7 @@ class MarkdownRenderer:
         head, body = (grid[0], grid[1:]) if header_rows else ([""] * max(map(len, grid)), grid)
         head = head or [""]
         lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
-        lines.extend("| " + " | ".join(row) + " |" for row in body)
+        lines.extend(self._built("| " + " | ".join(row) + " |") for row in body)
         out = [f"*{caption}*"] if caption else []
         out.append("\n".join(lines))
         return out
@@ -463,21 +507,19 @@ class MarkdownRenderer:
             return text.replace(_HARD_BREAK, " ").strip()
         # Empty lines (runs of breaks, leading and trailing ones included) go in one pass.
         lines = (line.strip() for line in text.split(_HARD_BREAK))
-        return "\\\n".join(escape_line_start(line) for line in lines if line)
+        return self._built("\\\n".join(escape_line_start(line) for line in lines if line))
 
 
 def numbered_items(listing: etree._Element) -> list[tuple[etree._Element, int]]:
     """The ``<li>`` children of an ordered list with the numbers the page gives them (``start``
     on the list, ``value`` on an item, else one more than the item before)."""
-    try:
-        number = int(listing.get("start", "1"))
-    except ValueError:
-        number = 1
+    start = _list_number(listing.get("start"))
+    number = 1 if start is None else start
     items = []
     for item in listing:
         if item.tag == "li":
             number = _item_value(item, number)
-            items.append((item, number))
+            items.append((item, min(number, MAX_LIST_NUMBER)))
             number += 1
     return items
 
@@ -485,10 +527,20 @@ def numbered_items(listing: etree._Element) -> list[tuple[etree._Element, int]]:
 def _item_value(item: etree._Element, default: int) -> int:
     """An ordered item's number: its ``value`` attribute when it has a usable one. The number is
     written as is, mid-list too: CommonMark renderers renumber, but a model reads the text."""
+    value = _list_number(item.get("value"))
+    return default if value is None else value
+
+
+def _list_number(raw: str | None) -> int | None:
+    """A ``start`` or ``value`` attribute as a list number (a negative one is 0), or None when it
+    is none or longer than CommonMark's nine digits."""
+    if raw is None or len(raw.strip()) > 10:  # "-" and nine digits; int() of a longer one is slow
+        return None
     try:
-        return max(0, int(item.get("value", "")))
+        number = max(0, int(raw))
     except ValueError:
-        return default
+        return None
+    return number if number <= MAX_LIST_NUMBER else None
 
 
 def _wrap_outside(text: str, wrap: Callable[[str], str]) -> str:
@@ -592,15 +644,20 @@ def html_to_markdown(
     base_url: str | None = None,
     code_languages: Mapping[str, str] | None = None,
     images: bool = True,
+    budget: int | None = None,
 ) -> str:
     """Convert ``root`` and its descendants to markdown (``code_languages``: normalised code -> language).
 
     Touching runs of the same emphasis in ``root`` are joined first (:func:`merge_split_emphasis`).
+    Raises :class:`RenderTooLarge` once the markdown written passes ``budget`` characters.
     """
     merge_split_emphasis(root)
     languages = code_languages or {}
     renderer = MarkdownRenderer(
-        base_url=base_url, code_language=lambda code: languages.get(normalise_code(code)), images=images
+        base_url=base_url,
+        code_language=lambda code: languages.get(normalise_code(code)),
+        images=images,
+        budget=budget,
     )
     return renderer.render(root)
 
