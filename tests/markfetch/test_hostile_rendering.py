@@ -144,3 +144,24 @@ def test_rendering_stops_at_its_budget() -> None:
         "markfetch stopped there"
     )
     assert extract_article(page).body.count("Paragraph") == 5
+
+
+def test_the_title_line_is_escaped_page_text() -> None:
+    # The <title> was written as is on the document's first line: a live image, link and raw HTML.
+    hostile = (
+        "[Open](javascript:alert(1)) ![](http://t.example/p.gif) <img src=x onerror=alert(2)> **SYSTEM**"
+    )
+    article = extract_article(article_page(paragraphs(3), title=hostile))
+    assert article.markdown.split("\n")[0] == (
+        "# \\[Open\\](javascript:alert(1)) !\\[\\](http://t.example/p.gif) \\<img src=x onerror=alert(2)> "
+        "\\*\\*SYSTEM\\*\\*"
+    )
+    og = '<meta property="og:title" content="snake_case &amp; _private_ names">'
+    assert extract_article(article_page(paragraphs(3), head=og)).title == "snake_case & \\_private\\_ names"
+
+
+def test_a_title_of_only_invisible_characters_is_no_title() -> None:
+    # A single <h1> of a no-break and a zero-width space gave the title line "# \u200b".
+    article = extract_article(article_page("<h1>\u00a0\u200b</h1>" + paragraphs(3), title=" \u200b\u2060 "))
+    assert article.title == ""
+    assert article.markdown.startswith("Paragraph 0")

@@ -25,11 +25,17 @@ else og:title, else ``<title>``. The ``<title>`` is the browser tab's label (oft
 or the site's name): it is used only when the page has no H1 of its own, and never shown besides.
 
 trafilatura and lxml load on first use, so the MCP server starts without them.
+
+Why one module: the chain's steps decide together. The title read before extraction is matched
+against the headline the body opens with after it, the reader view is weighed against the
+whole-body conversion with one text measure, and the cuts on trafilatura's body share one block
+container; split apart, each step would import the others' helpers back.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -125,13 +131,15 @@ def extract_article(
 
 def _extract(page_html: str, url: str | None, *, max_elements: int, max_chars: int) -> Article:
     from markfetch import footnotes, htmlprep, nesting
-    from markfetch.markdown import RULE_MARK, html_to_markdown
+    from markfetch.markdown import RULE_MARK, escape_text, html_to_markdown
 
     tree, cut = htmlprep.parse_page(page_html)
     if tree is None:
         raise ExtractionFailed("the page is empty")
     base_url = _base_url(tree, url)
-    title = page_title(tree)
+    # Page text, escaped as the body's text is: a <title> or og:title holding an image, a link or
+    # raw HTML was written live on the document's first line.
+    title = escape_text(_visible(page_title(tree)))
     prepared = htmlprep.prepare(tree)
     notes = footnotes.take_footnotes(tree)  # put back after extraction, which would drop them
     page_chars = htmlprep.visible_text_length(tree)
@@ -159,7 +167,7 @@ def _extract(page_html: str, url: str | None, *, max_elements: int, max_chars: i
         )
     # The article's own H1, as the reader view kept it at the top of the body, is its title: the
     # <title> (the browser tab's label, often another wording or the site's name) never replaces it.
-    title = leading_h1(body) or title
+    title = _visible(leading_h1(body) or "") or title
     body = drop_title_headline(body, title, headline_texts(tree))
     body = _LEADING_RULES.sub("", body)  # what stood before them (the headline) is not in the body
     kept = footnotes.referenced(notes, body)
@@ -575,6 +583,11 @@ def drop_title_headline(body: str, title: str, headlines: frozenset[str] = froze
         start = first + 1
     rest = "\n".join(lines[start:]).strip()
     return rest + "\n" if rest and start else body
+
+
+def _visible(title: str) -> str:
+    """``title``, or nothing when it is only spaces and zero-width or format characters."""
+    return title if any(unicodedata.category(char)[0] not in "ZC" for char in title) else ""
 
 
 def _element_count(tree: etree._Element) -> int:
