@@ -165,3 +165,17 @@ def test_a_title_of_only_invisible_characters_is_no_title() -> None:
     article = extract_article(article_page("<h1>\u00a0\u200b</h1>" + paragraphs(3), title=" \u200b\u2060 "))
     assert article.title == ""
     assert article.markdown.startswith("Paragraph 0")
+
+
+def test_footnote_images_are_left_out_as_the_body_s_are() -> None:
+    # A note's <img> came out as "![logo](…/track.gif?id=42)", a tracking pixel in the document.
+    notes = (
+        "<p>The tide tables were wrong that year<sup><a href='#fn1' role='doc-noteref'>1</a></sup>.</p>"
+        "<section class='footnotes' role='doc-endnotes'><ol><li id='fn1'><p>A note "
+        "<img src='http://t.example/track.gif?id=42' alt='logo'> end.</p></li></ol></section>"
+    )
+    body = extract_article(
+        article_page("<h1>Notes</h1>" + paragraphs(4) + notes), "https://example.org/a"
+    ).body
+    assert "1. A note end." in body
+    assert "track.gif" not in body

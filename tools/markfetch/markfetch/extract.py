@@ -174,8 +174,12 @@ def _extract(page_html: str, url: str | None, *, max_elements: int, max_chars: i
     if kept:
         rendered = footnotes.render_footnotes(
             kept,
-            lambda element: html_to_markdown(
-                element, base_url=base_url, code_languages=prepared.code_languages, budget=max_chars
+            lambda element: html_to_markdown(  # images off as in the body: a note's would be a pixel
+                element,
+                base_url=base_url,
+                code_languages=prepared.code_languages,
+                images=False,
+                budget=max_chars,
             ),
         )
         body = tidy_markdown(f"{body.rstrip()}\n\n{rendered}\n")
