@@ -179,3 +179,33 @@ def test_footnote_images_are_left_out_as_the_body_s_are() -> None:
     ).body
     assert "1. A note end." in body
     assert "track.gif" not in body
+
+
+def test_an_angle_bracket_in_a_link_target_cannot_end_it_early() -> None:
+    # href="http://a.example/x> [click me](javascript:alert(2))" was written inside <...>: the first
+    # ">" ended the destination, the outer link failed to parse and the inner one became a live
+    # javascript: link the URL filter never saw.
+    out = md("<p><a href='http://a.example/x> [click me](javascript:alert(2))'>gt link</a></p>")
+    assert out == "[gt link](<http://a.example/x%3E [click me](javascript:alert(2))>)\n"
+    assert (
+        md("<p><img src='http://a.example/i<b>.png' alt='pic'></p>")
+        == "![pic](http://a.example/i%3Cb%3E.png)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "href", ["java\tscript:alert(1)", " \njavascript:alert(1)", "jav\x7fascript:x", "data\r:x"]
+)
+def test_a_scheme_split_by_what_browsers_ignore_is_still_refused(href: str) -> None:
+    # Browsers drop tabs and line breaks in a URL and controls around it: "java\tscript:" runs.
+    element = html.fragment_fromstring("<p><a>tab link</a></p>", create_parent="div")
+    element.find(".//a").set("href", href)
+    assert html_to_markdown(element) == "tab link\n"
+
+
+def test_a_line_separator_in_page_text_is_not_a_line_break() -> None:
+    # U+2028 was the <br> placeholder: in a code span it split the span, and the next line started
+    # with raw page HTML.
+    out = md("<p>before <code>a\u2028&lt;div&gt;x</code> after</p>")
+    assert "\n" not in out.rstrip("\n") and "`a\u2028<div>x`" in out
+    assert md("<p>one<br>two</p>") == "one\\\ntwo\n"

@@ -65,7 +65,9 @@ class RenderTooLarge(Exception):
 
 
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")  # \u00a0 kept out of code only
-_HARD_BREAK = "\u2028"  # placeholder for <br> while inline text is being normalised
+# Placeholder for <br> while inline text is being normalised: NUL, which parsed page text never
+# holds (lxml refuses it in text), so a U+2028 on the page cannot pose as a line break.
+_HARD_BREAK = "\x00"
 _LANGUAGE_CLASS = re.compile(r"^(?:language|lang|highlight|hljs|brush|sourceCode)-?([A-Za-z0-9_+#.\-]+)$")
 _LANGUAGE_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_+#.\-]{0,30}$")
 _NOT_LANGUAGES = frozenset(
@@ -211,7 +213,24 @@ def _indent(text: str, prefix: str, first: str | None = None) -> str:
 
 
 def _is_safe_url(url: str) -> bool:
-    return not re.match(r"^\s*(javascript|vbscript|data):", url, re.IGNORECASE)
+    # Browsers drop tabs and line breaks anywhere in a URL and controls and spaces around it, so
+    # "java\tscript:" is javascript: to them; the scheme is read as they read it.
+    cleaned = _URL_IGNORED.sub("", url)
+    return not re.match(r"(javascript|vbscript|data):", cleaned, re.IGNORECASE)
+
+
+_URL_IGNORED = re.compile(r"[\x00-\x20\x7f]")
+
+
+def link_destination(url: str) -> str:
+    """``url`` as a link destination that nothing in it can end early: in ``<...>`` when it holds
+    spaces or parentheses, with angle brackets and controls percent-encoded (a ``>`` ended the
+    destination, and what followed became a live link of its own)."""
+    encoded = _DESTINATION_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), url)
+    return f"<{encoded}>" if re.search(r"[ ()]", encoded) else encoded
+
+
+_DESTINATION_UNSAFE = re.compile(r"[\x00-\x1f\x7f<>]")
 
 
 @dataclass
@@ -486,7 +505,7 @@ class MarkdownRenderer:
         if not text or href is None:
             return inner
         text = text.replace(_HARD_BREAK, " ")
-        target = f"<{href}>" if re.search(r"[\s<>()]", href) else href
+        target = link_destination(href)
         return _wrap_outside(inner, lambda _s: f"[{text}]({target})")
 
     def _image(self, element: etree._Element) -> str:
@@ -497,8 +516,7 @@ class MarkdownRenderer:
             return ""
         alt = _SPACES.sub(" ", element.get("alt") or "").strip()
         alt = escape_text(alt)
-        target = f"<{src}>" if re.search(r"[\s<>()]", src) else src
-        return f"![{alt}]({target})"
+        return f"![{alt}]({link_destination(src)})"
 
     def _finish_inline(self, text: str, *, single_line: bool = False) -> str:
         """Collapse whitespace, turn break placeholders into hard breaks, escape line starts."""
