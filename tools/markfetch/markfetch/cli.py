@@ -37,7 +37,9 @@ errors are one line on stderr, "[code] message", with exit status 1; the codes a
 network_error, http_error, timeout, unsupported_content_type, extraction_failed, too_large,
 save_failed (save_forbidden exists only in the MCP server's write sandbox).
 
-environment: MARKFETCH_TIMEOUT_MS (30000), MARKFETCH_MAX_BYTES (5000000), MARKFETCH_USER_AGENT
+environment: MARKFETCH_TIMEOUT_MS (30000: the fetch), MARKFETCH_EXTRACT_TIMEOUT_MS (30000: the
+extraction, in a worker process killed at the deadline), MARKFETCH_EXTRACT_MEMORY_MB (2048),
+MARKFETCH_EXTRACT_WORKERS (min(2, CPUs)), MARKFETCH_MAX_BYTES (5000000), MARKFETCH_USER_AGENT
 (a Chrome UA), MARKFETCH_ACCEPT_LANGUAGE, MARKFETCH_PROXY_URL, MARKFETCH_ALLOW_HOSTS (hosts that
 may reach loopback/private addresses; the flag --allow-host wins), MARKFETCH_CACHE_TTL (seconds,
 0 = off), MARKFETCH_CACHE_DIR, MARKFETCH_CACHE_MAX_MB (256: expired entries pruned, then the
@@ -79,6 +81,8 @@ async def _run(
 
     settings = load_settings(env, host_flags=hosts)
     async with Markfetch(settings) as service:
+        if not raw:
+            service.warm_up()  # the extraction worker starts while the page downloads
         document = await service.document(url, raw=raw)
     if output is None:
         return document, None
@@ -96,6 +100,26 @@ def main(
     stderr = stderr or sys.stderr
     args = build_parser().parse_args(argv)
     output = Path(os.path.abspath(os.path.expanduser(args.output))) if args.output else None
+    if not args.raw:
+        from markfetch.sandbox import start_forkserver
+
+        start_forkserver()  # from the main thread, deaf to Ctrl-C (the CLI reports it itself)
+    try:
+        return _fetch(args, output, env, stdout, stderr)
+    finally:
+        if not args.raw:
+            from markfetch.sandbox import kill_forkserver
+
+            kill_forkserver()  # and so the extraction worker: no process outlives the command
+
+
+def _fetch(
+    args: argparse.Namespace,
+    output: Path | None,
+    env: Mapping[str, str] | None,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
     try:
         document, written = asyncio.run(
             _run(

@@ -7,6 +7,9 @@ message that names the variable, the value and what would be accepted (:class:`C
 |---|---|---|
 | MARKFETCH_TIMEOUT_MS | 30000 | budget for one fetch: every redirect hop, headers and body |
 | MARKFETCH_MAX_BYTES | 5000000 | cap on the response body (counted on the stream) and on the output |
+| MARKFETCH_EXTRACT_TIMEOUT_MS | 30000 | budget for extracting one page (in a worker process, killed at the deadline) |
+| MARKFETCH_EXTRACT_WORKERS | min(2, CPUs) | worker processes extracting pages at once; more calls wait (8 per worker, each at most the extraction budget) |
+| MARKFETCH_EXTRACT_MEMORY_MB | 2048 | memory an extraction worker may add to what it maps at start (0: no cap; where rlimits exist) |
 | MARKFETCH_USER_AGENT | Chrome 136 on Windows | a Chrome User-Agent; the client hints are derived from it |
 | MARKFETCH_ACCEPT_LANGUAGE | en-US,en;q=0.9 | the Accept-Language header |
 | MARKFETCH_ALLOW_HOSTS | (none) | comma-separated host names or IPs allowed to reach internal addresses (flag: --allow-host) |
@@ -26,7 +29,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from docab_mcpguard import HostPolicy, PathPolicy
@@ -54,6 +57,17 @@ _PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 
 
 DEFAULT_CACHE_MAX_MB = 256
+DEFAULT_EXTRACT_MEMORY_MB = 2048
+MAX_EXTRACT_WORKERS = 64
+
+
+def default_workers() -> int:
+    """min(2, the CPUs this process may use): extraction is CPU work, more would only share them."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(2, cpus))
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,9 @@ class Settings:
     cache_ttl_s: int = 0
     cache_dir: Path | None = None  # set only when the cache is on
     cache_max_bytes: int = DEFAULT_CACHE_MAX_MB * 1024 * 1024
+    extract_timeout_ms: int = 30_000
+    extract_workers: int = field(default_factory=default_workers)
+    extract_memory_mb: int = DEFAULT_EXTRACT_MEMORY_MB  # 0: no cap
 
     @property
     def chrome(self) -> ChromeProfile:
@@ -93,6 +110,13 @@ def _positive_int(env: Mapping[str, str], name: str, default: int, *, maximum: i
     if maximum is not None and value > maximum:
         raise ConfigError(f"{name}={raw!r} is above the maximum of {maximum}")
     return value
+
+
+def _memory_mb(env: Mapping[str, str]) -> int:
+    name = "MARKFETCH_EXTRACT_MEMORY_MB"
+    if env.get(name, "").strip() == "0":
+        return 0  # no cap
+    return _positive_int(env, name, DEFAULT_EXTRACT_MEMORY_MB)
 
 
 def allow_hosts(env: Mapping[str, str], flags: Sequence[str] = ()) -> tuple[str, ...]:
@@ -191,6 +215,11 @@ def load_settings(env: Mapping[str, str], *, host_flags: Sequence[str] = ()) -> 
         cache_ttl_s=cache_ttl_s,
         cache_dir=cache_dir,
         cache_max_bytes=_positive_int(env, "MARKFETCH_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB) * 1024 * 1024,
+        extract_timeout_ms=_positive_int(env, "MARKFETCH_EXTRACT_TIMEOUT_MS", 30_000, maximum=MAX_TIMEOUT_MS),
+        extract_workers=_positive_int(
+            env, "MARKFETCH_EXTRACT_WORKERS", default_workers(), maximum=MAX_EXTRACT_WORKERS
+        ),
+        extract_memory_mb=_memory_mb(env),
     )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPError
@@ -277,10 +277,42 @@ def run(
     structured_output: bool | None = None,
     max_message_mb: float | None = None,
 ) -> None:
-    app, _service = server_from_env(
+    from markfetch.sandbox import kill_forkserver, start_forkserver
+
+    app, service = server_from_env(
         host_flags=host_flags,
         path_flags=path_flags,
         structured_output=structured_output,
         max_message_mb=max_message_mb,
     )
-    app.run()
+    # The extraction workers' forkserver starts now, deaf to Ctrl-C, and imports the extractor
+    # while the client connects; a worker is ready before the first page, most often.
+    start_forkserver()
+    _kill_workers_on_signals()
+    service.warm_up()
+    try:
+        app.run()  # end of input cancels the calls in flight, which kills their workers
+    finally:
+        service.extraction.close()
+        kill_forkserver()
+
+
+def _kill_workers_on_signals() -> None:
+    """Before the handlers in place (docab_mcpguard.run_until_stopped: leave at once, quietly) end
+    the server on Ctrl-C or SIGTERM, kill the extraction workers' forkserver, and so the workers:
+    the server leaves without its clean-up, and a forkserver still importing the extractor would
+    outlive it for seconds. Only a kill there: a handler must not wait for a lock."""
+    import signal
+
+    from markfetch.sandbox import kill_forkserver
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(signum)
+        if not callable(previous):
+            continue
+
+        def handler(number: int, frame: object, previous: Any = previous) -> None:
+            kill_forkserver(reap=False)
+            previous(number, frame)
+
+        signal.signal(signum, handler)

@@ -34,6 +34,7 @@ from markfetch.cache import ResponseCache, cache_key
 from markfetch.config import ACCESS, Settings
 from markfetch.errors import ErrorCode, MarkfetchError
 from markfetch.headers import decodable_encodings
+from markfetch.sandbox import ExtractionPool, ExtractLimits, extract_here
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 MAX_REDIRECTS = 10
@@ -117,6 +118,17 @@ class Markfetch:
                 settings.cache_dir, settings.cache_ttl_s, max_bytes=settings.cache_max_bytes
             )
         self.cache = cache
+        self.extraction = ExtractionPool(
+            ExtractLimits(
+                workers=settings.extract_workers,
+                timeout_ms=settings.extract_timeout_ms,
+                memory_mb=settings.extract_memory_mb,
+            )
+        )
+
+    def warm_up(self) -> None:
+        """Start an extraction worker in the background, so that the first page finds it ready."""
+        self.extraction.warm_up()
 
     async def __aenter__(self) -> Markfetch:
         return self
@@ -125,6 +137,8 @@ class Markfetch:
         await self.aclose()
 
     async def aclose(self) -> None:
+        """Close the HTTP client and kill the extraction workers (a running extraction too)."""
+        self.extraction.close()
         await self.client.aclose()
 
     # -- fetching ------------------------------------------------------------------------------
@@ -202,20 +216,26 @@ class Markfetch:
                 )
             if progress is not None:
                 progress(1, 2, "extracting the article")
-            # Extraction is CPU work: keep the event loop (and the MCP session) responsive.
-            document = await asyncio.to_thread(
-                extract_document, response.body, response.charset, response.url
+            # Extraction is CPU work, and a hostile page can make it endless: in a worker process,
+            # under MARKFETCH_EXTRACT_TIMEOUT_MS, killed if this call is cancelled.
+            extracted = await self.extraction.extract(
+                response.body, response.charset, response.url, self.settings.max_bytes
             )
+            self._check_size(extracted.size)
+            document = Document(extracted.text, extracted.title, response.url, extracted.method)
         size = len(document.text.encode("utf-8"))
+        self._check_size(size)
+        if progress is not None:
+            progress(2, 2, f"{document.method}: {size:,} bytes of markdown")
+        return document
+
+    def _check_size(self, size: int) -> None:
         if size > self.settings.max_bytes:
             raise MarkfetchError(
                 ErrorCode.TOO_LARGE,
                 f"the document is {size:,} bytes, over MARKFETCH_MAX_BYTES ({self.settings.max_bytes:,}); "
                 "raise the limit to get it whole",
             )
-        if progress is not None:
-            progress(2, 2, f"{document.method}: {size:,} bytes of markdown")
-        return document
 
 
 DocumentProgress = Callable[[float, float | None, str], None]
@@ -240,15 +260,8 @@ class Document:
 
 def extract_document(body: bytes, header_charset: str | None, url: str) -> Document:
     """Decode and extract a fetched HTML body into the document markfetch returns."""
-    from markfetch.charset import decode_html
-    from markfetch.extract import ExtractionFailed, extract_article
-
-    decoded = decode_html(body, header_charset)
-    try:
-        article = extract_article(decoded.text, url)
-    except ExtractionFailed as exc:
-        raise MarkfetchError(ErrorCode.EXTRACTION_FAILED, f"{url}: {exc}") from None
-    return Document(article.markdown, article.title, url, article.method)
+    text, title, method = extract_here(body, header_charset, url)
+    return Document(text, title, url, method)
 
 
 def html_to_document(body: bytes, header_charset: str | None, url: str) -> str:
