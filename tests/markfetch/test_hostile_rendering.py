@@ -209,3 +209,14 @@ def test_a_line_separator_in_page_text_is_not_a_line_break() -> None:
     out = md("<p>before <code>a\u2028&lt;div&gt;x</code> after</p>")
     assert "\n" not in out.rstrip("\n") and "`a\u2028<div>x`" in out
     assert md("<p>one<br>two</p>") == "one\\\ntwo\n"
+
+
+def test_the_server_s_extraction_stops_rendering_at_four_times_its_document_limit() -> None:
+    from markfetch.sandbox import extract_here
+
+    page = article_page("<h1>Long</h1>" + paragraphs(40)).encode()
+    text, _title, _method = extract_here(page, "utf-8", "https://example.org/a")
+    assert len(text) > 4_000
+    with pytest.raises(MarkfetchError) as refused:
+        extract_here(page, "utf-8", "https://example.org/a", max_bytes=1_000)
+    assert refused.value.code == ErrorCode.TOO_LARGE

@@ -13,7 +13,7 @@ from enum import StrEnum
 class ErrorCode(StrEnum):
     NETWORK_ERROR = "network_error"  # DNS, TCP, TLS, refused addresses, broken responses
     HTTP_ERROR = "http_error"  # the final response was not 2xx
-    TIMEOUT = "timeout"  # the fetch took longer than MARKFETCH_TIMEOUT_MS
+    TIMEOUT = "timeout"  # the fetch (MARKFETCH_TIMEOUT_MS) or the extraction (MARKFETCH_EXTRACT_TIMEOUT_MS) took too long
     UNSUPPORTED_CONTENT_TYPE = "unsupported_content_type"  # not HTML (and raw was not asked for)
     EXTRACTION_FAILED = "extraction_failed"  # neither the reader view nor the whole body had text
     TOO_LARGE = "too_large"  # the body or the markdown is over MARKFETCH_MAX_BYTES

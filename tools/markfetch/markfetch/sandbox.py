@@ -116,14 +116,19 @@ def _unframe(message: bytes) -> tuple[dict[str, Any], bytes]:
     return header, message[_HEADER + length :]
 
 
-def extract_here(body: bytes, header_charset: str | None, url: str) -> tuple[str, str, str]:
-    """Decode and extract a fetched HTML body in this process: (markdown, title, method)."""
+def extract_here(
+    body: bytes, header_charset: str | None, url: str, max_bytes: int | None = None
+) -> tuple[str, str, str]:
+    """Decode and extract a fetched HTML body in this process: (markdown, title, method). With
+    ``max_bytes`` (the document limit) the renderer stops at four times it: a page whose markdown
+    would be far over the limit is refused while it is written, not after."""
     from markfetch.charset import decode_html
-    from markfetch.extract import ExtractionFailed, extract_article
+    from markfetch.extract import RENDER_BUDGET, ExtractionFailed, extract_article
 
     decoded = decode_html(body, header_charset)
+    budget = RENDER_BUDGET if max_bytes is None else 4 * max_bytes
     try:
-        article = extract_article(decoded.text, url)
+        article = extract_article(decoded.text, url, max_chars=budget)
     except ExtractionFailed as exc:
         raise MarkfetchError(ErrorCode.EXTRACTION_FAILED, f"{url}: {exc}") from None
     return article.markdown, article.title, article.method
@@ -133,7 +138,7 @@ def _answer(request: bytes) -> tuple[bytes, bool]:
     """The answer to one request, and whether this worker should be replaced after it."""
     header, body = _unframe(request)
     try:
-        text, title, method = extract_here(body, header["charset"], header["url"])
+        text, title, method = extract_here(body, header["charset"], header["url"], header["max_bytes"])
     except MarkfetchError as exc:
         reply: dict[str, Any] = {"status": "error", "code": exc.code.value, "message": exc.message}
         return _frame(reply), False
