@@ -65,9 +65,11 @@ class RenderTooLarge(Exception):
 
 
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")  # \u00a0 kept out of code only
-# Placeholder for <br> while inline text is being normalised: NUL, which parsed page text never
-# holds (lxml refuses it in text), so a U+2028 on the page cannot pose as a line break.
-_HARD_BREAK = "\x00"
+# Placeholder for <br> while inline text is being normalised. Page text reaches inline rendering
+# through escape_text or as a code span, which both turn U+2028 and U+2029 into spaces, so one on
+# the page cannot pose as a line break (it split a code span, and the next line began with raw HTML).
+_HARD_BREAK = "\u2028"
+_PAGE_SEPARATORS = str.maketrans({"\u2028": " ", "\u2029": " "})
 _LANGUAGE_CLASS = re.compile(r"^(?:language|lang|highlight|hljs|brush|sourceCode)-?([A-Za-z0-9_+#.\-]+)$")
 _LANGUAGE_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_+#.\-]{0,30}$")
 _NOT_LANGUAGES = frozenset(
@@ -89,8 +91,9 @@ _BLOCK_START = re.compile(
 
 
 def escape_text(text: str) -> str:
-    """Escape prose so CommonMark reads it literally (without touching intraword underscores)."""
-    text = _ESCAPE_ALWAYS.sub(r"\\\1", text)
+    """Escape prose so CommonMark reads it literally (without touching intraword underscores);
+    its line and paragraph separators become spaces (see ``_HARD_BREAK``)."""
+    text = _ESCAPE_ALWAYS.sub(r"\\\1", text.translate(_PAGE_SEPARATORS))
     text = _ESCAPE_TAG_START.sub(r"\\<", text)
     text = _ESCAPE_UNDERSCORE.sub(r"\\_", text)
     return _ESCAPE_TILDES.sub(r"\\~", text)
@@ -482,7 +485,7 @@ class MarkdownRenderer:
         if tag == "img":
             return self._image(element)
         if tag == "code" or tag in ("kbd", "samp", "tt"):
-            text = _SPACES.sub(" ", "".join(element.itertext()))
+            text = _SPACES.sub(" ", "".join(element.itertext()).translate(_PAGE_SEPARATORS))
             return _wrap_outside(text, code_span) if text.strip() else text
         if tag in ("pre",):
             return code_span(code_block_text(element))
