@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from docab.cli.errors import CommandError
 
 if TYPE_CHECKING:
-    from docab.report.gate import Check
+    from docab.report.gate import Check, UnpairedArm
     from docab.report.schema import Comparison, Plan, Summary
     from docab.report.summary import Report, RunData
 
@@ -43,7 +45,9 @@ COMPARE_HELP = """\
 Compare arms question by question with paired statistics: two arms of one run, or two runs (for
 example a new version of a tool against a committed baseline run). With two runs and no --a/--b,
 every arm the runs share is compared with itself (base fs vs new fs, base fs+md-vision vs new
-fs+md-vision). Prints what changed: accuracy, F1, evidence recall, tokens and latency, each with
+fs+md-vision), and an arm present in only one run is named (in --format json, "unpaired_arms");
+as a gate, an arm of RUN_A that RUN_B lacks (renamed or dropped) fails it, unless the pair is named
+with --a/--b or --allow-missing-arms is given. Prints what changed: accuracy, F1, evidence recall, tokens and latency, each with
 its paired 95 % interval (cluster-robust t with documents as clusters).
 
 As a CI gate it tests each gated metric, one-sided, for being worse than its threshold allows,
@@ -128,6 +132,12 @@ def register(subparsers: Any) -> None:
         ("--max-latency-rise", "PERCENT", "wall time per question (paired ratio)"),
     ):
         gate.add_argument(flag, type=_threshold, metavar=unit, help=f"{what}: the largest change allowed")
+    gate.add_argument(
+        "--allow-missing-arms",
+        action="store_true",
+        help="gate only the arms both runs have: an arm of RUN_A that RUN_B lacks (renamed or dropped) "
+        "is named but does not fail the gate",
+    )
     compare.set_defaults(func=run_compare)
 
 
@@ -194,7 +204,15 @@ def write_report_files(report: Report, target: Path, *, plots: bool) -> list[Pat
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from docab.report.gate import GateConfigError, Thresholds, evaluate, failures, load_thresholds
+    from docab.report.gate import (
+        GateConfigError,
+        Thresholds,
+        describe_unpaired,
+        evaluate,
+        failures,
+        load_thresholds,
+        missing_arms_failure,
+    )
     from docab.report.summary import ReportError
 
     try:
@@ -210,18 +228,27 @@ def run_compare(args: argparse.Namespace) -> int:
         latency_rise_percent=args.max_latency_rise,
     )
     try:
-        reports = _comparison_reports(args)
+        chosen = _comparison_reports(args)
     except ReportError as exc:
         raise CommandError(str(exc)) from None
     pairs: list[tuple[Summary, Comparison, list[Check]]] = []
     failed: list[str] = []
-    for report, _ in reports:
+    for report, _ in chosen.reports:
         comparison = report.summary.comparisons[0]
         checks = evaluate(comparison, thresholds)
         failed += failures(comparison, thresholds, checks)
         pairs.append((report.summary, comparison, checks))
+    if thresholds.any and not chosen.explicit and not args.allow_missing_arms:
+        missing = missing_arms_failure(chosen.unpaired, chosen.name_a, chosen.name_b, chosen.arms_b)
+        failed += [missing] if missing else []
     _emit_comparisons(
-        pairs, failed, args.format, same_arm=[same for _, same in reports], alpha=thresholds.alpha
+        pairs,
+        failed,
+        args.format,
+        same_arm=[same for _, same in chosen.reports],
+        alpha=thresholds.alpha,
+        unpaired=chosen.unpaired,
+        unpaired_note=describe_unpaired(chosen.unpaired, chosen.name_a, chosen.name_b),
     )
     for failure in failed:
         print(f"docab compare: {failure}", file=sys.stderr)
@@ -230,22 +257,38 @@ def run_compare(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _comparison_reports(args: argparse.Namespace) -> list[tuple[Report, bool]]:
-    """One two-arm report per pair to compare: within one run, or arm by arm across two runs; with
-    each, whether its two sides are the same arm (in two runs)."""
+@dataclass(frozen=True)
+class _Chosen:
+    """What ``docab compare`` compares: one two-arm report per pair, with whether its two sides are
+    the same arm (in two runs); the arms compared with nothing; the runs' names in the tables."""
+
+    reports: list[tuple[Report, bool]]
+    unpaired: list[UnpairedArm]
+    explicit: bool  # the pair was named with --a/--b
+    name_a: str = ""
+    name_b: str = ""
+    arms_b: tuple[str, ...] = ()
+
+
+def _comparison_reports(args: argparse.Namespace) -> _Chosen:
+    """The pairs to compare: within one run, or arm by arm across two runs."""
     from docab.log.manifest import Manifest
+    from docab.report.gate import unpaired_arms
     from docab.report.summary import RunData, build_report, load_run, relabel
 
     run_a = load_run(args.run_a)
+    explicit = bool(args.arm_a or args.arm_b)
     if args.run_b is None or args.run_b.resolve() == args.run_a.resolve():
         arms = run_a.arms
         arm_a = args.arm_a or arms[0]
         arm_b = args.arm_b or next((a for a in arms if a != arm_a), None)
         if arm_b is None:
             raise CommandError(f"{args.run_a} has only the arm {arm_a!r}; name a second run to compare with")
-        return [(build_report(run_a, arms=[arm_a, arm_b], with_breakdowns=False), False)]
+        return _Chosen(
+            [(build_report(run_a, arms=[arm_a, arm_b], with_breakdowns=False), False)], [], explicit
+        )
     run_b = load_run(args.run_b)
-    if args.arm_a or args.arm_b:
+    if explicit:
         arm_a = args.arm_a or _only_arm(run_a, args.run_a, "--a")
         arm_b = args.arm_b or (arm_a if arm_a in run_b.arms else _only_arm(run_b, args.run_b, "--b"))
         pairs = [(arm_a, arm_b)]
@@ -279,7 +322,8 @@ def _comparison_reports(args: argparse.Namespace) -> list[tuple[Report, bool]]:
         )
         report = build_report(merged, arms=[label_a, label_b], with_breakdowns=False)
         reports.append((report, arm_a == arm_b))
-    return reports
+    unpaired = unpaired_arms((str(args.run_a), run_a.arms), (str(args.run_b), run_b.arms), pairs)
+    return _Chosen(reports, unpaired, explicit, name_a, name_b, tuple(run_b.arms))
 
 
 def _emit_comparisons(
@@ -289,6 +333,8 @@ def _emit_comparisons(
     *,
     same_arm: list[bool],
     alpha: float = 0.05,
+    unpaired: Sequence[UnpairedArm] = (),
+    unpaired_note: str = "",
 ) -> None:
     from docab.report.gate import GatedComparison, GateReport
     from docab.report.render import (
@@ -309,6 +355,7 @@ def _emit_comparisons(
             ],
             failures=failed,
             passed=not failed,
+            unpaired_arms=list(unpaired),
         )
         print(document.model_dump_json(indent=2))
         return
@@ -318,6 +365,7 @@ def _emit_comparisons(
         for section in compare_sections(comparison, summary, checks, same_arm=same, alpha=alpha)
     ]
     warnings = sorted({w for summary, _, _ in pairs for w in summary.warnings})
+    warnings = [unpaired_note, *warnings] if unpaired_note else warnings
     if fmt == "markdown":
         lines = [f"# Comparison: {pairs[0][0].run_id}", "", *sections_markdown(parts)]
         lines += [f"- warning: {w}" for w in warnings]

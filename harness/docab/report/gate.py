@@ -352,11 +352,68 @@ class GatedComparison(BaseModel):
     checks: list[Check]
 
 
+class UnpairedArm(BaseModel):
+    """An arm of one of two compared runs that was compared with nothing: the other run has no arm
+    of its name and it was not named with --a/--b."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    arm: str
+    run: str  # the folder holding it, as given
+    side: Literal["base", "new"]  # RUN_A (the reference) or RUN_B
+
+
+def unpaired_arms(
+    base: tuple[str, Sequence[str]], new: tuple[str, Sequence[str]], pairs: Sequence[tuple[str, str]]
+) -> list[UnpairedArm]:
+    """The arms of two runs (each ``(folder, arms)``) present in only one of them and in no compared
+    pair, the base run's first."""
+    (base_run, base_arms), (new_run, new_arms) = base, new
+    compared_a, compared_b = {a for a, _ in pairs}, {b for _, b in pairs}
+    return [
+        UnpairedArm(arm=arm, run=base_run, side="base")
+        for arm in base_arms
+        if arm not in new_arms and arm not in compared_a
+    ] + [
+        UnpairedArm(arm=arm, run=new_run, side="new")
+        for arm in new_arms
+        if arm not in base_arms and arm not in compared_b
+    ]
+
+
+def describe_unpaired(unpaired: Sequence[UnpairedArm], base_name: str, new_name: str) -> str:
+    """The warning naming every unpaired arm, the runs by the names the tables give them ("" when
+    there is none)."""
+    if not unpaired:
+        return ""
+    names = ", ".join(f"{u.arm!r} only in {base_name if u.side == 'base' else new_name}" for u in unpaired)
+    return f"arms present in only one run were not compared: {names}; name a pair with --a and --b"
+
+
+def missing_arms_failure(
+    unpaired: Sequence[UnpairedArm], base_name: str, new_name: str, new_arms: Sequence[str]
+) -> str:
+    """The gate's failure when arms of the base run have no counterpart in the new run ("" when none):
+    a gate that compared only the arms left would pass without testing them."""
+    missing = [u.arm for u in unpaired if u.side == "base"]
+    if not missing:
+        return ""
+    one = len(missing) == 1
+    names = ", ".join(repr(arm) for arm in missing)
+    return (
+        f"the arm{'' if one else 's'} {names} of {base_name} {'is' if one else 'are'} missing from "
+        f"{new_name} (its arms: {', '.join(new_arms)}), so the gate did not test {'it' if one else 'them'}; "
+        f"name the pair with --a {missing[0]} --b ARM, or add --allow-missing-arms to gate only the "
+        "arms both runs have"
+    )
+
+
 class GateReport(BaseModel):
     """What ``docab compare --format json`` prints: every comparison, and the gate's outcome."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     comparisons: list[GatedComparison]
-    failures: list[str]  # one line per failed metric
+    failures: list[str]  # one line per failed metric, or per arm of the base the new run lacks
     passed: bool
+    unpaired_arms: list[UnpairedArm] = []  # arms of two runs present in only one and compared with nothing
