@@ -33,7 +33,9 @@ source, evidence pages, document type and answer format (intervals unadjusted, a
 
 Writes RUN_DIR/report.md, RUN_DIR/summary.json and PNG plots into RUN_DIR/plots/ (accuracy with
 intervals, accuracy against tokens, token and latency distributions, accuracy per breakdown);
---no-plots skips the plots, --no-write writes nothing. Several folders (shards of one run) are merged.
+--no-plots skips the plots, --no-write writes nothing. Several folders (shards of one run) are merged;
+folders run with different configs are refused, as docab merge refuses them (docab compare A B
+sets two runs side by side).
 
 examples:
   docab report results/demo

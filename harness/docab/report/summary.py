@@ -84,7 +84,8 @@ def read_records(path: Path) -> tuple[list[RunRecord], list[str]]:
 
 def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
     """One run, or several merged; or Inspect eval logs, one arm each (:func:`load_inspect_logs`).
-    Shards (disjoint questions) simply unite. A record key seen
+    Several folders must be parts of one run (the same config, as ``docab merge`` requires:
+    :func:`check_one_run`). Shards (disjoint questions) simply unite. A record key seen
     twice keeps its last copy (a resumed or repeated shard), unless ``reruns_as_epochs``: then each
     folder's records of a question already seen in an earlier folder become further epochs of it,
     so reruns of one config average like ``epochs = k`` would."""
@@ -99,6 +100,7 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
     manifest: Manifest | None = None
     records: dict[tuple[str, str, int], RunRecord] = {}
     warnings: list[str] = []
+    manifests: list[tuple[Path, Manifest]] = []
     duplicates = 0
     for folder in sources:
         if not folder.is_dir():
@@ -111,10 +113,12 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
             try:
                 loaded = load_manifest(manifest_path)
                 manifest = manifest or loaded
+                manifests.append((folder, loaded))
             except ManifestError as exc:
                 warnings.append(f"{manifest_path} is unreadable ({exc}); reporting without it")
         else:
             warnings.append(f"{folder} has no manifest.json; reporting the records alone")
+        check_one_run(manifests)
         found, problems = read_records(path)
         warnings += [f"{folder.name}/{p}" for p in problems]
         if reruns_as_epochs:
@@ -135,6 +139,23 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
     if not records:
         raise ReportError(f"no run records in {', '.join(str(s) for s in sources)}")
     return RunData(sources, manifest or Manifest(), tuple(records.values()), tuple(warnings))
+
+
+def check_one_run(manifests: Sequence[tuple[Path, Manifest]]) -> None:
+    """Raise ReportError unless the folders' manifests are of one run: the same identity
+    (``docab.log.store.run_identity``), the check ``docab merge`` makes before merging parts."""
+    from docab.log.store import run_identity
+
+    if len({run_identity(m) for _, m in manifests}) <= 1:
+        return
+    listing = ", ".join(f"{folder} ({run_identity(m)[:12] or 'no hash'})" for folder, m in manifests)
+    first = manifests[0][0]
+    other = next(folder for folder, m in manifests if run_identity(m) != run_identity(manifests[0][1]))
+    raise ReportError(
+        f"the folders were run with different configs: {listing}, so they are not parts of one run; "
+        f"compare two runs with `docab compare {first} {other}` (several folders of `docab report` "
+        "are merged as `docab merge` merges them: shards or reruns of one config)"
+    )
 
 
 def load_inspect_logs(sources: Sequence[Path]) -> RunData:
