@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -10,6 +11,7 @@ import pytest
 from docab.report import stats
 from docab.report.plan import (
     MIN_DOCUMENTS_FOR_DISCORDANCE,
+    ArmFigures,
     Pilot,
     PilotQuestion,
     Target,
@@ -36,16 +38,18 @@ def pilot(
         PilotQuestion(
             qid=f"q{i}",
             doc_id=f"d{i // per_document}",
-            cost_usd=cost * (0.5 + rng.random()),
-            wall_s=seconds * (0.5 + rng.random()),
-            model_s=seconds / 2,
-            calls=4.0,
-            tokens=20_000.0,
+            by_arm=halves(cost * (0.5 + rng.random()), seconds * (0.5 + rng.random()), seconds / 2),
             difference=gaps[i],
         )
         for i in range(n)
     )
     return Pilot(questions, ("fs", "fs+md"), ("fs", "fs+md"), concurrency=concurrency, busy_s=busy_s)
+
+
+def halves(cost: float, wall_s: float, model_s: float) -> tuple[ArmFigures, ArmFigures]:
+    """A question's figures (4 model calls, 20,000 tokens) split evenly between the two arms."""
+    half = ArmFigures("fs", cost / 2, wall_s / 2, model_s / 2, calls=2.0, tokens=10_000.0)
+    return half, ArmFigures("fs+md", half.cost_usd, half.wall_s, half.model_s, half.calls, half.tokens)
 
 
 def test_the_cost_interval_holds_the_pilot_mean_scaled_and_narrows_to_nothing_at_the_full_set() -> None:
@@ -162,7 +166,10 @@ def test_the_reverse_finds_the_fewest_questions_for_a_target_mde() -> None:
 def test_an_unpriced_model_gives_no_cost_and_says_so() -> None:
     p = pilot()
     unpriced = Pilot(
-        tuple(q.__class__(**{**q.__dict__, "cost_usd": math.nan}) for q in p.questions),
+        tuple(
+            dataclasses.replace(q, by_arm=tuple(dataclasses.replace(f, cost_usd=math.nan) for f in q.by_arm))
+            for q in p.questions
+        ),
         p.arms,
         p.compared,
         unpriced=("openai/mystery",),

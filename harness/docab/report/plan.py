@@ -4,9 +4,12 @@ From a pilot (any run; typically ``docab run --limit 40``, which spreads its que
 documents) and the size of the run planned (the config's full question set, or a number of
 questions and documents), three figures:
 
-- **Cost (USD)**: per question, every arm summed (epochs averaged), the pilot's mean with its
-  cluster-robust standard error (CR3, documents as clusters: :func:`docab.report.stats.linearised_t`),
-  scaled to N questions x epochs. The interval is for the *realised* total of the planned set, a
+- **Cost (USD)**: per arm, the mean cost of a sample (epochs averaged) over the pilot questions
+  that arm ran, summed over the arms: the cost of a question run in every arm. A question the pilot
+  ran in only some arms (stopped by its spend cap, a kill, a Ctrl-C or the breaker) counts for
+  those arms only, and the samples it lacks are still to run. With its cluster-robust standard
+  error (CR3, documents as clusters: :func:`docab.report.stats.linearised_t`, on the estimate's
+  linearisation), scaled to N questions x epochs. The interval is for the *realised* total of the planned set, a
   finite population the pilot is a sample of: the error of N x mean is N x SE x sqrt(1 - n/N) (the
   finite-population correction), so a pilot of the whole set has no uncertainty left and a small
   one has the uncertainty of its mean plus that of the questions not yet run. What extending the
@@ -16,7 +19,7 @@ questions and documents), three figures:
   (its busy time, from its first sample's start to its end, over its samples' time per worker: the
   set-up of workspaces and servers, waits, the tail), plus the pilot's start-up once. Endpoint
   concurrency and rate limits (``rpm``, ``tpm``) bound it from below by model time, calls and
-  tokens; the largest bound is the projection and is named. Its interval is the cost's method.
+  tokens; the largest bound is the projection and is named. Per arm, and its interval, as the cost.
 - **Minimum detectable effect** of accuracy (B − A): the report's cluster-aware planned MDE
   (:class:`docab.report.stats.PlanningAssumptions`, design effect with the planned questions per
   document and the spread of document sizes, t on documents − 1 degrees of freedom), with the
@@ -32,7 +35,7 @@ Nothing here reads files or prints: ``docab.cli.plan`` loads the pilot and the d
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -53,17 +56,38 @@ IccSource = Literal["pilot", "default"]
 
 
 @dataclass(frozen=True)
-class PilotQuestion:
-    """One question of the pilot, every arm summed, one epoch (epochs averaged)."""
+class ArmFigures:
+    """One arm on one question of the pilot, one epoch (epochs averaged)."""
 
-    qid: str
-    doc_id: str
-    cost_usd: float  # NaN when a price is unknown
-    wall_s: float  # the samples' own time (agent loop and extraction), arms back to back
+    arm: str
+    cost_usd: float  # uncached; NaN when a price is unknown
+    wall_s: float  # the sample's own time (agent loop and extraction)
     model_s: float
     calls: float  # model calls
     tokens: float
+
+
+@dataclass(frozen=True)
+class PilotQuestion:
+    """One question of the pilot: the figures of each arm that ran it; sums over them below."""
+
+    qid: str
+    doc_id: str
+    by_arm: tuple[ArmFigures, ...]  # the arms that ran it (a stopped pilot may lack some)
     difference: float = math.nan  # score B − A of the compared arms; NaN when not paired
+
+    @property
+    def arms(self) -> tuple[str, ...]:
+        return tuple(f.arm for f in self.by_arm)
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(f.cost_usd for f in self.by_arm)
+
+    @property
+    def wall_s(self) -> float:
+        """The samples' own time, arms back to back."""
+        return sum(f.wall_s for f in self.by_arm)
 
 
 @dataclass(frozen=True)
@@ -83,7 +107,17 @@ class Pilot:
 
     @property
     def samples(self) -> int:
-        return len(self.questions) * len(self.arms) * self.epochs
+        """The samples the pilot ran (a question lacking an arm lacks its samples)."""
+        return sum(self.ran(arm) for arm in self.arms) * self.epochs
+
+    def ran(self, arm: str) -> int:
+        """The pilot questions ``arm`` ran."""
+        return sum(arm in q.arms for q in self.questions)
+
+    @property
+    def partial(self) -> int:
+        """Pilot questions run in only some of the arms."""
+        return sum(any(arm not in q.arms for arm in self.arms) for q in self.questions)
 
 
 @dataclass(frozen=True)
@@ -107,15 +141,15 @@ class Target:
 def pilot_questions(
     outcomes: Mapping[str, Mapping[str, QuestionOutcome]], compared: tuple[str, str] | None
 ) -> tuple[PilotQuestion, ...]:
-    """Per question of any arm: its arms' figures summed (the cost as if nothing came from a
-    cache); the compared arms' score difference."""
+    """Per question of any arm: the figures of each arm that ran it (the cost as if nothing came
+    from a cache); the compared arms' score difference."""
     order: dict[str, str] = {}
     for by_question in outcomes.values():
         for qid, outcome in by_question.items():
             order.setdefault(qid, outcome.doc_id)
     found = []
     for qid, doc_id in order.items():
-        present = [by_question[qid] for by_question in outcomes.values() if qid in by_question]
+        present = [(arm, by_question[qid]) for arm, by_question in outcomes.items() if qid in by_question]
         gap = math.nan
         if compared is not None:
             a, b = (outcomes.get(arm, {}).get(qid) for arm in compared)
@@ -125,13 +159,19 @@ def pilot_questions(
             PilotQuestion(
                 qid=qid,
                 doc_id=doc_id,
-                # uncached: a reply or tool answer the pilot was served from a cache costs the
-                # questions not yet run what it cost when first made
-                cost_usd=sum(o.cost_usd + o.cost_saved_usd for o in present),
-                wall_s=sum(o.wall_time_s for o in present),
-                model_s=sum(o.model_time_s for o in present),
-                calls=sum(o.turns for o in present),
-                tokens=sum(o.tokens for o in present),
+                by_arm=tuple(
+                    ArmFigures(
+                        arm=arm,
+                        # uncached: a reply or tool answer the pilot was served from a cache costs
+                        # the questions not yet run what it cost when first made
+                        cost_usd=o.cost_usd + o.cost_saved_usd,
+                        wall_s=o.wall_time_s,
+                        model_s=o.model_time_s,
+                        calls=o.turns,
+                        tokens=o.tokens,
+                    )
+                    for arm, o in present
+                ),
                 difference=gap,
             )
         )
@@ -188,19 +228,51 @@ def scaled_mean(values: Sequence[float], documents: Sequence[str], population: i
     """The mean of ``values`` (per pilot question) with the half width of a 95 % cluster-robust t
     interval, corrected for the finite population of ``population`` questions the pilot is drawn
     from (no width when the pilot covers them all)."""
-    x = np.asarray(values, dtype=np.float64)
-    if x.size == 0 or not np.isfinite(x).all():
-        return Scaled(math.nan, math.nan)
-    mean = float(x.mean())
-    test = stats.linearised_t(
-        x - mean, np.ones_like(x), np.asarray(documents, dtype=object), mean, sign_flip_below=0
+    return scaled_arms([{"": v} for v in values], documents, population, {"": 1.0})
+
+
+def scaled_arms(
+    values: Sequence[Mapping[str, float]],
+    documents: Sequence[str],
+    population: int,
+    weights: Mapping[str, float],
+) -> Scaled:
+    """Sum over the arms of ``weights`` of weight x the arm's mean per sample, each arm's mean over
+    the pilot questions it ran (``values``: per question, the figure of each arm that ran it), with
+    the half width of a 95 % cluster-robust t interval on the estimate's linearisation, corrected
+    for the finite population of ``population`` questions (as :func:`scaled_mean`, which it is for
+    one arm of weight 1). NaN when an arm has no sample or a figure is not finite."""
+    n = len(values)
+    means: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for arm in weights:
+        x = np.asarray([row[arm] for row in values if arm in row], dtype=np.float64)
+        if x.size == 0 or not np.isfinite(x).all():
+            return Scaled(math.nan, math.nan)
+        means[arm], counts[arm] = float(x.mean()), int(x.size)
+    estimate = sum(weights[arm] * means[arm] for arm in weights)
+    # the estimate's influence per question, on the scale of the estimate times n (stats.linearised_t)
+    influence = np.asarray(
+        [
+            n * sum(weights[a] * (v - means[a]) / counts[a] for a, v in row.items() if a in weights)
+            for row in values
+        ],
+        dtype=np.float64,
     )
-    fpc = math.sqrt(max(0.0, 1.0 - x.size / population)) if population > 0 else 1.0
+    test = stats.linearised_t(
+        influence, np.ones(n), np.asarray(documents, dtype=object), estimate, sign_flip_below=0
+    )
+    fpc = math.sqrt(max(0.0, 1.0 - n / population)) if population > 0 else 1.0
     if test.se == 0 or fpc == 0:
-        return Scaled(mean, 0.0)
+        return Scaled(estimate, 0.0)
     if not (math.isfinite(test.se) and math.isfinite(test.df)):
-        return Scaled(mean, math.nan)
-    return Scaled(mean, float(sps.t.ppf(0.5 + stats.CONFIDENCE / 2, test.df)) * test.se * fpc)
+        return Scaled(estimate, math.nan)
+    return Scaled(estimate, float(sps.t.ppf(0.5 + stats.CONFIDENCE / 2, test.df)) * test.se * fpc)
+
+
+def _per_arm(pilot: Pilot, figure: Callable[[ArmFigures], float]) -> list[dict[str, float]]:
+    """Per pilot question, ``figure`` of each of the pilot's arms that ran it."""
+    return [{f.arm: figure(f) for f in q.by_arm if f.arm in pilot.arms} for q in pilot.questions]
 
 
 def _overhead(pilot: Pilot) -> float:
@@ -319,31 +391,32 @@ def project_size(
 ) -> tuple[schema.PlanSize, str]:
     """One planned size: cost, cost to go, wall time (and what bounds it), MDE."""
     docs = [q.doc_id for q in pilot.questions]
-    n = len(pilot.questions)
     epochs = target.epochs
     runs = questions * epochs  # units of work: one question, one epoch, every arm
+    every = dict.fromkeys(pilot.arms, 1.0)  # per question: every arm's mean per sample, summed
     cost = None
     to_go = None
     if not pilot.unpriced:
-        per_question = scaled_mean([q.cost_usd for q in pilot.questions], docs, questions)
-        cost = per_question.total(runs)
-        left = max(0, questions - n) if target.extends_pilot else questions
-        to_go = per_question.total(left * epochs)
+        usd = _per_arm(pilot, lambda f: f.cost_usd)
+        cost = scaled_arms(usd, docs, questions, every).total(runs)
+        # per arm, the planned questions it has not run (a half-run question counts for the arm it lacks)
+        left = {
+            arm: float(max(0, questions - pilot.ran(arm)) if target.extends_pilot else questions)
+            for arm in pilot.arms
+        }
+        to_go = scaled_arms(usd, docs, questions, left).total(epochs)
     overhead = _overhead(pilot)
     workers = max(1, min(target.concurrency, runs))
-    bounds: dict[str, schema.Projected] = {
-        "workers": scaled_mean([q.wall_s * overhead for q in pilot.questions], docs, questions).total(
-            runs / workers
-        )
-    }
+    wall = scaled_arms(_per_arm(pilot, lambda f: f.wall_s * overhead), docs, questions, every)
+    bounds: dict[str, schema.Projected] = {"workers": wall.total(runs / workers)}
     if target.endpoint_concurrency:
-        model = scaled_mean([q.model_s for q in pilot.questions], docs, questions)
+        model = scaled_arms(_per_arm(pilot, lambda f: f.model_s), docs, questions, every)
         bounds["endpoint concurrency"] = model.total(runs / target.endpoint_concurrency)
     if target.rpm:
-        calls = scaled_mean([q.calls for q in pilot.questions], docs, questions)
+        calls = scaled_arms(_per_arm(pilot, lambda f: f.calls), docs, questions, every)
         bounds["rpm"] = calls.total(runs * 60.0 / target.rpm)
     if target.tpm:
-        tokens = scaled_mean([q.tokens for q in pilot.questions], docs, questions)
+        tokens = scaled_arms(_per_arm(pilot, lambda f: f.tokens), docs, questions, every)
         bounds["tpm"] = tokens.total(runs * 60.0 / target.tpm)
     limited_by = max(bounds, key=lambda k: bounds[k].value or 0.0)
     chosen = bounds[limited_by]
@@ -351,7 +424,7 @@ def project_size(
     def plus_startup(value: float | None) -> float | None:
         return None if value is None else value + pilot.startup_s
 
-    wall = schema.Projected(
+    elapsed = schema.Projected(
         value=plus_startup(chosen.value),
         low=plus_startup(max((b.low for b in bounds.values() if b.low is not None), default=None)),
         high=plus_startup(max((b.high for b in bounds.values() if b.high is not None), default=None)),
@@ -362,7 +435,7 @@ def project_size(
         samples=runs * len(pilot.arms),
         cost=cost,
         cost_to_go=to_go,
-        wall_s=wall,
+        wall_s=elapsed,
         mde=mde_at(plan, questions, documents, size_cv),
     )
     return size, limited_by
@@ -394,6 +467,17 @@ def project(
                 f"{target.questions:,} planned: at {per_document:.1f} questions per document, about "
                 f"{documents:,} documents"
             )
+    if pilot.partial:
+        missing = ", ".join(
+            f"{arm}: {len(pilot.questions) - pilot.ran(arm)} missing"
+            for arm in pilot.arms
+            if pilot.ran(arm) < len(pilot.questions)
+        )
+        notes.append(
+            f"{pilot.partial} of the pilot's {len(pilot.questions)} questions ran in only some arms "
+            f"({missing}): each arm's cost and time per sample come from its own samples, and the "
+            "samples missing count as still to run"
+        )
     pilot_cost = None
     if not pilot.unpriced:
         pilot_cost = sum(q.cost_usd for q in pilot.questions) * pilot.epochs
