@@ -238,7 +238,9 @@ def test_a_call_of_unknown_cost_stops_a_capped_run_saying_why() -> None:
     # An endpoint whose replies carry no usage: the sample's cost is unknown, not $0.
     guard = SpendGuard(cap=1.0)
     assert guard.may_start("a") and guard.may_start("a")
-    recorded(guard, "a", SampleCost({"agent": 0.1}, unpriced=("openai/gpt-4o (replies without token usage)",)))
+    recorded(
+        guard, "a", SampleCost({"agent": 0.1}, unpriced=("openai/gpt-4o (replies without token usage)",))
+    )
     assert not guard.may_start("a")
     stop = guard.stop()
     assert stop is not None and stop.unknown == ("openai/gpt-4o (replies without token usage)",)
@@ -313,3 +315,29 @@ def test_the_journal_of_a_run_begun_without_one_opens_with_what_its_records_cost
     reopened.close()
     assert (totals.usd, totals.calls) == (1.75, 1) and read_spend(path) == totals
     assert path.read_text().endswith("}\n")  # the cut line is gone
+
+
+def test_a_recorded_sample_charges_what_its_calls_did_not_the_tool_side_tokens(tmp_path: Path) -> None:
+    """Model calls are charged as they return; MCP servers' own model tokens (role tool-side)
+    reach the run only with the sample's record, and are charged then, once."""
+    from docab.log.spend_journal import SpendJournal, SpendTotals, read_spend
+    from docab.pricing import PriceBook
+    from docab.runner.spend import SampleMeter
+    from docab.usage import Usage
+
+    journal = SpendJournal(tmp_path / "spend.jsonl")
+    journal.open(SpendTotals())
+    guard = SpendGuard(cap=10.0)
+    prices = PriceBook.for_models([])
+    meter = SampleMeter(("fs", "q1", 0), prices, journal, guard)
+    call = Usage(input_uncached=1000, output=100, model="openai/gpt-4o")
+    meter.charge([call])
+    agent_usd = guard.spent
+    assert agent_usd > 0
+    tool_side = Usage(input_uncached=2000, output=10, role="tool-side", model="openai/gpt-4o")
+    meter.settle(prices.sample_cost([call, tool_side]))
+    meter.settle(prices.sample_cost([call, tool_side]))  # settled once: nothing more
+    journal.close()
+    assert guard.spent == pytest.approx(prices.sample_cost([call, tool_side]).priced)
+    totals = read_spend(tmp_path / "spend.jsonl")
+    assert totals is not None and totals.usd == pytest.approx(guard.spent) and totals.calls == 2

@@ -101,9 +101,10 @@ async def run_sample(
     state = SampleRun(sample, epoch, arm, system=ctx.system_prompt(arm))
     epoch_scope = EPOCH.set(epoch)  # the response cache keys sampled replies by epoch
     # Every billed call of this sample is priced, journaled and charged to the cap as it returns.
-    meter_scope = METER.set(
-        SampleMeter((arm_name, sample.qid, epoch), ctx.prices or PriceBook(), ctx.spend_journal, ctx.spend)
+    meter = SampleMeter(
+        (arm_name, sample.qid, epoch), ctx.prices or PriceBook(), ctx.spend_journal, ctx.spend
     )
+    meter_scope = METER.set(meter)
     try:
         document = await place_document(worker, sample)
         state.tracker = ReadTracker(page_map(ctx, sample, document), workspace_root=str(worker.root))
@@ -135,7 +136,9 @@ async def run_sample(
         METER.reset(meter_scope)
     if state.status != "ok":
         state.score = 0.0
-    return build_record(ctx, state, now=time.perf_counter()), build_transcript(ctx, state)
+    record = build_record(ctx, state, now=time.perf_counter())
+    meter.settle(record.cost)  # what the record counts that no call here reported (tool-side tokens)
+    return record, build_transcript(ctx, state)
 
 
 # -- 1. workspace -----------------------------------------------------------------------------------

@@ -192,11 +192,28 @@ class SampleMeter:
     journal: SpendJournal | None = None
     guard: SpendGuard | None = None
 
+    charged: float = 0.0  # USD charged so far
+    unknown: tuple[str, ...] = ()  # models charged at an unknown cost so far
+
     def charge(self, usage: Sequence[Usage]) -> None:
         calls = [u for u in usage if u.total or not u.reported]
-        if not calls:
+        if calls:
+            self._charge(self.prices.sample_cost(calls), calls)
+
+    def settle(self, cost: SampleCost | None) -> None:
+        """The sample is recorded at ``cost``: charge what its record counts that no model call
+        of this process reported (the tokens MCP servers spent on their own models, reported
+        with their results as role ``tool-side``)."""
+        if cost is None:
             return
-        cost = self.prices.sample_cost(calls)
+        rest = cost.priced - self.charged
+        unknown = tuple(m for m in cost.unpriced if m not in self.unknown)
+        if rest > 1e-12 or unknown:
+            self._charge(SampleCost({"tool-side": max(0.0, rest)}, unknown), ())
+
+    def _charge(self, cost: SampleCost, calls: Sequence[Usage]) -> None:
+        self.charged += cost.priced
+        self.unknown = tuple(dict.fromkeys((*self.unknown, *cost.unpriced)))
         if self.journal is not None:
             self.journal.append(self.sample, cost.priced, cost.unpriced, calls)
         if self.guard is not None:
