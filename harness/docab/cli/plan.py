@@ -31,8 +31,10 @@ smallest accuracy difference between the arms it can detect (the minimum detecta
 questions detect a difference of that many points, and what they cost.
 
 The pilot is any run folder, best a few dozen questions spread over the documents
-(docab run CONFIG --limit 40): its cost per question, every arm summed, is scaled to the planned
-questions, with an interval that covers the questions not yet run; its time per question too,
+(docab run CONFIG --limit 40): each arm's cost per sample, over the questions that arm ran, is
+scaled to the planned questions and the arms summed, with an interval that covers the questions
+not yet run (a question a stopped pilot ran in only some arms still counts as to run in the
+others); its time per question too,
 times what its sessions spent beyond the samples themselves (set-up, waits). The MDE uses the
 pilot's discordance (how often the arms' scores differ) once it spans 10 documents and its ICC
 (how much a document's questions agree) once 10 documents hold two or more of its questions; the
