@@ -396,6 +396,7 @@ def test_summary_round_trips_through_json_and_the_model(tiny_run: Path) -> None:
         "breakdown_note",
         "warnings",
         "prices",
+        "unrecorded_usd",
         "plan",
     }
     accuracy = data["arms"][0]["accuracy"]

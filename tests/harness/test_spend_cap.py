@@ -293,6 +293,13 @@ def test_long_samples_in_flight_stop_at_the_cap_and_what_they_spent_still_counts
         assert {r.status for r in records} == {"ok"}  # the samples cut short are not recorded
         assert spent(run_dir) < billed - PER_CALL  # so the records alone undercount the bill
 
+        # The report says what was billed beyond the records (its cost table counts records).
+        from docab.report.summary import build_report, load_run
+
+        report = build_report(load_run(run_dir)).summary
+        assert report.unrecorded_usd == pytest.approx(billed - spent(run_dir))
+        assert any("billed for samples that have no record" in w for w in report.warnings)
+
         # The same cap again: what was billed counts, so nothing more is spent.
         calls = len(stub.requests_for("openai"))
         assert main([*argv, "--max-cost", str(cap)]) == 3

@@ -529,6 +529,9 @@ class Summary(SchemaModel):
     breakdown_note: str  # how many cells, and that their intervals are unadjusted
     warnings: list[str]
     prices: list[PriceRow] = []  # the price of every model the records used (version 5 on)
+    # USD billed for samples without a record (cut short, run again): the run's spend.jsonl less
+    # what its records cost; 0 for runs without a journal. Not part of any arm's cost.
+    unrecorded_usd: float = 0.0
     plan: Plan | None = None  # a pilot's projection to its full question set (docab plan; optional)
 
     def arm(self, name: str) -> ArmSummary | None:

@@ -64,6 +64,9 @@ class RunData:
     manifest: Manifest  # an empty Manifest() when the run has none (the records alone are reported)
     records: tuple[RunRecord, ...]
     warnings: tuple[str, ...] = ()
+    # USD billed for samples that have no record (cut short and run again): the folders' spend
+    # journals less what their records cost (docab.log.spend_journal); 0 without journals.
+    unrecorded_usd: float = 0.0
 
     @property
     def arms(self) -> list[str]:
@@ -102,6 +105,7 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
     warnings: list[str] = []
     manifests: list[tuple[Path, Manifest]] = []
     duplicates = 0
+    unrecorded = 0.0
     for folder in sources:
         if not folder.is_dir():
             raise ReportError(f"{folder} is not a run folder (expected results/<run-id>/ with records.jsonl)")
@@ -121,6 +125,7 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
         check_one_run(manifests)
         found, problems = read_records(path)
         warnings += [f"{folder.name}/{p}" for p in problems]
+        unrecorded += unrecorded_spend(folder, found, manifests[-1][1] if manifests else None)
         if reruns_as_epochs:
             found = _as_further_epochs(found, records.values())
         for record in found:
@@ -138,7 +143,26 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
             warnings.append(f"a partial run (docab merge --allow-partial): {coverage.describe()}")
     if not records:
         raise ReportError(f"no run records in {', '.join(str(s) for s in sources)}")
-    return RunData(sources, manifest or Manifest(), tuple(records.values()), tuple(warnings))
+    if unrecorded >= 0.00005:
+        warnings.append(
+            f"${unrecorded:.4f} was billed for samples that have no record (cut short by a kill, a Ctrl-C, a "
+            "stopped run or the spend cap, and run again): not in the cost table, which counts records "
+            "(every billed call is in spend.jsonl)"
+        )
+    return RunData(sources, manifest or Manifest(), tuple(records.values()), tuple(warnings), unrecorded)
+
+
+def unrecorded_spend(folder: Path, records: Sequence[RunRecord], manifest: Manifest | None) -> float:
+    """USD the folder's spend journal counts beyond what its records (every one, retries included)
+    cost; 0 when it has no journal."""
+    from docab.log.costs import manifest_prices, record_cost
+    from docab.log.spend_journal import SPEND_JOURNAL, read_spend
+
+    journal = read_spend(folder / SPEND_JOURNAL)
+    if journal is None:
+        return 0.0
+    book = manifest_prices(manifest) if manifest is not None else None
+    return max(0.0, journal.usd - sum(record_cost(r, book).priced for r in records))
 
 
 def check_one_run(manifests: Sequence[tuple[Path, Manifest]]) -> None:
@@ -279,6 +303,7 @@ def build_report(
         breakdown_note=breakdown_note(rows),
         warnings=warnings,
         prices=price_rows(run.records, run.manifest),
+        unrecorded_usd=run.unrecorded_usd,
         plan=plan,
     )
     return Report(summary=summary, outcomes={a: outcomes[a] for a in order})
