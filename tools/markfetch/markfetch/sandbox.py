@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from docab_mcpguard import children
 from markfetch.errors import ErrorCode, MarkfetchError
 
 # What the forkserver imports once, so that a worker starts ready: the extractor and what it
@@ -72,8 +73,6 @@ WAITING_PER_WORKER = 16
 # A worker that has grown past this (its peak resident size) after a page is replaced, so that one
 # large page does not keep its memory for the life of the server.
 RETIRE_RSS_BYTES = 768 * 1024 * 1024
-_PR_SET_NAME, _PR_SET_PDEATHSIG = 15, 1
-_PARENT_POLL_S = 0.5
 _HEADER = 4  # bytes of the header's length, big-endian, before the header and the text
 
 
@@ -202,70 +201,14 @@ def _quiet() -> None:
         os.close(devnull)
 
 
-def _address_space_now() -> int:
-    """This process's mapped bytes (Linux: /proc/self/statm); 0 where unknown."""
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def _limit_memory(memory_mb: int) -> None:
     """Cap the address space at what is mapped now plus ``memory_mb`` (where it can be known)."""
-    if memory_mb <= 0:
-        return
-    try:
-        import resource
-    except ImportError:  # no rlimits here: the deadline still applies
-        return
-    mapped = _address_space_now()
-    if mapped:
-        cap = mapped + memory_mb * 1024 * 1024
-        with contextlib.suppress(OSError, ValueError):
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-
-def _let_the_forkserver_go() -> None:
-    """Close this worker's copy of the forkserver's "alive" pipe, so that the forkserver (and,
-    through ``PR_SET_PDEATHSIG``, this worker) exits when the server does."""
-    try:
-        from multiprocessing import forkserver
-
-        server = forkserver._forkserver
-        if server.get_inherited_fds() is None:  # not a child of a forkserver
-            return
-        alive = getattr(server, "_forkserver_alive_fd", None)
-        if isinstance(alive, int):
-            server._forkserver_alive_fd = None  # type: ignore[attr-defined]
-            os.close(alive)
-    except (ImportError, AttributeError, OSError):
-        pass
+    if memory_mb > 0:
+        children.cap_address_space(memory_mb * 1024 * 1024)
 
 
 def _die_with_parent() -> None:
-    _let_the_forkserver_go()
-    parent = os.getppid()
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_NAME, WORKER_NAME, 0, 0, 0)
-            if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
-                if os.getppid() != parent:  # the parent died before the request took effect
-                    os._exit(1)
-                return
-        except (OSError, AttributeError):
-            pass
-
-    def watch() -> None:
-        while True:
-            time.sleep(_PARENT_POLL_S)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    threading.Thread(target=watch, name="markfetch-parent-watch", daemon=True).start()
+    children.die_with_parent(WORKER_NAME, watcher="markfetch-parent-watch")
 
 
 # -- the server's side ---------------------------------------------------------------------------

@@ -22,20 +22,18 @@ import math
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from docab_mcpguard import children
 from md_vision.errors import ImageRejected
 
 # What the forkserver imports once, so that each folder worker and each render starts ready (a
 # render whose child imports Pillow and resvg itself takes 0.3 s instead of 15 ms).
 PRELOAD = ["md_vision.folder", "md_vision.sandbox", "resvg_py"]
-_PR_SET_PDEATHSIG = 1
-_PARENT_POLL_S = 0.5
 _OK, _FAILED = b"\x00", b"\x01"  # first byte of the child's answer
 _EXIT_CODE_LIMIT = 3  # the child's own exit when it cannot set its limits
 
@@ -49,64 +47,10 @@ class RenderLimits:
     memory_bytes: int = 1 << 30
 
 
-def _let_the_forkserver_go() -> None:
-    """In a child of the forkserver, close the child's copy of the forkserver's "alive" pipe.
-
-    The forkserver exits when no process holds that pipe's write end any more; it hands a copy to
-    every child it forks, so a child waiting for work (a folder worker) would keep it, and
-    itself, alive after the server died. Without the copy, the forkserver exits with the server
-    and its children follow it (``PR_SET_PDEATHSIG``). A child that starts no process of its own
-    has no use for the pipe."""
-    try:
-        from multiprocessing import forkserver
-
-        server = forkserver._forkserver
-        if server.get_inherited_fds() is None:  # not a child of a forkserver
-            return
-        alive = getattr(server, "_forkserver_alive_fd", None)
-        if isinstance(alive, int):
-            server._forkserver_alive_fd = None  # type: ignore[attr-defined]
-            os.close(alive)
-    except (ImportError, AttributeError, OSError):
-        pass
-
-
 def die_with_parent() -> None:
-    """Make this process end when its parent does (call first thing in a helper process).
-
-    Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, then a check that the parent did not die before
-    it took effect. Elsewhere: a daemon thread that exits the process once its parent id changes
-    (the process was handed to init)."""
-    _let_the_forkserver_go()
-    parent = os.getppid()
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
-                if os.getppid() != parent:  # the parent died before the request took effect
-                    os._exit(1)
-                return
-        except (OSError, AttributeError):
-            pass
-
-    def watch() -> None:
-        while True:
-            time.sleep(_PARENT_POLL_S)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    threading.Thread(target=watch, name="md-vision-parent-watch", daemon=True).start()
-
-
-def _address_space_now() -> int:
-    """This process's mapped bytes (Linux: /proc/self/statm); 0 where unknown."""
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
+    """Make this process end when its parent does (call first thing in a helper process): see
+    :func:`docab_mcpguard.children.die_with_parent`."""
+    children.die_with_parent(watcher="md-vision-parent-watch")
 
 
 def _limit_self(limits: RenderLimits) -> None:
@@ -114,7 +58,7 @@ def _limit_self(limits: RenderLimits) -> None:
 
     cpu = max(1, math.ceil(limits.seconds))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU, then SIGKILL a second later
-    mapped = _address_space_now()
+    mapped = children.address_space_now()
     if mapped:  # where the size is unknown (not Linux), the wall deadline still applies
         cap = mapped + limits.memory_bytes
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
