@@ -24,6 +24,12 @@ flushed as each sample finishes) and transcripts/.
 Re-running the same command resumes: recorded samples are skipped, nothing is duplicated, and a
 killed run loses only the samples that were in flight. --retry-errors also runs again the
 samples that ended in an error or timeout (their new records are appended; the newest stands).
+Resuming refuses data that changed (exit 2): a question already asked whose gold answer, answer
+format or evidence differs now, or a converted document already read that differs (converted
+again), since the samples would be scored against two sets of data; run into a new folder (--out),
+or pass --accept-data-change (the samples already recorded keep their scores). Questions not asked
+yet (a larger --limit) are no change. A note says when package versions or docab's commit differ
+from the run's first session.
 
 Before any sample, each model endpoint gets one cheap request (its model list) and each MCP
 server is started once, so an unreachable server or a refused key stops the run at once; until
@@ -96,6 +102,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--retry-errors",
         action="store_true",
         help="also run again the samples whose newest record is an error or timeout (appended)",
+    )
+    parser.add_argument(
+        "--accept-data-change",
+        action="store_true",
+        help="resume even though questions already asked (gold answer, answer format, evidence) or "
+        "documents already read differ now: the samples already recorded keep their scores, the rest "
+        "run on the new data, and the session records what changed",
     )
     parser.add_argument(
         "--max-error-share",

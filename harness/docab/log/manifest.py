@@ -10,9 +10,10 @@ Layout (``MANIFEST_VERSION`` 1)::
      "models": {agent, is_baseline, config: {...every model option...}, extractor,
      extractor_config: {...every option of the extractor as it runs...}},
      "shard": {index, count} | null, "git": {commit, dirty}, "packages": {name: version},
-     "record_version", "sessions": [{started_at, finished_at, argv, git, packages, host,
-     record_version, epochs, concurrency, limit, first, questions, overrides, retry_errors,
-     endpoints: [{role, model, base_url, key_env, headers}]}],
+     "record_version", "contents": {questions: {qid: {question, answer, answer_format, evidence}},
+     documents: {doc_id: digest}} | null, "sessions": [{started_at, finished_at, argv, git,
+     packages, host, record_version, epochs, concurrency, limit, first, questions, overrides,
+     retry_errors, endpoints: [{role, model, base_url, key_env, headers}], data_change}],
      "mcp_servers": {name: [tool names]},
      "arms": [{name, tools, mcp_servers, prompt, tool_names, tool_definition_chars,
      tool_definition_tokens}], "merged_from": [{path, run_id, shard, sessions}]}
@@ -61,6 +62,25 @@ class DatasetInfo(_Part):
     version: str = ""
 
 
+class QuestionDigest(_Part):
+    """What a question's score depends on beyond its text and document (both in its qid), each as
+    a digest (:func:`docab.log.identity.digest`), so the manifest holds no gold answer."""
+
+    question: str = ""  # the document and the question's text (a qid made elsewhere may not cover them)
+    answer: str = ""  # the gold answer
+    answer_format: str = ""
+    evidence: str = ""  # the evidence pages and sources
+
+
+class DataContents(_Part):
+    """What a run's samples were asked and scored against: each question the run has used and each
+    converted document it has read, as first used (resuming compares them: docab.log.identity)."""
+
+    questions: dict[str, QuestionDigest] = Field(default_factory=dict)  # by qid
+    # doc_id: digest of its document.md and meta.json; a document not converted yet is left out
+    documents: dict[str, str] = Field(default_factory=dict)
+
+
 class ModelsInfo(_Part):
     agent: str = ""  # provider/model
     is_baseline: bool = False
@@ -104,6 +124,7 @@ class Session(_Part):
     overrides: tuple[str, ...] = ()  # KEY=VALUE changes to the config file (--set, --model, --base-url)
     retry_errors: bool = False  # errored and timed-out samples were run again
     endpoints: tuple[EndpointInfo, ...] = ()  # where each model role's calls went (empty: none, or older)
+    data_change: str | None = None  # questions or documents that differed, accepted (--accept-data-change)
 
 
 class ArmManifest(_Part):
@@ -141,6 +162,7 @@ class Manifest(_Part):
     git: GitState = Field(default_factory=GitState)
     packages: dict[str, str | None] = Field(default_factory=dict)
     record_version: int | None = None
+    contents: DataContents | None = None  # None: written before docab recorded what its data held
     sessions: tuple[Session, ...] = ()
     mcp_servers: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # server: the tools it offers
     arms: tuple[ArmManifest, ...] = ()  # in the config's order

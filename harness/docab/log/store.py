@@ -10,7 +10,10 @@
     ``images/``         images from transcripts, stored once by hash
     ``logs/``           MCP servers' stderr
 
-Resuming: the keys of the records already written are skipped. A last line torn by a kill (no
+Resuming: the config must be the run's (its hash), and the questions and converted documents the run
+has used must hold what they held (the manifest's ``contents``: a gold answer corrected or a
+document converted again since is refused, unless accepted); the keys of the records already
+written are skipped. A last line torn by a kill (no
 newline, or not JSON) is cut off before appending, so the file stays one record per line.
 Transcripts and images are written to a temporary name and renamed, so they are whole or absent.
 """
@@ -33,8 +36,9 @@ from typing import IO, Any, TextIO
 
 from docab.errors import RunError
 from docab.log.events import Event
-from docab.log.identity import identity_hash
+from docab.log.identity import ContentChanges, compare_contents, identity_hash, merged_contents
 from docab.log.manifest import (
+    DataContents,
     DatasetInfo,
     EndpointInfo,
     GitState,
@@ -216,6 +220,70 @@ def run_identity(manifest: Manifest) -> str:
     return identity_hash(manifest.config) if manifest.config else manifest.config_hash
 
 
+def data_changes(existing: Manifest, manifest: Manifest) -> ContentChanges:
+    """What differs between the questions and documents ``existing``'s run has used and those of
+    ``manifest`` (:func:`docab.log.identity.compare_contents`); nothing when either did not record
+    them (a manifest an older docab wrote, or a caller that does not say)."""
+    if existing.contents is None or manifest.contents is None:
+        return ContentChanges()
+    return compare_contents(existing.contents, manifest.contents)
+
+
+def resumed(existing: Manifest, manifest: Manifest, session: Session) -> Manifest:
+    """``existing`` resumed by ``manifest``'s invocation ``session``: this docab's config hash, the
+    contents of the questions and documents used for the first time added, and, when they differ
+    from what the run used (a change accepted), the new data's contents and dataset version, with
+    the session saying what changed."""
+    changes = data_changes(existing, manifest)
+    update: dict[str, object] = {"config_hash": manifest.config_hash}
+    if manifest.contents is not None:
+        update["contents"] = (
+            merged_contents(existing.contents, manifest.contents, replace=bool(changes))
+            if existing.contents is not None
+            else manifest.contents
+        )
+    if changes:
+        update["dataset"] = manifest.dataset
+        session = session.model_copy(update={"data_change": changes.describe()})
+    return existing.model_copy(update=update).with_session(session)
+
+
+def resume_notes(existing: Manifest, manifest: Manifest, session: Session) -> list[str]:
+    """One line for each thing that differs, on resuming ``existing``, from the run's earlier
+    sessions without stopping it: the package versions or the code's commit since its first
+    session, and data that changed (reached only when the change is accepted)."""
+    notes = []
+    changed = version_changes(existing, session)
+    if changed:
+        notes.append(
+            f"versions changed since the run's first session: {', '.join(changed)}; the samples "
+            "already recorded ran with the old ones (the manifest's sessions record each)"
+        )
+    changes = data_changes(existing, manifest)
+    if changes:
+        notes.append(
+            f"{changes.describe()}; accepted: the samples already recorded keep their scores, the "
+            "rest run on the new data"
+        )
+    return notes
+
+
+def version_changes(existing: Manifest, session: Session) -> list[str]:
+    """What ``session`` runs with that the run's first session did not, as "md-vision 0.3.0 →
+    0.4.0": the packages both list, and the code's git commit when both know it."""
+    first = existing.sessions[0] if existing.sessions else None
+    before = first.packages if first is not None and first.packages else existing.packages
+    commit = (first.git if first is not None else existing.git).commit
+    changed = [
+        f"{name} {before[name] or 'absent'} → {now or 'absent'}"
+        for name, now in session.packages.items()
+        if name in before and before[name] != now
+    ]
+    if commit and session.git.commit and commit != session.git.commit:
+        changed.append(f"docab's commit {commit[:10]} → {session.git.commit[:10]}")
+    return changed
+
+
 def inside_run(run_dir: Path, rel: str) -> Path | None:
     """The file a record names (a transcript), if the relative path stays inside the run folder."""
     if Path(rel).is_absolute():
@@ -249,10 +317,12 @@ class RunStore:
         except ManifestError as exc:
             raise StoreError(f"{exc}; move the run folder away or repair the file") from None
 
-    def check(self, manifest: Manifest) -> Manifest | None:
+    def check(self, manifest: Manifest, *, accept_data_change: bool = False) -> Manifest | None:
         """The folder's run, if it has one, when ``manifest`` may resume it; raises
-        :class:`StoreError` when it holds a run with another config. Reads only: nothing is created
-        or written, so a start that fails later leaves the folder as it was."""
+        :class:`StoreError` when it holds a run with another config, or, unless
+        ``accept_data_change``, one whose questions or documents differ from ``manifest``'s
+        (:func:`data_changes`). Reads only: nothing is created or written, so a start that fails
+        later leaves the folder as it was."""
         if self.dir.exists() and not self.dir.is_dir():
             raise StoreError(
                 f"cannot create the run folder {self.dir}: a file of that name exists; "
@@ -265,13 +335,21 @@ class RunStore:
                 f"this config {manifest.config_hash[:12]}); give the run another name, "
                 "or move the old folder away"
             )
+        changes = data_changes(existing, manifest) if existing is not None else ContentChanges()
+        if changes and not accept_data_change:
+            raise StoreError(
+                f"{self.dir}: {changes.describe()}, so its samples would be scored against two sets "
+                "of data; run into a new results folder (--out), or accept the change with "
+                "--accept-data-change (the samples already recorded keep their scores)"
+            )
         return existing
 
-    def begin(self, manifest: Manifest, *, session: Session) -> Manifest:
-        """Create or resume the run, adding ``session``; refuses a folder holding a run with another
-        config. Returns the manifest as written (an existing run keeps its own, with one more session,
-        and the hash of this docab's identity when an older one wrote another)."""
-        existing = self.check(manifest)
+    def begin(self, manifest: Manifest, *, session: Session, accept_data_change: bool = False) -> Manifest:
+        """Create or resume the run, adding ``session``; refuses what :meth:`check` refuses. Returns
+        the manifest as written: an existing run keeps its own, with one more session, the hash of
+        this docab's identity when an older one wrote another, and the contents of the questions and
+        documents used for the first time (:func:`resumed`)."""
+        existing = self.check(manifest, accept_data_change=accept_data_change)
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # read-only disk, a file where a folder should be, no permission
@@ -279,9 +357,9 @@ class RunStore:
                 f"cannot create the run folder {self.dir}: {exc.strerror or exc}; "
                 "choose a results folder that can be written"
             ) from None
-        if existing is not None and existing.config_hash != manifest.config_hash:
-            existing = existing.model_copy(update={"config_hash": manifest.config_hash})
-        begun = (existing or manifest).with_session(session)
+        begun = (
+            resumed(existing, manifest, session) if existing is not None else manifest.with_session(session)
+        )
         try:
             self.write_manifest(begun)
         except OSError as exc:
@@ -467,8 +545,11 @@ def manifest_for(
     dataset: DatasetInfo,
     models: ModelsInfo,
     shard: tuple[int, int] | None,
+    contents: DataContents | None = None,
 ) -> Manifest:
-    """A new run's manifest, before its first session; every field a reader relies on is set."""
+    """A new run's manifest, before its first session; every field a reader relies on is set.
+    ``contents``: what its questions and documents hold (``docab.runner.dataset.dataset_contents``),
+    compared when the run is resumed."""
     return Manifest(
         run_id=run_id,
         created_at=utc_now(),
@@ -480,4 +561,5 @@ def manifest_for(
         git=git_commit(),
         packages=package_versions(),
         record_version=RECORD_VERSION,
+        contents=contents,
     )

@@ -6,6 +6,9 @@ first use into the docab cache, ``$DOCAB_CACHE`` or ``~/.cache/docab``) and MMLo
 folder in the benchmark's GitHub layout, a ``samples.json``, a parquet file or ``hf:...``), whose
 PDFs are converted beforehand with ``docab convert``. Relative paths resolve against the config
 file's folder (``base_dir``), and every "not found" names the absolute path it tried.
+
+:func:`dataset_contents` is what a run's manifest records of the questions it asks and the
+documents they are about, so a resumed run notices gold answers or a corpus that changed.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from pathlib import Path
 
 from docab.config import DatasetConfig, resolve_config_path
 from docab.errors import DatasetError
+from docab.log.identity import digest
+from docab.log.manifest import DataContents, QuestionDigest
 from docab_benchmark.mmlongbench.questions import Question, QuestionFilter
 
 
@@ -55,6 +60,48 @@ def from_questions(
 ) -> Dataset:
     samples = tuple(Sample.from_question(q, document_folder(corpus, q.doc_id)) for q in questions)
     return Dataset(name, version, samples, extraction_prompt=extraction_prompt, corpus=corpus)
+
+
+def question_digest(question: Question) -> QuestionDigest:
+    """What a question's score depends on, as digests: its text and document, its gold answer, its
+    answer format, its evidence (the report's breakdowns and the evidence tracker read it)."""
+    return QuestionDigest(
+        question=digest(question.doc_id, question.question),
+        answer=digest(question.answer),
+        answer_format=digest(question.answer_format),
+        evidence=digest(repr(question.evidence_pages), repr(question.evidence_sources)),
+    )
+
+
+def document_digest(document_dir: Path) -> str | None:
+    """A digest of a converted document's ``document.md`` (what the agent reads, and the page images
+    it names) and ``meta.json`` (its pages' line spans, and the conversion); None when it is not
+    converted. The page images are left out: they are rendered from the same PDF, and reading them
+    all would slow every start."""
+    try:
+        text = (document_dir / "document.md").read_bytes()
+    except OSError:
+        return None
+    try:
+        meta = (document_dir / "meta.json").read_bytes()
+    except OSError:
+        meta = b""
+    return digest(text, meta)
+
+
+def dataset_contents(samples: Iterable[Sample]) -> DataContents:
+    """What a run's manifest records of ``samples``: a :func:`question_digest` per question and a
+    :func:`document_digest` per converted document (one not converted is left out)."""
+    questions: dict[str, QuestionDigest] = {}
+    folders: dict[str, Path] = {}
+    for sample in samples:
+        questions[sample.qid] = question_digest(sample)
+        folders.setdefault(sample.doc_id, sample.document_dir)
+    documents = {doc_id: document_digest(folder) for doc_id, folder in folders.items()}
+    return DataContents(
+        questions=questions,
+        documents={doc_id: found for doc_id, found in documents.items() if found is not None},
+    )
 
 
 def question_filter(config: DatasetConfig) -> QuestionFilter:
