@@ -139,11 +139,6 @@ name = "fs"
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the check is wired from docab.runner.launch (contents in the manifest, the flag in RunRequest): "
-    "pending; remove this mark when it is",
-)
 def test_docab_run_refuses_to_extend_a_pilot_whose_data_changed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

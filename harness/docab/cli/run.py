@@ -289,6 +289,7 @@ def request_from(
         overrides=tuple(overrides_from(args)),
         wait=getattr(args, "wait", False),
         max_cost=getattr(args, "max_cost", None),
+        accept_data_change=getattr(args, "accept_data_change", False),
     )
 
 

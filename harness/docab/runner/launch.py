@@ -52,7 +52,7 @@ from docab.log.lock import RunLock, remove_scratch
 from docab.log.manifest import ArmManifest, DatasetInfo, EndpointInfo, Manifest, ModelsInfo, Session
 from docab.log.records import RunRecord
 from docab.log.spend_journal import SPEND_JOURNAL, SpendJournal, SpendTotals, read_spend, records_spend
-from docab.log.store import RunStore, StoreError, manifest_for, session_info, utc_now
+from docab.log.store import RunStore, StoreError, manifest_for, resume_notes, session_info, utc_now
 from docab.messages import ToolSpec
 from docab.models.base import Model, ModelError
 from docab.models.cache import shared_cache
@@ -62,7 +62,7 @@ from docab.models.registry import build_model
 from docab.pricing import PriceBook
 from docab.runner.breaker import BreakerSettings, CircuitBreaker
 from docab.runner.context import RunContext, Scorer, price_book, server_specs
-from docab.runner.dataset import Dataset, Sample, load_dataset
+from docab.runner.dataset import Dataset, Sample, dataset_contents, load_dataset
 from docab.runner.failures import ErrorTally, counts_as_error, tally_errors
 from docab.runner.progress import ProgressSink, ProgressState, progress_for, totals_per_arm
 from docab.runner.schedule import WorkUnit, in_shard, newest_per_key, plan, spread_over_documents
@@ -94,6 +94,7 @@ class RunRequest:
     overrides: tuple[str, ...] = ()  # KEY=VALUE changes already applied to ``config``, for the manifest
     wait: bool = False  # when another process writes the run folder: wait for it (else refuse)
     max_cost: float | None = None  # USD the whole run may spend (docab.runner.spend); default: the config's
+    accept_data_change: bool = False  # resume though questions or documents the run used differ now
 
     def __post_init__(self) -> None:
         for name, value in (
@@ -365,6 +366,7 @@ async def _launch_with_models(
         dataset=DatasetInfo(source=config.dataset.source, name=dataset.name, version=dataset.version),
         models=_models_info(config, model),
         shard=request.shard,
+        contents=await asyncio.to_thread(dataset_contents, samples),
     )
     session = session_info(
         epochs=epochs,
@@ -403,6 +405,8 @@ async def _launch_with_models(
     if existing is not None:
         for change in endpoint_changes(last_endpoints(existing), session.endpoints):
             say(f"note: {change} since the run's last session (recorded in the manifest's sessions)")
+        for note in resume_notes(existing, manifest, session):
+            say(f"note: {note}")
     spend = spend_guard(request, config, price_book(config), store.records())  # raises before any call
     if spend is not None:
         say(f"spend cap: ${spend.cap:.2f} for the whole run; ${spend.spent:.4f} spent so far")
@@ -645,14 +649,16 @@ def _work_left(
 def _checked(store: RunStore, manifest: Manifest, request: RunRequest) -> Manifest | None:
     """``store.check`` with the hint an override needs (reads only)."""
     try:
-        return store.check(manifest)
+        return store.check(manifest, accept_data_change=request.accept_data_change)
     except StoreError as exc:
         raise _with_override_hint(exc, request) from None
 
 
 def _begin(store: RunStore, manifest: Manifest, session: Session, request: RunRequest) -> Manifest:
     try:
-        return store.begin(manifest, session=session)  # raises StoreError (a RunError)
+        return store.begin(  # raises StoreError (a RunError)
+            manifest, session=session, accept_data_change=request.accept_data_change
+        )
     except StoreError as exc:
         raise _with_override_hint(exc, request) from None
 
