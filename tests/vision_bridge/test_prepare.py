@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -114,3 +116,28 @@ def test_side_cap_from_settings_tightens_the_provider_limit() -> None:
     assert ANTHROPIC_IMAGE_LIMITS.with_side_cap(9999).max_side == 8000
     assert OPENAI_IMAGE_LIMITS.with_side_cap(None).max_side is None
     assert OPENAI_IMAGE_LIMITS.with_side_cap(1024).max_side == 1024
+
+
+EPS = (
+    b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 100 100\n%%EndComments\n"
+    b"(attacker-controlled PostScript) print\nshowpage\n%%EOF\n"
+)
+
+
+def test_an_eps_named_png_never_runs_ghostscript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pillow opened any format it knows by the bytes: an EPS (named .png, or in a data:image/png
+    # URL) ran Ghostscript on its PostScript, where Ghostscript is installed. A stand-in `gs` on
+    # PATH notes any run.
+    from PIL import EpsImagePlugin
+
+    ran = tmp_path / "gs-ran"
+    fake = tmp_path / "bin" / "gs"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {ran}\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ.get('PATH', '')}")
+    monkeypatch.setattr(EpsImagePlugin, "gs_binary", None)  # found afresh, on this PATH
+    with pytest.raises(VisionError, match="not a readable image") as info:
+        prepare_image(ImageBytes(EPS, "innocent.png"), OPENAI_IMAGE_LIMITS)
+    assert info.value.cause.value == "input"
+    assert not ran.exists()

@@ -62,8 +62,14 @@ class PreparedImage:
         return f"data:{self.mime};base64,{self.base64()}"
 
 
+# The formats Pillow may open. Left to guess, it opened any it knows by the bytes, whatever the
+# name or data URL said: an EPS ran Ghostscript on the file's PostScript, and JPEG 2000 and ICO
+# decoders came with costs of their own. TIFF is what a macOS clipboard gives.
+ACCEPTED_FORMATS = ("PNG", "JPEG", "GIF", "WEBP", "BMP", "TIFF")
+
+
 def _unreadable(origin: str) -> Exception:
-    return input_error(f"{origin} is not a readable image (accepted: PNG, JPEG, GIF, WebP, BMP)")
+    return input_error(f"{origin} is not a readable image (accepted: PNG, JPEG, GIF, WebP, BMP, TIFF)")
 
 
 def open_checked(image: ImageBytes, *, max_pixels: int = MAX_PIXELS) -> PILImage:
@@ -74,7 +80,7 @@ def open_checked(image: ImageBytes, *, max_pixels: int = MAX_PIXELS) -> PILImage
         with warnings.catch_warnings():
             # Pillow warns past ~89 MP; the cap below is the bridge's own decision.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            opened = Image.open(io.BytesIO(image.data))
+            opened = Image.open(io.BytesIO(image.data), formats=ACCEPTED_FORMATS)
     except Image.DecompressionBombError:
         raise input_error(f"{image.origin} has more than the limit of {max_pixels:,} pixels") from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
