@@ -12,9 +12,9 @@ import time
 import pytest
 from PIL import Image
 
+from docab_mcpguard.jpeg import MAX_SCANS, scan_count
 from md_vision.errors import ImageRejected
 from md_vision.imaging import prepare_image
-from md_vision.jpeg import MAX_SCANS, scan_count
 
 
 def progressive(size: tuple[int, int] = (640, 480), **save: object) -> bytes:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from md_vision import jpeg
+from docab_mcpguard import jpeg
 from md_vision.errors import ImageRejected
 
 if TYPE_CHECKING:

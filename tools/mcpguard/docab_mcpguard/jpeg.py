@@ -4,7 +4,8 @@ A progressive JPEG is decoded in passes, one per scan, and each pass goes over t
 An ordinary one has about ten scans; nothing in the format stops a file from repeating a scan: a
 0.5 MB, 7,000 x 7,000 JPEG (under every size and pixel limit) with one scan repeated 1,000 times
 took 33 s of CPU to decode, on a thread that cannot be stopped. libjpeg-turbo names the attack and
-gives its applications a scan limit; Pillow does not pass one on, so md-vision counts first.
+gives its applications a scan limit; Pillow does not pass one on, so the servers count first
+(md-vision's images, vision-bridge's inputs).
 """
 
 from __future__ import annotations
