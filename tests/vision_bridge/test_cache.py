@@ -243,3 +243,12 @@ def test_the_cache_folder_has_a_configurable_cap_and_expired_answers_are_pruned(
     later = ResultCache(folder, ttl_s=3600, clock=clock, max_bytes=20_000)
     later.put("new", text="y", usage=TokenUsage())
     assert [p.name for p in folder.iterdir()] == ["new.json"]
+
+
+@pytest.mark.parametrize("ttl_s", [0, 60])
+def test_an_answer_that_is_not_valid_unicode_is_answered_and_not_cached(tmp_path: Path, ttl_s: float) -> None:
+    # A provider's answer holding a lone surrogate made put() raise UnicodeEncodeError, even with
+    # the cache off: the paid answer was lost as "unexpected internal failure".
+    cache = ResultCache(tmp_path / "c", ttl_s=ttl_s, clock=Clock())
+    cache.put("k", text="lone \ud800 surrogate", usage=TokenUsage(input_tokens=5))
+    assert cache.get("k") is None

@@ -141,3 +141,31 @@ def test_an_eps_named_png_never_runs_ghostscript(tmp_path: Path, monkeypatch: py
         prepare_image(ImageBytes(EPS, "innocent.png"), OPENAI_IMAGE_LIMITS)
     assert info.value.cause.value == "input"
     assert not ran.exists()
+
+
+def test_a_jpeg_of_too_many_scans_is_refused_before_decoding() -> None:
+    # One scan repeated 5,000 times in a 250 KB JPEG cost 56 s of CPU on a thread no timeout stops.
+    from docab_mcpguard.jpeg import MAX_SCANS
+    from tests.md_vision.test_jpeg_scans import progressive, with_repeated_last_scan
+
+    bomb = with_repeated_last_scan(progressive((64, 64)), MAX_SCANS)
+    with pytest.raises(VisionError, match=f"more than {MAX_SCANS} scans") as info:
+        prepare_image(ImageBytes(bomb, "photo.jpg"), OPENAI_IMAGE_LIMITS)
+    assert info.value.cause.value == "input"
+    assert prepare_image(ImageBytes(progressive((64, 64)), "photo.jpg"), OPENAI_IMAGE_LIMITS).width == 64
+
+
+def test_an_image_too_big_for_memory_is_an_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A 100,000,000 x 1 strip is within the pixel cap; its decode raised MemoryError, which came
+    # back as "unexpected internal failure", blamed on the provider.
+    from PIL import ImageFile
+
+    def no_memory(self: ImageFile.ImageFile) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", no_memory)
+    from vision_bridge.prepare import load_pixels
+
+    with pytest.raises(VisionError, match="needs more memory to decode") as info:
+        load_pixels(ImageBytes(png_bytes((50, 50)), "strip.png"))
+    assert info.value.cause.value == "input"

@@ -106,8 +106,15 @@ class ResultCache:
 
     def put(self, key: str, *, text: str, usage: TokenUsage, answer_from: str = "content") -> None:
         """Store an answer; a cache that cannot be written is logged, never fatal."""
+        if not self.enabled:
+            return
         entry = {"format": ENTRY_FORMAT, "text": text, "answer_from": answer_from, "usage": usage.to_dict()}
-        self._store.put(key, json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+        try:
+            data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # a provider's answer with a lone surrogate: answered, not kept
+            log.warning("an answer with text that is not valid Unicode was not cached")
+            return
+        self._store.put(key, data)
 
 
 def _parse_entry(raw: bytes, created: float) -> CachedAnswer | None:

@@ -17,6 +17,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from docab_mcpguard import jpeg
 from vision_bridge.errors import input_error
 from vision_bridge.inputs import ImageBytes
 
@@ -85,6 +86,13 @@ def open_checked(image: ImageBytes, *, max_pixels: int = MAX_PIXELS) -> PILImage
         raise input_error(f"{image.origin} has more than the limit of {max_pixels:,} pixels") from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
         raise _unreadable(image.origin) from None
+    if opened.format == "JPEG" and jpeg.scan_count(image.data) > jpeg.MAX_SCANS:
+        # Each scan is a pass over the whole image: a 250 KB JPEG repeating one scan 5,000 times
+        # cost 56 s of CPU to decode, on a thread no timeout can stop.
+        raise input_error(
+            f"{image.origin} is a progressive JPEG of more than {jpeg.MAX_SCANS} scans, which would be "
+            "too slow to decode; send it re-encoded"
+        )
     width, height = opened.size
     if width * height > max_pixels:
         raise input_error(
@@ -111,6 +119,8 @@ def load_pixels(
         oriented = ImageOps.exif_transpose(opened)
     except (OSError, ValueError, SyntaxError, EOFError):
         raise input_error(f"{image.origin} is corrupt or truncated and cannot be decoded") from None
+    except MemoryError:  # a strip of 100,000,000 x 1 pixels, within the pixel cap
+        raise input_error(f"{image.origin} needs more memory to decode than this server has") from None
     if oriented.mode not in _SAFE_MODES:
         oriented = oriented.convert("RGBA" if "A" in oriented.getbands() else "RGB")
     return oriented
