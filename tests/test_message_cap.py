@@ -19,6 +19,7 @@ import pytest
 
 from docab_mcpguard.access import SettingError, message_cap, server_settings
 from docab_mcpguard.messages import LineSplitter, Oversized
+from tests.support.stdio_process import INITIALIZE, INITIALIZED
 
 BIN = Path(sys.executable).parent
 CAP_MB = 1  # the cap the servers are started with
@@ -79,19 +80,10 @@ def test_an_oversized_message_is_answered_with_an_error_and_the_server_goes_on(
     try:
         _send(
             process.stdin,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            },
+            INITIALIZE,
         )
         assert "result" in _answer(process.stdout, 1)
-        _send(process.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(process.stdin, INITIALIZED)
         # id first, the padding streamed: the server never sees the line whole.
         process.stdin.write(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"pad": "')
         chunk = b"x" * 1_000_000

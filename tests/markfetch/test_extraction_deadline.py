@@ -31,6 +31,7 @@ from markfetch.errors import ConfigError, MarkfetchError
 from markfetch.sandbox import WAITING_PER_WORKER, WORKER_NAME, ExtractionPool, ExtractLimits
 from tests.markfetch.test_mcp import console_script
 from tests.support.http_server import LocalServer, Reply
+from tests.support.stdio_process import INITIALIZE, INITIALIZED
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
@@ -199,17 +200,8 @@ def test_end_of_input_ends_the_server_while_a_page_is_extracted(site: LocalServe
     try:
         assert server.stdin is not None and server.stderr is not None
         for message in (
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "test", "version": "0"},
-                },
-            },
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            INITIALIZE,
+            INITIALIZED,
             {
                 "jsonrpc": "2.0",
                 "id": 2,

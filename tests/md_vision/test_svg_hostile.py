@@ -25,7 +25,7 @@ from md_vision.imaging import SvgLimits, check_svg_filters, parse_svg, prepare_i
 from md_vision.sandbox import RenderLimits, render_isolated
 from tests.md_vision.test_hardening import _descendants
 from tests.md_vision.test_mcp import _command, _stdio
-from tests.support.stdio_process import can_track, pid_of, tracked
+from tests.support.stdio_process import INITIALIZE, INITIALIZED, can_track, pid_of, tracked
 
 HEAD = '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="300">'
 FILL = '<rect width="400" height="300" filter="url(#f)"/></svg>'
@@ -240,19 +240,10 @@ def test_a_server_killed_mid_render_leaves_no_helper_process(
     try:
         _send(
             process,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            },
+            INITIALIZE,
         )
         _answer(process, 1)
-        _send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(process, INITIALIZED)
         call = {"name": "index_md", "arguments": {"uri": str(folder), "max_tokens": 100_000}}
         _send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
         _answer(process, 2)

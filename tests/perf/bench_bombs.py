@@ -40,7 +40,7 @@ from mcp import Client, StdioServerParameters
 from tests.support.bombs import bomb
 from tests.support.http_server import LocalServer, Reply
 from tests.support.llm_stub import LLMStub, error_reply, openai_reply
-from tests.support.stdio_process import peak_rss_mb, pid_of, tracked
+from tests.support.stdio_process import HELLO, INITIALIZED, peak_rss_mb, pid_of, tracked
 
 BOMBS = ["gzip", "deflate", "br", "zstd", ("gzip", "gzip"), ("br", "zstd"), ("zstd", "deflate")]
 BIN = Path(sys.executable).parent
@@ -185,20 +185,10 @@ def message_bombs(megabytes: int = 300) -> None:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
             )
-            initialize = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "b", "version": "1"},
-                },
-            }
-            process.stdin.write(json.dumps(initialize).encode() + b"\n")
+            process.stdin.write(HELLO.encode())
             process.stdin.flush()
             _rpc_answer(process.stdout, 1)
-            process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+            process.stdin.write(json.dumps(INITIALIZED).encode() + b"\n")
             started = time.monotonic()
             process.stdin.write(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"pad": "')
             for _ in range(megabytes):

@@ -17,6 +17,20 @@ from pathlib import Path
 
 from mcp import StdioServerParameters
 
+# The raw JSON-RPC handshake, for tests that talk to a server's stdin without an MCP client.
+INITIALIZE: dict[str, object] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+INITIALIZED: dict[str, object] = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+HELLO = json.dumps(INITIALIZE) + "\n"  # the initialize request as one line
+
 
 def tracked(params: StdioServerParameters, pidfile: Path) -> StdioServerParameters:
     """The same server, started through a shell that writes its PID to ``pidfile`` first."""
@@ -67,11 +81,7 @@ def stops_quietly(command: list[str], how: str, *, env: dict[str, str] | None = 
             time.sleep(0.5)
             process.stdin.close()
         else:
-            hello = (
-                '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
-                '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
-            )
-            process.stdin.write(hello.encode())
+            process.stdin.write(HELLO.encode())
             process.stdin.flush()
             assert process.stdout.readline().startswith(b'{"jsonrpc":"2.0","id":1,"result"')
             if how == "ctrl-c":
@@ -112,11 +122,7 @@ def vanishes_quietly(
     )
     assert process.stdin is not None and process.stdout is not None
     try:
-        hello = (
-            '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
-            '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
-        )
-        process.stdin.write(hello.encode())
+        process.stdin.write(HELLO.encode())
         process.stdin.flush()
         assert process.stdout.readline().startswith(b'{"jsonrpc":"2.0","id":1,"result"')
         request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
