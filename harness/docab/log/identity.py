@@ -110,9 +110,9 @@ class ContentChanges:
     def __bool__(self) -> bool:
         return any((self.questions, self.answers, self.formats, self.evidence, self.documents))
 
-    def describe(self) -> str:
+    def describe(self, than: str = "what the run's earlier sessions used") -> str:
         """One clause: "12 questions' gold answers and 3 documents differ from what the run's earlier
-        sessions used (question ids ...; documents ...)"."""
+        sessions used (question ids ...; documents ...)"; ``than`` names what they differ from."""
         parts = [
             _count(ids, what)
             for ids, what in (
@@ -128,8 +128,8 @@ class ContentChanges:
         qids = sorted({*self.answers, *self.formats, *self.evidence, *self.questions})
         named = [f"questions {_examples(qids)}" if qids else "", _examples(sorted(self.documents))]
         return (
-            f"{_joined(parts)} {'differs' if one else 'differ'} from what the run's earlier sessions "
-            f"used ({'; '.join(n for n in named if n)})"
+            f"{_joined(parts)} {'differs' if one else 'differ'} from {than} "
+            f"({'; '.join(n for n in named if n)})"
         )
 
 

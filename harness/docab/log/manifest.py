@@ -16,7 +16,7 @@ Layout (``MANIFEST_VERSION`` 1)::
      retry_errors, endpoints: [{role, model, base_url, key_env, headers}], data_change}],
      "mcp_servers": {name: [tool names]},
      "arms": [{name, tools, mcp_servers, prompt, tool_names, tool_definition_chars,
-     tool_definition_tokens}], "merged_from": [{path, run_id, shard, sessions}]}
+     tool_definition_tokens}], "merged_from": [{path, run_id, shard, sessions, data_change}]}
 
 Reading is lenient where files written before this schema differ: ``arms`` may be a list of names,
 a list of tables or a table keyed by arm name (all read as the list of :class:`ArmManifest`), and
@@ -147,6 +147,9 @@ class MergedPart(_Part):
     run_id: str | None = None
     shard: ShardInfo | None = None
     sessions: tuple[Session, ...] = ()
+    data_change: str | None = (
+        None  # its questions or documents that differed, accepted (--accept-data-change)
+    )
 
 
 class Manifest(_Part):

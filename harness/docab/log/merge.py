@@ -13,6 +13,14 @@ the parts with their own manifests' sessions. Merging into a folder that already
 run adds to it, so merging again after a late shard finishes is safe. Shards (the manifests'
 ``shard`` records) must make up the run, each once: a missing or repeated shard is refused unless
 ``allow_partial`` (``--allow-partial``), and the report of such a run names the missing shards.
+
+The parts must also have been run on the same data, as a resume must (``docab.log.store``): a
+question or converted document that two parts (or a part and the output's run) both used, recorded
+in their manifests' ``contents`` with different digests, is refused, naming how many and which,
+unless ``accept_data_change`` (``--accept-data-change``); then the part says what differed
+(``merged_from[].data_change``). Parts covering different questions or documents are no change, and
+a manifest without ``contents`` (an older docab's) is not compared. The merged manifest holds the
+union of the parts' contents, a later part's entry standing where they differ.
 """
 
 from __future__ import annotations
@@ -25,8 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from docab.errors import DocabError
+from docab.log.identity import EXAMPLES, ContentChanges, compare_contents, merged_contents
 from docab.log.lock import RunBusy, RunLock, busy_message
-from docab.log.manifest import Manifest, MergedPart, ShardInfo
+from docab.log.manifest import DataContents, DatasetInfo, Manifest, MergedPart, ShardInfo
 from docab.log.records import RunRecord
 from docab.log.store import (
     MANIFEST,
@@ -115,6 +124,59 @@ class MergeError(DocabError):
     """The parts cannot be merged; the message says why."""
 
 
+@dataclass(frozen=True)
+class DataConflict:
+    """A run folder whose questions or documents differ from those of the folders before it."""
+
+    folder: Path
+    changes: ContentChanges
+    than: str  # what it differs from, to complete "differ from ..."
+    dataset: DatasetInfo  # its manifest's dataset
+
+    def describe(self) -> str:
+        return f"{self.folder}: {self.changes.describe(than=self.than)}"
+
+
+@dataclass(frozen=True)
+class DataCheck:
+    """What the manifests of folders merged in order recorded of their data: the union of their
+    ``contents`` (None when none recorded any) and each folder that differs from those before it."""
+
+    contents: DataContents | None
+    conflicts: tuple[DataConflict, ...] = ()
+
+    def refusal(self) -> str:
+        """One sentence: which folders differ, how many questions and documents and which, what to do."""
+        which = "; ".join(conflict.describe() for conflict in self.conflicts)
+        return (
+            f"the parts were run on different data: {which}, so the merged run's samples would be "
+            "scored against two sets of data; merge parts run on the same data, or merge anyway with "
+            "--accept-data-change (each sample keeps its score, and the manifest records what differed)"
+        )
+
+
+def data_check(folders: Sequence[tuple[Path, Manifest]]) -> DataCheck:
+    """Compare the data ``folders``' manifests recorded (``contents``), in order: a question or
+    document a folder shares with the folders before it and whose digests differ is a conflict;
+    one only it used is not. Folders without ``contents`` (an older docab's) are left out. Pure."""
+    union: DataContents | None = None
+    conflicts: list[DataConflict] = []
+    for index, (folder, manifest) in enumerate(folders):
+        if manifest.contents is None:
+            continue
+        if union is not None:
+            changes = compare_contents(union, manifest.contents)
+            if changes:
+                before = [str(f) for f, _ in folders[:index]]
+                more = f" and {len(before) - EXAMPLES} more" if len(before) > EXAMPLES else ""
+                than = f"what {', '.join(before[:EXAMPLES])}{more} recorded"
+                conflicts.append(DataConflict(folder, changes, than, manifest.dataset))
+        union = (
+            manifest.contents if union is None else merged_contents(union, manifest.contents, replace=True)
+        )
+    return DataCheck(union, tuple(conflicts))
+
+
 @dataclass
 class MergeResult:
     records: int
@@ -133,10 +195,14 @@ def _manifest(folder: Path) -> Manifest:
     return manifest
 
 
-def merge_runs(parts: Sequence[Path], out: Path, *, allow_partial: bool = False) -> MergeResult:
+def merge_runs(
+    parts: Sequence[Path], out: Path, *, allow_partial: bool = False, accept_data_change: bool = False
+) -> MergeResult:
     """Merge ``parts`` into ``out``. Parts that are shards (``--shard i/N``) must make up the whole
     run, each once (with the shards ``out`` already holds): a missing, repeated or differently split
-    shard is refused unless ``allow_partial``, and the result then names the missing shards."""
+    shard is refused unless ``allow_partial``, and the result then names the missing shards. Parts
+    (and ``out``'s run) whose recorded data differ (:func:`data_check`) are refused unless
+    ``accept_data_change``."""
     if not parts:
         raise MergeError("give at least one run folder to merge")
     resolved_out = out.resolve()
@@ -161,6 +227,11 @@ def merge_runs(parts: Sequence[Path], out: Path, *, allow_partial: bool = False)
         sources.insert(0, out)
     elif out.exists() and any(out.iterdir()):
         raise MergeError(f"{out} exists and is not an empty folder or a run of this config")
+    checked = data_check(
+        [*([(out, existing)] if existing is not None else []), *zip(parts, manifests, strict=True)]
+    )
+    if checked.conflicts and not accept_data_change:
+        raise MergeError(checked.refusal())
     merged_shards = [part.shard for part in existing.merged_from] if existing is not None else []
     coverage = shard_coverage([m.shard for m in manifests], merged_shards)
     if not coverage.complete and not allow_partial:
@@ -204,8 +275,9 @@ def merge_runs(parts: Sequence[Path], out: Path, *, allow_partial: bool = False)
         raise MergeError(f"could not write the merged run into {out}: {exc.strerror or exc}") from None
     if not coverage.complete:
         warnings.append(f"a partial run: {coverage.describe()}")
+    warnings += [f"accepted: {conflict.describe()}" for conflict in checked.conflicts]
     try:
-        result = _write_merged(parts, manifests, sources, out, existing, kept, duplicates, warnings)
+        result = _write_merged(parts, manifests, sources, out, existing, kept, duplicates, warnings, checked)
         return dataclasses.replace(result, missing_shards=coverage.missing)
     except OSError as exc:
         raise MergeError(f"could not write the merged run into {out}: {exc.strerror or exc}") from None
@@ -222,6 +294,7 @@ def _write_merged(
     kept: dict[tuple[str, str, int], tuple[RunRecord, Path]],
     duplicates: int,
     warnings: list[str],
+    checked: DataCheck,
 ) -> MergeResult:
     run_id = out.name
     out.mkdir(parents=True, exist_ok=True)
@@ -257,14 +330,27 @@ def _write_merged(
 
     base = existing or manifests[0]
     merged_from = list(base.merged_from) if existing else []
+    changed = {conflict.folder: conflict for conflict in checked.conflicts}
     for part, manifest in zip(parts, manifests, strict=True):
+        conflict = changed.get(part)
         merged_from.append(
             MergedPart(
-                path=str(part), run_id=manifest.run_id, shard=manifest.shard, sessions=manifest.sessions
+                path=str(part),
+                run_id=manifest.run_id,
+                shard=manifest.shard,
+                sessions=manifest.sessions,
+                data_change=conflict.changes.describe(than=conflict.than) if conflict else None,
             )
         )
-    merged = base.model_copy(
-        update={"run_id": run_id, "shard": None, "merged_from": tuple(merged_from), "updated_at": utc_now()}
-    )
+    update: dict[str, object] = {
+        "run_id": run_id,
+        "shard": None,
+        "merged_from": tuple(merged_from),
+        "updated_at": utc_now(),
+        "contents": checked.contents,
+    }
+    if checked.conflicts:  # accepted: the dataset of the last part that differed, as its contents stand
+        update["dataset"] = checked.conflicts[-1].dataset
+    merged = base.model_copy(update=update)
     RunStore(out).write_manifest(merged)
     return MergeResult(records=len(kept), duplicates=duplicates, warnings=warnings)

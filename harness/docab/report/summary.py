@@ -135,6 +135,7 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
             records[record.key] = record
     if duplicates:
         warnings.append(f"{duplicates} record(s) appeared more than once; the last copy of each was kept")
+    warnings += data_warnings(manifests)
     if manifest is not None and manifest.merged_from:
         from docab.log.merge import merged_coverage
 
@@ -163,6 +164,19 @@ def unrecorded_spend(folder: Path, records: Sequence[RunRecord], manifest: Manif
         return 0.0
     book = manifest_prices(manifest) if manifest is not None else None
     return max(0.0, journal.usd - sum(record_cost(r, book).priced for r in records))
+
+
+def data_warnings(manifests: Sequence[tuple[Path, Manifest]]) -> list[str]:
+    """A warning for each folder whose manifest recorded other contents than the folders before it
+    for the same questions or documents (``docab.log.merge.data_check``, which ``docab merge``
+    refuses without --accept-data-change)."""
+    from docab.log.merge import data_check
+
+    return [
+        f"{conflict.describe()}: the folders were run on different data, so their samples are scored "
+        "against two sets of data (docab merge refuses them without --accept-data-change)"
+        for conflict in data_check(manifests).conflicts
+    ]
 
 
 def check_one_run(manifests: Sequence[tuple[Path, Manifest]]) -> None:
