@@ -39,6 +39,9 @@ DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_CACHE_TTL_S = 3600
 DEFAULT_CACHE_MAX_MB = 64
 DEFAULT_MAX_RETRIES = 2
+DEFAULT_DECODE_MEMORY_MB = 2048
+"""Memory one image's decode may take (vision_bridge.isolation): room for the largest image the
+pixel cap lets through (100 MP as RGBA is 400 MB) with a resize and an encoding beside it."""
 
 ENV_HELP = f"""\
 Environment (API backends need the first three):
@@ -67,6 +70,9 @@ Environment (API backends need the first three):
                          none: no image URLs at all
   VISION_STRUCTURED_OUTPUT  0 (flag --no-structured-output): results without structuredContent
   VISION_MAX_IMAGE_SIDE  optional cap in pixels on an image's long side before it is sent
+  VISION_DECODE_MEMORY_MB  memory one image may take to decode, in MB (default 2048): an image
+                         that must be converted or downscaled is decoded in a child process under
+                         this cap and the call's time, two at a time
   VISION_TESSERACT_CMD   the tesseract program (default: tesseract on PATH)
 """
 
@@ -94,6 +100,7 @@ class Settings:
     url_images: bool = True  # false under --allow-host none: image URLs are refused
     structured_output: bool = True  # outputSchema + structuredContent (--no-structured-output)
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # one JSON-RPC message on stdin (--max-message-mb)
+    decode_memory_bytes: int = DEFAULT_DECODE_MEMORY_MB << 20  # one image's decode (VISION_DECODE_MEMORY_MB)
 
     @property
     def cache_enabled(self) -> bool:
@@ -210,6 +217,9 @@ def load_settings(
     # Zero or a negative TTL turns the cache off, as in the reference.
     cache_ttl = int(problems.number(env, "VISION_CACHE_TTL", DEFAULT_CACHE_TTL_S, kind=int, low=-(2**62)))
     cache_max_mb = int(problems.number(env, "VISION_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, kind=int, low=1))
+    decode_mb = int(
+        problems.number(env, "VISION_DECODE_MEMORY_MB", DEFAULT_DECODE_MEMORY_MB, kind=int, low=64)
+    )
     side_raw = env.get("VISION_MAX_IMAGE_SIDE", "").strip()
     max_side = int(problems.number(env, "VISION_MAX_IMAGE_SIDE", 0, kind=int, low=16)) if side_raw else 0
 
@@ -258,6 +268,7 @@ def load_settings(
         url_images=url_images,
         structured_output=structured,
         max_message_bytes=max_message_bytes,
+        decode_memory_bytes=decode_mb << 20,
     )
 
 

@@ -27,6 +27,14 @@ class VisionError(Exception):
         return f"[vision_error] {self.cause.value}: {self.message}"
 
 
+class DecodeMemoryError(VisionError):
+    """An image needs more memory to decode than this process may take: an input error (the
+    caller can send it smaller), told apart so that a decoding child can name its cap."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCause.INPUT, message)
+
+
 def input_error(message: str) -> VisionError:
     return VisionError(ErrorCause.INPUT, message)
 

@@ -1,10 +1,14 @@
 """Make an image acceptable to a provider: check it, convert it, and downscale it when it is too big.
 
 An image that fits (accepted type, within the provider's side and byte limits) is sent byte for
-byte as it came. Otherwise it is decoded once and re-encoded: first frame only, EXIF orientation
+byte as it came (:func:`sent_as_is`: headers and checksums are read, no pixel is decoded).
+Otherwise it is decoded once and re-encoded (:func:`reencode`): first frame only, EXIF orientation
 applied, types the provider does not take (BMP, TIFF, animated GIF) become PNG, sides over the
 limit are scaled down, and an encoding still over the byte limit is retried as JPEG at smaller
-scales. Pixels are capped before anything is decoded, so a decompression bomb costs nothing.
+scales. Pixels are capped before anything is decoded, so a decompression bomb costs nothing; the
+server runs :func:`reencode` in a child process with a memory cap and a deadline
+(:mod:`vision_bridge.isolation`), since an image within the pixel cap can still take gigabytes
+and minutes to decode.
 
 Pillow is imported inside the functions: the server starts without it.
 """
@@ -14,11 +18,11 @@ from __future__ import annotations
 import base64
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from docab_mcpguard import jpeg
-from vision_bridge.errors import input_error
+from vision_bridge.errors import DecodeMemoryError, input_error
 from vision_bridge.inputs import ImageBytes
 
 if TYPE_CHECKING:
@@ -38,14 +42,15 @@ class ImageLimits:
     accepted_mimes: frozenset[str] | None  # None: anything Pillow decodes
     max_bytes: int | None = None
     max_side: int | None = None
+    opaque_png: bool = False
+    """The backend reads opaque PNG only (Tesseract): every image is decoded, laid over white and
+    re-encoded losslessly, so that the backend itself never decodes what a user sent."""
 
     def with_side_cap(self, side: int | None) -> ImageLimits:
         if side is None:
             return self
         current = self.max_side
-        return ImageLimits(
-            self.accepted_mimes, self.max_bytes, side if current is None else min(current, side)
-        )
+        return replace(self, max_side=side if current is None else min(current, side))
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,7 @@ def load_pixels(
     except (OSError, ValueError, SyntaxError, EOFError):
         raise input_error(f"{image.origin} is corrupt or truncated and cannot be decoded") from None
     except MemoryError:  # a strip of 100,000,000 x 1 pixels, within the pixel cap
-        raise input_error(f"{image.origin} needs more memory to decode than this server has") from None
+        raise DecodeMemoryError(f"{image.origin} needs more memory to decode than this server has") from None
     if oriented.mode not in _SAFE_MODES:
         oriented = oriented.convert("RGBA" if "A" in oriented.getbands() else "RGB")
     return oriented
@@ -129,14 +134,7 @@ def load_pixels(
 def _encode(picture: PILImage, fmt: str) -> bytes:
     buffer = io.BytesIO()
     if fmt == "JPEG":
-        if picture.mode not in ("L", "RGB"):
-            from PIL import Image
-
-            rgba = picture.convert("RGBA")
-            flat = Image.new("RGB", rgba.size, (255, 255, 255))
-            flat.paste(rgba, mask=rgba.getchannel("A"))
-            picture = flat
-        picture.save(buffer, "JPEG", quality=88, optimize=True)
+        flatten_over_white(picture).save(buffer, "JPEG", quality=88, optimize=True)
     else:
         picture.save(buffer, "PNG", optimize=False, compress_level=6)
     return buffer.getvalue()
@@ -146,8 +144,53 @@ def _scaled(size: tuple[int, int], scale: float) -> tuple[int, int]:
     return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
 
 
+def flatten_over_white(picture: PILImage) -> PILImage:
+    """An opaque ``L`` or ``RGB`` picture: transparent pixels over white, so that dark text on a
+    transparent background stays visible to an OCR engine."""
+    from PIL import Image
+
+    if picture.mode in ("RGBA", "LA") or (picture.mode == "P" and "transparency" in picture.info):
+        rgba = picture.convert("RGBA")
+        flat = Image.new("RGB", rgba.size, (255, 255, 255))
+        flat.paste(rgba, mask=rgba.getchannel("A"))
+        return flat
+    return picture if picture.mode in ("L", "RGB") else picture.convert("RGB")
+
+
 def prepare_image(image: ImageBytes, limits: ImageLimits, *, max_pixels: int = MAX_PIXELS) -> PreparedImage:
-    """Return the image in a form ``limits`` accepts; downscale rather than refuse."""
+    """Return the image in a form ``limits`` accepts; downscale rather than refuse. In this
+    process: a library user's choice; the server decodes in a child (:mod:`vision_bridge.isolation`)."""
+    as_is = sent_as_is(image, limits, max_pixels=max_pixels)
+    return as_is if as_is is not None else reencode(image, limits, max_pixels=max_pixels)
+
+
+def sent_as_is(
+    image: ImageBytes, limits: ImageLimits, *, max_pixels: int = MAX_PIXELS
+) -> PreparedImage | None:
+    """The image as it came when ``limits`` accept it so (its type, sides and bytes), else None: it
+    must be re-encoded. Reads headers and checksums only; an input error for anything unreadable."""
+    from PIL import Image
+
+    opened = open_checked(image, max_pixels=max_pixels)
+    mime = Image.MIME.get(opened.format or "", "")
+    width, height = opened.size
+    if limits.opaque_png or not mime or bool(getattr(opened, "is_animated", False)):
+        return None
+    if limits.max_side is not None and max(width, height) > limits.max_side:
+        return None
+    if limits.accepted_mimes is not None and mime not in limits.accepted_mimes:
+        return None
+    if limits.max_bytes is not None and len(image.data) > limits.max_bytes:
+        return None
+    try:
+        opened.verify()  # checks PNG chunk CRCs and structure without decoding
+    except Exception:
+        raise input_error(f"{image.origin} is corrupt or truncated and cannot be decoded") from None
+    return PreparedImage(image.data, mime, width, height)
+
+
+def reencode(image: ImageBytes, limits: ImageLimits, *, max_pixels: int = MAX_PIXELS) -> PreparedImage:
+    """Decode the image and encode it again as ``limits`` require (see the module's docstring)."""
     from PIL import Image
 
     opened = open_checked(image, max_pixels=max_pixels)
@@ -159,16 +202,6 @@ def prepare_image(image: ImageBytes, limits: ImageLimits, *, max_pixels: int = M
     scale = 1.0
     if limits.max_side is not None and longest > limits.max_side:
         scale = limits.max_side / longest
-    accepted = limits.accepted_mimes is None or mime in limits.accepted_mimes
-    fits_bytes = limits.max_bytes is None or len(image.data) <= limits.max_bytes
-
-    if accepted and not animated and scale == 1.0 and fits_bytes and mime:
-        try:
-            opened.verify()  # checks PNG chunk CRCs and structure without decoding
-        except Exception:
-            raise input_error(f"{image.origin} is corrupt or truncated and cannot be decoded") from None
-        return PreparedImage(image.data, mime, width, height)
-
     # EXIF orientations 5-8 turn the picture a quarter: its sides swap once it is upright.
     orientation = opened.getexif().get(0x0112, 1)
     upright = (height, width) if orientation in (5, 6, 7, 8) else (width, height)
@@ -178,8 +211,10 @@ def prepare_image(image: ImageBytes, limits: ImageLimits, *, max_pixels: int = M
     )
     if picture.size != target:
         picture = picture.resize(target, Image.Resampling.LANCZOS)
-    # Photos stay JPEG; screenshots, diagrams and text stay lossless.
-    out_fmt = "JPEG" if fmt == "JPEG" else "PNG"
+    if limits.opaque_png:
+        picture = flatten_over_white(picture)
+    # Photos stay JPEG; screenshots, diagrams and text stay lossless (and what an OCR engine reads).
+    out_fmt = "JPEG" if fmt == "JPEG" and not limits.opaque_png else "PNG"
     data = _encode(picture, out_fmt)
     steps = 0
     while limits.max_bytes is not None and len(data) > limits.max_bytes:
@@ -200,6 +235,6 @@ def prepare_image(image: ImageBytes, limits: ImageLimits, *, max_pixels: int = M
         changes.append(
             f"converted from {fmt or 'unknown'}{' (animated, first frame)' if animated else ''} to {out_fmt}"
         )
-    if not changes:
+    if not changes and not limits.opaque_png:
         changes.append(f"re-encoded to fit {limits.max_bytes:,} bytes")
     return PreparedImage(data, new_mime, picture.size[0], picture.size[1], note="; ".join(changes))

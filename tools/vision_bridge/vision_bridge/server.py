@@ -140,9 +140,11 @@ def build_server(
     async def lifespan(_app: object) -> AsyncIterator[None]:
         # The provider SDKs take seconds to import: do it beside the handshake, not in the first
         # call. A daemon thread, so that a server told to stop never waits for an import.
-        threading.Thread(
-            target=_quietly(service.backend.warm_up), name="vision-bridge-warm-up", daemon=True
-        ).start()
+        def warm_up() -> None:
+            _quietly(service.backend.warm_up)()
+            _quietly(service.decoder.warm_up)()
+
+        threading.Thread(target=warm_up, name="vision-bridge-warm-up", daemon=True).start()
         try:
             yield None
         finally:

@@ -11,7 +11,8 @@ One call, step by step:
    client (every redirect hop checked, the decoded body capped): a provider is never handed a
    URL, only the bytes that were checked (why: :mod:`vision_bridge.inputs`);
 3. look the answer up in the cache (key: image content hashes, prompt, options, backend, model);
-4. prepare the images for the provider (convert or downscale what it would refuse);
+4. prepare the images for the provider (convert or downscale what it would refuse, decoding in a
+   child process under a memory cap: :mod:`vision_bridge.isolation`);
 5. ask the backend;
 6. store the answer.
 
@@ -39,8 +40,9 @@ from vision_bridge.backends.base import (
 from vision_bridge.cache import ResultCache, cache_key
 from vision_bridge.errors import ErrorCause, VisionError, input_error
 from vision_bridge.inputs import ImageBytes, ImageLoader, ImageUrl, ResolvedImage
+from vision_bridge.isolation import DecodeLimits, IsolatedDecoder
 from vision_bridge.metering import CallMeter, metering
-from vision_bridge.prepare import PreparedImage, prepare_image
+from vision_bridge.prepare import PreparedImage
 from vision_bridge.prompts import (
     DEFAULT_ANALYZE_PROMPT,
     OCR_FORMATS,
@@ -134,8 +136,10 @@ class VisionService:
         timeout_s: float,
         max_image_side: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        decoder: IsolatedDecoder | None = None,
     ) -> None:
         self.backend = backend
+        self.decoder = decoder or IsolatedDecoder()
         self.loader = loader
         self.cache = cache
         self.timeout_s = timeout_s
@@ -294,7 +298,7 @@ class VisionService:
             call.images = [{"origin": r.origin} for r in resolved]
             return VisionAnswer(cached.text, cached.usage, cached.answer_from), True  # type: ignore[arg-type]
 
-        request = await self._request(job, resolved, call)
+        request = await self._request(job, resolved, call, deadline)
         answer = await self._ask(request, call, deadline)
         call.phase = "writing the cache"
         self.cache.put(key, text=answer.text, usage=answer.usage, answer_from=answer.answer_from)
@@ -316,13 +320,15 @@ class VisionService:
         fetched = await self.loader.download(urls, timeout_s=self._remaining(deadline))
         return [fetched[r.url] if isinstance(r, ImageUrl) else r for r in resolved]
 
-    async def _request(self, job: _Job, resolved: list[ResolvedImage], call: _Call) -> VisionRequest:
+    async def _request(
+        self, job: _Job, resolved: list[ResolvedImage], call: _Call, deadline: float
+    ) -> VisionRequest:
         call.phase = "preparing the images"
         limits = self.image_limits
 
         async def prepared(image: ResolvedImage) -> PreparedImage | None:
             if isinstance(image, ImageBytes):
-                return await asyncio.to_thread(prepare_image, image, limits)
+                return await self.decoder.prepare(image, limits, timeout_s=self._remaining(deadline))
             return None
 
         ready = await asyncio.gather(*(prepared(r) for r in resolved))
@@ -402,5 +408,10 @@ def create_service(
         max_bytes=settings.cache_max_bytes,
     )
     return VisionService(
-        backend, loader, cache, timeout_s=settings.timeout_s, max_image_side=settings.max_image_side
+        backend,
+        loader,
+        cache,
+        timeout_s=settings.timeout_s,
+        max_image_side=settings.max_image_side,
+        decoder=IsolatedDecoder(DecodeLimits(memory_bytes=settings.decode_memory_bytes)),
     )

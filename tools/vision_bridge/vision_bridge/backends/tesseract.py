@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections import defaultdict
 from typing import Any
 
 from vision_bridge.backends.base import ProviderError, Task, VisionAnswer, VisionRequest
 from vision_bridge.cache import BackendIdentity
 from vision_bridge.errors import ConfigError, ErrorCause, input_error
-from vision_bridge.inputs import ImageBytes
 from vision_bridge.metering import count_request
-from vision_bridge.prepare import ImageLimits, load_pixels
+from vision_bridge.prepare import ImageLimits
 from vision_bridge.prompts import NO_TEXT, OcrFormat
 from vision_bridge.usage import TokenUsage
 
@@ -118,21 +119,11 @@ def render_ocr(fmt: OcrFormat, *, plain_text: str, paragraphs: list[dict[str, An
     return text.strip() or NO_TEXT
 
 
-def _flatten_for_ocr(picture: Any) -> Any:
-    """Transparent pixels over white: dark text on a transparent background must stay visible."""
-    from PIL import Image
-
-    if picture.mode in ("RGBA", "LA") or (picture.mode == "P" and "transparency" in picture.info):
-        rgba = picture.convert("RGBA")
-        flat = Image.new("RGB", rgba.size, (255, 255, 255))
-        flat.paste(rgba, mask=rgba.getchannel("A"))
-        return flat
-    return picture if picture.mode in ("L", "RGB") else picture.convert("RGB")
-
-
 class TesseractBackend:
     tasks: frozenset[Task] = frozenset({"ocr"})
-    image_limits = ImageLimits(accepted_mimes=None)
+    # Every image reaches Tesseract decoded (in the service's decoding child), flattened over
+    # white and re-encoded as PNG: Tesseract reads that file and never a user's bytes.
+    image_limits = ImageLimits(accepted_mimes=None, opaque_png=True)
 
     def __init__(self, *, command: str = "tesseract") -> None:
         self.command = command
@@ -178,17 +169,24 @@ class TesseractBackend:
         for part in request.images:
             if part.inline is None:  # the service downloads URLs first for this backend
                 raise input_error("the Tesseract backend needs the image's bytes, not a URL")
-            image = ImageBytes(part.inline.data, "the image")
             count_request()
-            texts.append(await asyncio.to_thread(self._ocr, image, request, timeout_s))
+            texts.append(await asyncio.to_thread(self._ocr, part.inline.data, request, timeout_s))
         return VisionAnswer("\n\n".join(texts), TokenUsage(), "ocr")
 
-    def _ocr(self, image: ImageBytes, request: VisionRequest, timeout_s: float) -> str:
+    def _ocr(self, png: bytes, request: VisionRequest, timeout_s: float) -> str:
+        lang = tesseract_languages(request.languages, self.installed_languages())
+        # Tesseract reads the file itself: handed a Pillow image, pytesseract would decode and
+        # encode it again in this process.
+        with tempfile.TemporaryDirectory(prefix="vision-bridge-ocr-") as folder:
+            path = os.path.join(folder, "image.png")
+            with open(path, "wb") as file:
+                file.write(png)
+            return self._ocr_file(path, request, lang, timeout_s)
+
+    def _ocr_file(self, picture: str, request: VisionRequest, lang: str, timeout_s: float) -> str:
         import pytesseract
 
         pytesseract.pytesseract.tesseract_cmd = self.command
-        lang = tesseract_languages(request.languages, self.installed_languages())
-        picture = _flatten_for_ocr(load_pixels(image))
         try:
             if request.ocr_format == "plain":
                 plain = pytesseract.image_to_string(
