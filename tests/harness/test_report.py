@@ -398,6 +398,7 @@ def test_summary_round_trips_through_json_and_the_model(tiny_run: Path) -> None:
         "prices",
         "unrecorded_usd",
         "plan",
+        "version_changes",
     }
     accuracy = data["arms"][0]["accuracy"]
     assert set(accuracy) == {"value", "low", "high", "method"} and accuracy["value"] == 0.5

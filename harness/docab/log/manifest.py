@@ -127,6 +127,39 @@ class Session(_Part):
     data_change: str | None = None  # questions or documents that differed, accepted (--accept-data-change)
 
 
+DOCAB_COMMIT = "docab's commit"  # the name of a VersionChange of docab's git commit
+
+
+class VersionChange(_Part):
+    """A version a session ran with that differs from the run's first session's: a package's, or
+    docab's git commit (``name`` :data:`DOCAB_COMMIT`)."""
+
+    name: str
+    before: str | None = None  # None: the package was absent
+    after: str | None = None
+
+    def describe(self) -> str:
+        """``md-vision 0.3.0 → 0.4.0``, ``docab's commit 1a2b3c4d5e → 6f7a8b9c0d``."""
+        if self.name == DOCAB_COMMIT:
+            return f"{self.name} {(self.before or '?')[:10]} → {(self.after or '?')[:10]}"
+        return f"{self.name} {self.before or 'absent'} → {self.after or 'absent'}"
+
+
+class SessionVersions(_Part):
+    """A session of a run that ran with other versions than the run's first session, and which."""
+
+    session: Session
+    number: int  # its place among the sessions of the folder it ran in, from 1
+    part: str | None = None  # that folder, when not the run's own (a part docab merge joined, or a shard)
+    changes: tuple[VersionChange, ...] = ()
+
+    def describe(self) -> str:
+        """``session 3 (started 2026-01-02T03:04:05+00:00, in results/s2): md-vision 0.3.0 → 0.4.0``."""
+        where = f", in {self.part}" if self.part else ""
+        said = ", ".join(change.describe() for change in self.changes)
+        return f"session {self.number} (started {self.session.started_at or '?'}{where}): {said}"
+
+
 class ArmManifest(_Part):
     """An arm as configured, with what its tool definitions cost on every model call (estimated from
     the specs' JSON, characters / 4: see ``docab.runner.launch.arms_manifest``)."""
@@ -195,6 +228,48 @@ class Manifest(_Part):
 
     def with_session(self, session: Session) -> Manifest:
         return self.model_copy(update={"sessions": (*self.sessions, session)})
+
+    def version_changes(self, session: Session) -> tuple[VersionChange, ...]:
+        """What ``session`` runs with that the run's first session did not: the packages both list,
+        and docab's git commit when both know it (the manifest's own, without sessions)."""
+        first = self.sessions[0] if self.sessions else None
+        before = first.packages if first is not None and first.packages else self.packages
+        commit = (first.git if first is not None else self.git).commit
+        changes = [
+            VersionChange(name=name, before=before[name], after=now)
+            for name, now in session.packages.items()
+            if name in before and before[name] != now
+        ]
+        if commit and session.git.commit and commit != session.git.commit:
+            changes.append(VersionChange(name=DOCAB_COMMIT, before=commit, after=session.git.commit))
+        return tuple(changes)
+
+    def sessions_with_other_versions(self, *others: tuple[str, Manifest]) -> tuple[SessionVersions, ...]:
+        """Every session of the run whose versions differ from its first session's
+        (:meth:`version_changes`): its own sessions, those of the parts ``docab merge`` joined
+        (``merged_from``), and those of ``others``, further folders of the same run read with it
+        (``docab report`` of several shards). A session listed twice (a merged run's first part's are
+        also its own) is listed once, under its part."""
+        folders: list[tuple[str | None, Manifest]] = [(None, self), *others]
+        groups = [
+            group
+            for folder, manifest in folders
+            for group in (
+                *((part.path, part.sessions) for part in manifest.merged_from),
+                (folder, manifest.sessions),
+            )
+        ]
+        seen: list[Session] = []
+        found: list[SessionVersions] = []
+        for part, sessions in groups:
+            for number, session in enumerate(sessions, start=1):
+                if session in seen:
+                    continue
+                seen.append(session)
+                changes = self.version_changes(session)
+                if changes:
+                    found.append(SessionVersions(session=session, number=number, part=part, changes=changes))
+        return tuple(found)
 
     def with_tools(self, mcp_servers: Mapping[str, Sequence[str]], arms: Sequence[ArmManifest]) -> Manifest:
         """With the tools each MCP server offered at start-up and the arms they make."""

@@ -270,18 +270,9 @@ def resume_notes(existing: Manifest, manifest: Manifest, session: Session) -> li
 
 def version_changes(existing: Manifest, session: Session) -> list[str]:
     """What ``session`` runs with that the run's first session did not, as "md-vision 0.3.0 →
-    0.4.0": the packages both list, and the code's git commit when both know it."""
-    first = existing.sessions[0] if existing.sessions else None
-    before = first.packages if first is not None and first.packages else existing.packages
-    commit = (first.git if first is not None else existing.git).commit
-    changed = [
-        f"{name} {before[name] or 'absent'} → {now or 'absent'}"
-        for name, now in session.packages.items()
-        if name in before and before[name] != now
-    ]
-    if commit and session.git.commit and commit != session.git.commit:
-        changed.append(f"docab's commit {commit[:10]} → {session.git.commit[:10]}")
-    return changed
+    0.4.0": the packages both list, and the code's git commit when both know it
+    (:meth:`docab.log.manifest.Manifest.version_changes`)."""
+    return [change.describe() for change in existing.version_changes(session)]
 
 
 def inside_run(run_dir: Path, rel: str) -> Path | None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeGuard
 
+from docab.log.manifest import SessionVersions
 from docab.report.schema import (
     ArmSummary,
     BreakdownDifference,
@@ -195,7 +196,32 @@ def sections(summary: Summary) -> list[Section]:
         result.append(_breakdown_section(summary))
     if summary.plan is not None:
         result.append(plan_section(summary.plan))
+    if summary.version_changes:
+        result.append(_versions_section(summary.version_changes))
     return result
+
+
+def _versions_section(changed: Sequence[SessionVersions]) -> Section:
+    """The sessions that ran with other package versions or docab code than the run's first."""
+    return Section(
+        "Sessions with other versions",
+        ["Session", "Started", "Host", "Folder", "Differs from the first session"],
+        [
+            [
+                str(s.number),
+                s.session.started_at or "?",
+                s.session.host or "?",
+                s.part or "the run's own",
+                ", ".join(change.describe() for change in s.changes),
+            ]
+            for s in changed
+        ],
+        [
+            f"{len(changed)} session{'s' * (len(changed) != 1)} ran with other package versions or "
+            "docab code than the run's first session: their samples may differ for that reason "
+            "(the manifest's sessions record each)"
+        ],
+    )
 
 
 def _models(arm: ArmSummary) -> str:

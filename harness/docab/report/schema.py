@@ -33,7 +33,10 @@ Versions (``SUMMARY_VERSION``, the ``version`` field):
    its interval, as for tokens) and the summary's ``prices`` (each model's price, source and date).
    Also (issue 23, optional, defaulting to zeros): an arm's ``extraction`` counts the answer
    extraction's unparsable replies and the prose answers taken through it.
-   Later, optionally, ``plan``: a pilot projected to its full question set (``docab plan``).
+   Later, optionally, ``plan``: a pilot projected to its full question set (``docab plan``);
+   ``unrecorded_usd``; and ``version_changes``: the sessions that ran with other package versions
+   or another docab commit than the run's first session, and what differs (the manifest's own
+   types, :class:`docab.log.manifest.SessionVersions`).
 
 Reading a file: :func:`parse_summary` (raises :class:`SummaryFormatError` with a message fit to show).
 
@@ -50,6 +53,8 @@ import math
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+from docab.log.manifest import SessionVersions
 
 SUMMARY_VERSION: Literal[5] = 5
 
@@ -533,6 +538,9 @@ class Summary(SchemaModel):
     # what its records cost; 0 for runs without a journal. Not part of any arm's cost.
     unrecorded_usd: float = 0.0
     plan: Plan | None = None  # a pilot's projection to its full question set (docab plan; optional)
+    # the sessions (a merged run's parts' too) whose package versions or docab commit differ from the
+    # run's first session's, with what differs; empty when none do or the manifest does not say
+    version_changes: list[SessionVersions] = []
 
     def arm(self, name: str) -> ArmSummary | None:
         return next((a for a in self.arms if a.arm == name), None)

@@ -42,7 +42,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docab.interchange import is_inspect_source
-from docab.log.manifest import ArmManifest, Manifest, ManifestError, ModelsInfo, load_manifest
+from docab.log.manifest import (
+    ArmManifest,
+    Manifest,
+    ManifestError,
+    ModelsInfo,
+    SessionVersions,
+    load_manifest,
+)
 from docab.log.records import RunRecord
 from docab.report import schema, stats
 from docab.report.arms import FLOOR_LABEL, arm_order, arm_summary, extraction_warnings, price_rows
@@ -67,6 +74,8 @@ class RunData:
     # USD billed for samples that have no record (cut short and run again): the folders' spend
     # journals less what their records cost (docab.log.spend_journal); 0 without journals.
     unrecorded_usd: float = 0.0
+    # sessions that ran with other versions than the run's first (Manifest.sessions_with_other_versions)
+    version_changes: tuple[SessionVersions, ...] = ()
 
     @property
     def arms(self) -> list[str]:
@@ -150,7 +159,14 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
             "stopped run or the spend cap, and run again): not in the cost table, which counts records "
             "(every billed call is in spend.jsonl)"
         )
-    return RunData(sources, manifest or Manifest(), tuple(records.values()), tuple(warnings), unrecorded)
+    versions = (
+        manifest.sessions_with_other_versions(*((str(f), m) for f, m in manifests[1:]))
+        if manifest is not None
+        else ()
+    )
+    return RunData(
+        sources, manifest or Manifest(), tuple(records.values()), tuple(warnings), unrecorded, versions
+    )
 
 
 def unrecorded_spend(folder: Path, records: Sequence[RunRecord], manifest: Manifest | None) -> float:
@@ -319,6 +335,7 @@ def build_report(
         prices=price_rows(run.records, run.manifest),
         unrecorded_usd=run.unrecorded_usd,
         plan=plan,
+        version_changes=list(run.version_changes),
     )
     return Report(summary=summary, outcomes={a: outcomes[a] for a in order})
 
