@@ -53,6 +53,9 @@ warnings.simplefilter("ignore", Image.DecompressionBombWarning)
 
 
 SvgRenderer: TypeAlias = Callable[[str, int, int], bytes]  # (clean SVG, width, height) -> PNG
+# (data, max_side, max_pixels, byte_budget) -> prepare_image's answer, decoded elsewhere (a child)
+RasterDecoder: TypeAlias = Callable[[bytes, int, int, "int | None"], "PreparedImage"]
+IN_PROCESS_PIXELS = 4_000_000  # a decode of more pixels goes to the raster_decoder, if one is given
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,16 +121,20 @@ def prepare_image(
     byte_budget: int | None = None,
     svg_limits: SvgLimits | None = None,
     svg_renderer: SvgRenderer | None = None,
+    raster_decoder: RasterDecoder | None = None,
+    decode_budget: Callable[[int], None] | None = None,
 ) -> PreparedImage:
     """Make ``data`` sendable within ``max_side`` and ``byte_budget`` (raw bytes) or raise.
-    ``svg_limits`` and ``svg_renderer``: see :func:`render_svg`."""
+    ``svg_limits`` and ``svg_renderer``: see :func:`render_svg`. A raster image is first charged
+    its decoded pixels (``decode_budget``, which may raise); one of more than IN_PROCESS_PIXELS is
+    prepared by ``raster_decoder`` (a child process under a memory cap) when one is given."""
     if looks_like_svg(data, name):
         png, size = render_svg(
             data, max_side=max_side, max_pixels=max_pixels, limits=svg_limits, renderer=svg_renderer
         )
         prepared = _prepare_raster(png, max_side=max_side, max_pixels=max_pixels, byte_budget=byte_budget)
         return _relabel(prepared, "SVG", size)
-    return _prepare_raster(data, max_side=max_side, max_pixels=max_pixels, byte_budget=byte_budget)
+    return _prepare_raster(data, max_side, max_pixels, byte_budget, raster_decoder, decode_budget)
 
 
 def _relabel(prepared: PreparedImage, source_format: str, size: tuple[int, int]) -> PreparedImage:
@@ -151,6 +158,8 @@ def _open(data: bytes, max_pixels: int) -> Image.Image:
         raise ImageRejected(f"too many pixels (over the {max_pixels:,} pixel limit)") from exc
     except UnidentifiedImageError as exc:
         raise ImageRejected("not a recognised image (PNG, JPEG, GIF, WebP, BMP, TIFF or SVG)") from exc
+    except MemoryError:  # WebP allocates its canvas on open: under a decode child's memory cap
+        raise
     except Exception as exc:  # corrupt headers surface as many exception types
         raise ImageRejected("the image header could not be read") from exc
     width, height = image.size
@@ -213,7 +222,14 @@ def _flatten(image: Image.Image) -> Image.Image:
     return image.convert("RGB")
 
 
-def _prepare_raster(data: bytes, *, max_side: int, max_pixels: int, byte_budget: int | None) -> PreparedImage:
+def _prepare_raster(
+    data: bytes,
+    max_side: int,
+    max_pixels: int,
+    byte_budget: int | None,
+    decoder: RasterDecoder | None = None,
+    decode_budget: Callable[[int], None] | None = None,
+) -> PreparedImage:
     image = _open(data, max_pixels)
     source_format = image.format or "image"
     if source_format == "JPEG" and jpeg.scan_count(data) > jpeg.MAX_SCANS:
@@ -224,6 +240,16 @@ def _prepare_raster(data: bytes, *, max_side: int, max_pixels: int, byte_budget:
     source_size = image.size
     frames = getattr(image, "n_frames", 1) or 1
     orientation = _orientation(image)
+    target = _fit(source_size, max_side)
+    if source_format == "JPEG" and max(source_size) >= 2 * max(target):
+        try:  # DCT scaling: fewer pixels to decode
+            image.draft("RGB", (max(target), max(target)))
+        except Exception as exc:
+            raise ImageRejected("the image data is corrupt or truncated and could not be decoded") from exc
+    if decode_budget is not None:
+        decode_budget(image.size[0] * image.size[1])
+    if decoder is not None and image.size[0] * image.size[1] > IN_PROCESS_PIXELS:
+        return decoder(data, max_side, max_pixels, byte_budget)
     budget = byte_budget if byte_budget is not None else len(data) + (1 << 40)
     if (
         source_format in _PASS_THROUGH
@@ -244,19 +270,13 @@ def _prepare_raster(data: bytes, *, max_side: int, max_pixels: int, byte_budget:
             source_height=source_size[1],
             passthrough=True,
         )
-    try:
-        if source_format == "JPEG":
-            # Rotation by 90 degrees swaps sides, so ask for the square box: draft() keeps
-            # at least the requested size on both sides.
-            target = _fit(source_size, max_side)
-            if max(source_size) >= 2 * max(target):
-                image.draft("RGB", (max(target), max(target)))
+    try:  # (a JPEG's draft() above asks for the square box: rotation by 90 degrees swaps sides)
         image.seek(0)
         image.load()
         image = ImageOps.exif_transpose(image) or image
         if image.mode not in ("RGB", "RGBA", "L", "LA", "P", "PA") or image.mode in ("P", "PA"):
             image = image.convert("RGBA" if _has_alpha(image) else "RGB")
-    except ImageRejected:
+    except (ImageRejected, MemoryError):  # MemoryError: under a decode child's cap (md_vision.sandbox)
         raise
     except Exception as exc:
         raise ImageRejected("the image data is corrupt or truncated and could not be decoded") from exc

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -15,13 +16,13 @@ from md_vision.cache import SharedWork, SizedLRU
 from md_vision.datauri import MIN_ELIDED_CHARS, elide, placeholder, shown_chars
 from md_vision.document import Document, ImageRef
 from md_vision.errors import ImageRejected
-from md_vision.imaging import PreparedImage, SvgRenderer, prepare_image
+from md_vision.imaging import PreparedImage, RasterDecoder, SvgRenderer, prepare_image
 from md_vision.loading import Loader
 from md_vision.paging import (
     char_budget,
 )
 from md_vision.results import Block, ImageBlock, ReadResult, TextBlock, ToolFailure
-from md_vision.sandbox import RenderLimits, render_isolated
+from md_vision.sandbox import RenderLimits, decode_isolated, render_isolated
 from md_vision.selection import Selection, SelectionError, select
 from md_vision.sources import (
     MAX_SHOWN_REFERENCE,
@@ -130,6 +131,63 @@ def _size_of_prepared(prepared: PreparedImage) -> int:
     return len(prepared.data) + 256
 
 
+class OverReadBudget(ImageRejected):
+    """This read has decoded its share of pixels (not remembered: another read may show it)."""
+
+
+class PixelBudget:
+    """The pixels one read may decode, all its images together (``--max-read-pixels``): a section
+    of fifty 2 KB images of 50 MP each would otherwise hold the image lane for a minute."""
+
+    def __init__(self, pixels: int) -> None:
+        self._left = pixels
+        self._total = pixels
+        self._lock = threading.Lock()  # charged from the image lane's threads
+
+    def charge(self, pixels: int) -> None:
+        with self._lock:
+            if pixels > self._left:
+                raise OverReadBudget(
+                    f"this read has decoded its {self._total:,} pixels (--max-read-pixels) and this image "
+                    f"has {pixels:,}; read it with fewer images (max_images) or a smaller section"
+                )
+            self._left -= pixels
+
+
+def _decode_here(data: bytes, max_side: int, max_pixels: int, byte_budget: int | None) -> bytes:
+    """The child's work (:func:`decode_in_child`): prepare the image, answer a JSON header line
+    and its bytes."""
+    prepared = prepare_image(data, max_side=max_side, max_pixels=max_pixels, byte_budget=byte_budget)
+    fields = {name: getattr(prepared, name) for name in _HEADER_FIELDS}
+    return json.dumps(fields).encode() + b"\n" + prepared.data
+
+
+_HEADER_FIELDS = (
+    "mime_type", "width", "height", "source_format", "source_width", "source_height", "passthrough", "reduced",
+)  # fmt: skip
+
+
+def decode_in_child(
+    data: bytes,
+    max_side: int,
+    max_pixels: int,
+    byte_budget: int | None,
+    *,
+    limits: RenderLimits,
+    cancelled: threading.Event | None = None,
+) -> PreparedImage:
+    """:func:`prepare_image` of a large raster image in a child process under ``limits`` (memory
+    and time, :func:`md_vision.sandbox.decode_isolated`); raises :class:`ImageRejected`."""
+    work = functools.partial(_decode_here, data, max_side, max_pixels, byte_budget)
+    answer = decode_isolated(work, limits, cancelled=cancelled)
+    header, _, encoded = answer.partition(b"\n")
+    try:
+        fields = json.loads(header)
+        return PreparedImage(data=encoded, **{name: fields[name] for name in _HEADER_FIELDS})
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ImageRejected("the image decoder answered something unreadable") from exc
+
+
 class Reader:
     """Reads sections with their images; documents come from ``loader``."""
 
@@ -142,6 +200,7 @@ class Reader:
         self._refusals: SizedLRU[str] = SizedLRU(1_000)
         self._preparing: SharedWork[PreparedImage] = SharedWork()
         self._render_limits = RenderLimits(limits.svg_render_s, limits.svg_memory_mb * 1_000_000)
+        self._decode_limits = RenderLimits(limits.svg_render_s, limits.decode_memory_mb * 1_000_000)
 
     async def read(
         self,
@@ -267,7 +326,8 @@ class Reader:
             share = left // len(slots)
             for slot in slots:
                 slot.budget = max(0, share) * 3 // 4  # base64 grows 4/3
-            await asyncio.gather(*(self._fill(slot, loaded.location, share) for slot in slots))
+            pixels = PixelBudget(limits.max_read_pixels)
+            await asyncio.gather(*(self._fill(slot, loaded.location, share, pixels) for slot in slots))
 
         out: list[Block] = []
         filled = {slot.block_index: slot for slot in slots}
@@ -316,7 +376,7 @@ class Reader:
             next_line_range=next_range,
         )
 
-    async def _fill(self, slot: _Slot, base: LocalFile | RemoteFile, share: int) -> None:
+    async def _fill(self, slot: _Slot, base: LocalFile | RemoteFile, share: int, pixels: PixelBudget) -> None:
         image = slot.image
         shown_ref = image.target if len(image.target) <= 80 else image.target[:77] + "..."
         if share < _MIN_IMAGE_SHARE:
@@ -329,7 +389,7 @@ class Reader:
             return
         try:
             target = resolve_image(image.target, base, self._loader.settings)
-            prepared, shown = await self._prepare(target, slot.budget, image.target)
+            prepared, shown = await self._prepare(target, slot.budget, image.target, pixels)
         except (ImageRefused, ImageRejected) as exc:
             slot.outcome = [TextBlock(f"[image not shown: {shown_ref} — {exc}]", role="placeholder")]
             return
@@ -350,19 +410,20 @@ class Reader:
         outcome.append(ImageBlock(prepared.data, prepared.mime_type, shown, description))
         slot.outcome = outcome
 
-    async def _prepare_cancellably(self, prepare: Callable[[SvgRenderer], PreparedImage]) -> PreparedImage:
-        """Run ``prepare`` on the image lane (:meth:`Loader.run_image`) with an SVG renderer (a
-        child process, see :mod:`md_vision.sandbox`) that is killed when this call is cancelled,
-        instead of running on to its deadline."""
+    async def _prepare_cancellably(self, prepare: _Prepare) -> PreparedImage:
+        """Run ``prepare`` on the image lane (:meth:`Loader.run_image`) with an SVG renderer and a
+        decoder of large rasters (child processes, see :mod:`md_vision.sandbox`) that are killed
+        when this call is cancelled, instead of running on to their deadline."""
         cancelled = threading.Event()
         renderer = functools.partial(render_isolated, limits=self._render_limits, cancelled=cancelled)
+        decoder = functools.partial(decode_in_child, limits=self._decode_limits, cancelled=cancelled)
         try:
-            return await self._loader.run_image(prepare, renderer)
+            return await self._loader.run_image(prepare, renderer, decoder)
         except asyncio.CancelledError:
             cancelled.set()
             raise
 
-    async def _once(self, key: _ImageKey, prepare: Callable[[SvgRenderer], PreparedImage]) -> PreparedImage:
+    async def _once(self, key: _ImageKey, prepare: _Prepare) -> PreparedImage:
         """The image of ``key``: from the cache, or a refusal remembered, or prepared once for
         every caller that asks for it meanwhile (:class:`~md_vision.cache.SharedWork`)."""
         cached = self._images.get(key)
@@ -375,6 +436,8 @@ class Reader:
         async def prepare_and_keep() -> PreparedImage:
             try:
                 prepared = await self._prepare_cancellably(prepare)
+            except OverReadBudget:
+                raise  # this read's budget, not the image's fault
             except ImageRejected as exc:
                 self._refusals.put(key, str(exc))
                 raise
@@ -383,7 +446,9 @@ class Reader:
 
         return await self._preparing.run(key, prepare_and_keep)
 
-    async def _prepare(self, target: ImageTarget, budget: int, name: str) -> tuple[PreparedImage, str]:
+    async def _prepare(
+        self, target: ImageTarget, budget: int, name: str, pixels: PixelBudget
+    ) -> tuple[PreparedImage, str]:
         limits = self._loader.settings.limits
         if isinstance(target, LocalImage):
             opened = open_image(target, self._loader.settings)
@@ -399,7 +464,7 @@ class Reader:
 
             handover = Handover(opened)
 
-            def load_and_prepare(renderer: SvgRenderer) -> PreparedImage:
+            def load_and_prepare(renderer: SvgRenderer, decoder: RasterDecoder) -> PreparedImage:
                 taken = handover.take()
                 if taken is None:
                     raise ImageRejected("the read was cancelled before the image was opened")
@@ -412,6 +477,8 @@ class Reader:
                     max_pixels=limits.max_image_pixels,
                     byte_budget=budget,
                     svg_renderer=renderer,
+                    raster_decoder=decoder,
+                    decode_budget=pixels.charge,
                 )
 
             try:
@@ -428,16 +495,19 @@ class Reader:
         key = ("bytes", hashlib.sha256(data).hexdigest(), budget, limits.max_image_side)
         prepared = await self._once(
             key,
-            lambda renderer: prepare_image(
+            lambda renderer, decoder: prepare_image(
                 data,
                 name=shown or name,
                 max_side=limits.max_image_side,
                 max_pixels=limits.max_image_pixels,
                 byte_budget=budget,
                 svg_renderer=renderer,
+                raster_decoder=decoder,
+                decode_budget=pixels.charge,
             ),
         )
         return prepared, shown
 
 
 _ImageKey = tuple[str | int, ...]
+_Prepare = Callable[[SvgRenderer, RasterDecoder], PreparedImage]

@@ -9,6 +9,9 @@ renders: CPU time (``RLIMIT_CPU``), address space (``RLIMIT_AS``) and a wall dea
 server kills it. A child that crashes, runs out of time or memory costs one image: the caller gets
 :class:`~md_vision.errors.ImageRejected` with a one-line reason, and the server carries on.
 
+Raster images of more than 4 MP are prepared the same way (:func:`decode_isolated`, from
+:func:`md_vision.reading.decode_in_child`): a 2 KB WebP within the pixel cap can decode to 750 MB.
+
 Every helper process dies with its parent (:func:`die_with_parent`): on Linux the kernel sends it
 SIGKILL when its parent exits (``PR_SET_PDEATHSIG``), elsewhere a thread watches the parent's id.
 The forkserver itself exits when the server's end of its "alive" pipe closes, which the kernel
@@ -18,12 +21,14 @@ does however the server ends (SIGKILL included); its children then follow.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import multiprocessing
 import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -31,10 +36,11 @@ from typing import Any
 from docab_mcpguard import children
 from md_vision.errors import ImageRejected
 
-# What the forkserver imports once, so that each folder worker and each render starts ready (a
-# render whose child imports Pillow and resvg itself takes 0.3 s instead of 15 ms).
-PRELOAD = ["md_vision.folder", "md_vision.sandbox", "resvg_py"]
+# What the forkserver imports once, so that each folder worker, render and decode starts ready
+# (a render whose child imports Pillow and resvg itself takes 0.3 s instead of 15 ms).
+PRELOAD = ["md_vision.folder", "md_vision.sandbox", "md_vision.reading", "resvg_py"]
 _OK, _FAILED = b"\x00", b"\x01"  # first byte of the child's answer
+_REASON = b"\x02"  # after _FAILED: the work's own reason follows
 _EXIT_CODE_LIMIT = 3  # the child's own exit when it cannot set its limits
 
 
@@ -64,10 +70,10 @@ def _limit_self(limits: RenderLimits) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def _render_child(conn: Connection, svg: str, width: int, height: int, limits: RenderLimits) -> None:
+def _child(conn: Connection, limits: RenderLimits, work: Callable[[], bytes]) -> None:
     """The child: die with the forkserver, silence stderr (a failed allocation in native code
-    prints a line before it aborts), set its limits, render, send the PNG back. Ctrl-C is the
-    server's to handle (a forkserver started on the first render, from a worker thread, could
+    prints a line before it aborts), set its limits, do ``work``, send its bytes back. Ctrl-C is
+    the server's to handle (a forkserver started on the first render, from a worker thread, could
     not be made deaf to it as the server's start makes it)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
@@ -78,17 +84,24 @@ def _render_child(conn: Connection, svg: str, width: int, height: int, limits: R
         _limit_self(limits)
     except (OSError, ValueError):
         os._exit(_EXIT_CODE_LIMIT)
-    import resvg_py
-
     try:
-        png = bytes(resvg_py.svg_to_bytes(svg_string=svg, width=width, height=height))
+        answer = work()
     except MemoryError:
         conn.send_bytes(_FAILED + b"memory")
         return
-    except Exception:
-        conn.send_bytes(_FAILED + b"render")
+    except ImageRejected as exc:  # the work's own one-line reason
+        conn.send_bytes(_FAILED + _REASON + str(exc).encode("utf-8", "replace")[:1000])
         return
-    conn.send_bytes(_OK + png)
+    except Exception:
+        conn.send_bytes(_FAILED + b"failed")
+        return
+    conn.send_bytes(_OK + answer)
+
+
+def _render(svg: str, width: int, height: int) -> bytes:
+    import resvg_py
+
+    return bytes(resvg_py.svg_to_bytes(svg_string=svg, width=width, height=height))
 
 
 def _context() -> Any:
@@ -103,6 +116,31 @@ def _context() -> Any:
 _CANCEL_POLL_S = 0.05
 
 
+@dataclass(frozen=True, slots=True)
+class _Words:
+    """How a child's failures are told: ``doing`` (e.g. "rendering the SVG"), ``worker`` (e.g.
+    "the SVG renderer"), ``failed`` (its answer when the work raised) and ``cancelled``."""
+
+    doing: str
+    worker: str
+    failed: str
+    cancelled: str
+
+
+_SVG = _Words(
+    "rendering the SVG",
+    "the SVG renderer",
+    "the SVG could not be rendered",
+    "the call was cancelled while the SVG was rendered",
+)
+_DECODE = _Words(
+    "decoding the image",
+    "the image decoder",
+    "the image data is corrupt or truncated and could not be decoded",
+    "the call was cancelled while the image was decoded",
+)
+
+
 def render_isolated(
     svg: str,
     width: int,
@@ -114,18 +152,37 @@ def render_isolated(
     """PNG bytes of ``svg`` rendered at ``width`` x ``height`` by resvg in a child process under
     ``limits``; raises :class:`ImageRejected` (one line) when it fails, crashes or overruns. Once
     ``cancelled`` is set (the call was cancelled), the child is killed within 50 ms."""
-    limits = limits or RenderLimits()
+    work = functools.partial(_render, svg, width, height)
+    return run_isolated(work, limits or RenderLimits(), _SVG, cancelled=cancelled, name="md-vision-svg")
+
+
+def decode_isolated(
+    work: Callable[[], bytes], limits: RenderLimits, *, cancelled: threading.Event | None = None
+) -> bytes:
+    """``work()`` (a picklable call that decodes an image and answers bytes) in a child process
+    under ``limits``, as :func:`render_isolated` renders; an :class:`ImageRejected` it raises
+    comes back with its own reason."""
+    return run_isolated(work, limits, _DECODE, cancelled=cancelled, name="md-vision-decode")
+
+
+def run_isolated(
+    work: Callable[[], bytes],
+    limits: RenderLimits,
+    words: _Words,
+    *,
+    cancelled: threading.Event | None = None,
+    name: str,
+) -> bytes:
+    """The bytes ``work()`` answers in a child process forked by the forkserver under ``limits``."""
     context = _context()
     receiving, sending = context.Pipe(duplex=False)
-    child = context.Process(
-        target=_render_child, args=(sending, svg, width, height, limits), name="md-vision-svg", daemon=True
-    )
+    child = context.Process(target=_child, args=(sending, limits, work), name=name, daemon=True)
     try:
         child.start()
     except Exception as exc:
         receiving.close()
         sending.close()
-        raise ImageRejected("the SVG renderer could not be started") from exc
+        raise ImageRejected(f"{words.worker} could not be started") from exc
     sending.close()  # the child holds the only writer now: its death reads as end of file
     started = time.monotonic()
     try:
@@ -149,21 +206,23 @@ def render_isolated(
         with contextlib.suppress(ValueError):
             child.close()
     if answer is None and cancelled is not None and cancelled.is_set():
-        raise ImageRejected("the call was cancelled while the SVG was rendered")
+        raise ImageRejected(words.cancelled)
     if answer is not None:
         if answer[:1] == _OK:
             return answer[1:]
         if answer[1:] == b"memory":
-            raise ImageRejected(_over_memory(limits))
-        raise ImageRejected("the SVG could not be rendered")
+            raise ImageRejected(_over_memory(limits, words))
+        if answer[1:2] == _REASON:
+            raise ImageRejected(answer[2:].decode("utf-8", "replace"))
+        raise ImageRejected(words.failed)
     if code is None or elapsed >= limits.seconds or code in (-signal.SIGXCPU, -signal.SIGKILL):
-        raise ImageRejected(f"rendering the SVG took longer than the {limits.seconds:g} s limit")
+        raise ImageRejected(f"{words.doing} took longer than the {limits.seconds:g} s limit")
     if code in (-signal.SIGABRT, -signal.SIGSEGV) or code == _EXIT_CODE_LIMIT:
         # SIGABRT: native code could not allocate under the memory limit (or gave up otherwise).
         reason = "it ran out of memory or crashed" if code == -signal.SIGABRT else "it crashed"
-        raise ImageRejected(f"the SVG renderer stopped ({reason}); the image is skipped")
-    raise ImageRejected("the SVG renderer stopped unexpectedly; the image is skipped")
+        raise ImageRejected(f"{words.worker} stopped ({reason}); the image is skipped")
+    raise ImageRejected(f"{words.worker} stopped unexpectedly; the image is skipped")
 
 
-def _over_memory(limits: RenderLimits) -> str:
-    return f"rendering the SVG needed more than the {limits.memory_bytes // 1_000_000:,} MB memory limit"
+def _over_memory(limits: RenderLimits, words: _Words) -> str:
+    return f"{words.doing} needed more than the {limits.memory_bytes // 1_000_000:,} MB memory limit"

@@ -37,6 +37,10 @@ class Limits:
     max_image_side: int = 1568  # output images fit in this square; SVGs are rendered into it
     svg_render_s: float = 10.0  # one SVG render, wall and CPU time (in a child process: md_vision.sandbox)
     svg_memory_mb: int = 1024  # memory one SVG render may map beyond the child's start
+    # A raster image of more than 4 MP is decoded in a child process (md_vision.sandbox) that may
+    # map this much beyond its start, within svg_render_s; a 2 KB WebP can decode to 750 MB.
+    decode_memory_mb: int = 1024
+    max_read_pixels: int = 250_000_000  # pixels one read may decode, all its images together
     max_response_bytes: int = 5_000_000  # text plus base64 images in one read result
     max_result_tokens: int = DEFAULT_RESULT_TOKENS  # text of one result, for a model (md_vision.paging)
     # Markdown files in one folder index. A large folder's index comes in pages, each parsing only
@@ -66,6 +70,20 @@ LIMIT_FLAGS: tuple[LimitFlag, ...] = (
         "--svg-seconds", "svg_render_s", float, "seconds one SVG render may take (then it is killed)", 0.1
     ),
     LimitFlag("--svg-memory-mb", "svg_memory_mb", int, "memory one SVG render may use, in MB", 16),
+    LimitFlag(
+        "--decode-memory-mb",
+        "decode_memory_mb",
+        int,
+        "memory one image decode (over 4 MP) may use, in MB",
+        16,
+    ),
+    LimitFlag(
+        "--max-read-pixels",
+        "max_read_pixels",
+        int,
+        "pixels one read_md_with_images may decode, its images together (then placeholders)",
+        1,
+    ),
     LimitFlag("--max-response-bytes", "max_response_bytes", int, "text + base64 images in one read", 10_000),
     LimitFlag(
         "--max-result-tokens",
