@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,8 +15,15 @@ from PIL import Image, ImageDraw, ImageFont, features
 
 from tests.support.http_server import LocalServer, Reply
 from tests.vision_bridge.conftest import settings_for, with_service
-from vision_bridge.backends.tesseract import paragraphs_from_data, render_ocr, tesseract_languages
+from vision_bridge.backends.base import ImagePart, VisionRequest
+from vision_bridge.backends.tesseract import (
+    TesseractBackend,
+    paragraphs_from_data,
+    render_ocr,
+    tesseract_languages,
+)
 from vision_bridge.errors import ConfigError, VisionError
+from vision_bridge.prepare import PreparedImage
 from vision_bridge.prompts import NO_TEXT
 from vision_bridge.usage import USAGE_META_KEY
 
@@ -169,3 +179,72 @@ def test_urls_are_downloaded_first_and_results_cached(tmp_path: Path) -> None:
     assert words(first.text) == words(" ".join(LINES))
     assert second.usage.from_cache and second.text == first.text
     assert len(server.requests) == 2  # downloaded per call (the key is the content), OCR ran once
+
+
+# A stand-in Tesseract that answers the start-up questions, notes its process id, then hangs: the
+# shape of a page of tiny text that once ran for minutes at 1.27 GB, on after its call was
+# cancelled and after the server's input closed (pytesseract's own timeout was the only bound).
+HANGING_TESSERACT = """#!/bin/sh
+case "$1" in
+  --version) echo "tesseract 5.3.0"; exit 0;;
+  --list-langs) echo 'List of available languages in "/x/" (1):'; echo eng; exit 0;;
+esac
+echo $$ > "$(dirname "$0")/pid"
+exec sleep 120
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _hanging_backend(tmp_path: Path) -> tuple[TesseractBackend, Path]:
+    script = tmp_path / "tesseract"
+    script.write_text(HANGING_TESSERACT)
+    script.chmod(0o755)
+    return TesseractBackend(command=str(script)), tmp_path / "pid"
+
+
+def _request() -> VisionRequest:
+    return VisionRequest("ocr", "read", (ImagePart(inline=PreparedImage(render(), "image/png", 900, 220)),))
+
+
+def _wait(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_tesseract_past_the_calls_time_is_killed(tmp_path: Path) -> None:
+    backend, pidfile = _hanging_backend(tmp_path)
+    with pytest.raises(VisionError) as failure:
+        asyncio.run(backend.answer(_request(), timeout_s=1.0))
+    assert failure.value.cause.value == "timeout"
+    assert failure.value.message == "Tesseract took longer than 1 s"
+    pid = int(pidfile.read_text())
+    assert _wait(lambda: not _running(pid), 5.0), "Tesseract outlived its call's time"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_a_cancelled_ocr_call_kills_tesseract(tmp_path: Path) -> None:
+    backend, pidfile = _hanging_backend(tmp_path)
+
+    async def go() -> int:
+        task = asyncio.create_task(backend.answer(_request(), timeout_s=120))
+        assert await asyncio.to_thread(_wait, pidfile.exists, 20.0), "Tesseract never started"
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return int(pidfile.read_text())
+
+    pid = asyncio.run(go())
+    assert _wait(lambda: not _running(pid), 5.0), "Tesseract outlived its cancelled call"

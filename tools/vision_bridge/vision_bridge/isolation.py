@@ -4,7 +4,8 @@ Within the pixel cap, an image can still take gigabytes and minutes to decode: a
 16-bit TIFF, a CMYK JPEG converted to RGB, a LANCZOS resize of either (a red-team measured 1.2 to
 2.7 GB per image), in native code that holds the GIL, on a thread ``VISION_TIMEOUT`` cannot stop,
 and compare_images decoded its four images at once. So every image that must be decoded
-(:func:`vision_bridge.prepare.reencode`) is decoded in a process of its own, forked by a
+(:func:`vision_bridge.prepare.reencode`), and every file over 256 KB even to be checked, is
+handled in a process of its own, forked by a
 forkserver that has imported Pillow (a child starts in milliseconds), under limits it sets on
 itself before it reads a byte: an address-space cap (``VISION_DECODE_MEMORY_MB`` beyond what it
 maps at start, ``RLIMIT_AS``) and a CPU-time cap, with the call's remaining time as a wall
@@ -13,8 +14,9 @@ deadline at which the server kills it; a cancelled call kills it within 50 ms. A
 ``workers`` x the cap, whatever the calls in flight. A child that fails costs its image only: the
 call gets a one-line error, the server carries on.
 
-An image that is sent as it came (:func:`vision_bridge.prepare.sent_as_is`: headers and checksums,
-no pixels) is checked here, in the server, without a child.
+A small file (:data:`IN_SERVER_CHECK_BYTES`) that is sent as it came
+(:func:`vision_bridge.prepare.sent_as_is`: headers and checksums, no pixels) is checked here, in
+the server, without a child.
 
 The child's answer is a small header and the encoded bytes, never a pickle: a decoder subverted
 by a hostile file could otherwise hand the server code to run.
@@ -40,7 +42,13 @@ from docab_mcpguard import children
 from vision_bridge.config import DEFAULT_DECODE_MEMORY_MB
 from vision_bridge.errors import DecodeMemoryError, ErrorCause, VisionError, input_error
 from vision_bridge.inputs import ImageBytes
-from vision_bridge.prepare import ImageLimits, PreparedImage, reencode, sent_as_is
+from vision_bridge.prepare import ImageLimits, PreparedImage, prepare_image, sent_as_is
+
+IN_SERVER_CHECK_BYTES = 256 * 1024
+"""Files up to this size are checked in the server (headers, checksums) and, when they fit, sent
+without a child. Checking costs time and memory with the file's bytes, not its pixels (a 20 MB
+JPEG of empty markers: 9 s of CPU and 729 MB in Pillow's parser), so a larger file is checked and
+prepared in a child, under the same caps and deadline as a decode."""
 
 DEFAULT_DECODE_WORKERS = 2
 """Decodes at once, over every call (a machine's memory must hold this many times the cap)."""
@@ -61,6 +69,11 @@ log = logging.getLogger("vision_bridge")
 _OK, _INPUT, _MEMORY, _FAILED = b"\x00", b"\x01", b"\x02", b"\x03"  # first byte of the answer
 _EXIT_CODE_LIMIT = 3  # the child's own exit when it cannot set its limits
 _CANCEL_POLL_S = 0.05
+# A child ended by its CPU limit or killed here (SIGXCPU does not exist on Windows).
+_KILLED = -getattr(signal, "SIGKILL", 9)
+_OUT_OF_TIME_EXITS = frozenset(
+    -getattr(signal, name) for name in ("SIGXCPU", "SIGKILL") if hasattr(signal, name)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,27 +85,43 @@ class DecodeLimits:
     workers: int = DEFAULT_DECODE_WORKERS
 
 
+class LoopSemaphore:
+    """At most ``workers`` at once within the running event loop (a server has one; a library
+    user who starts several loops gets a bound per loop)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, workers)
+        self._semaphore: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def here(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or self._loop is not loop:
+            self._semaphore, self._loop = asyncio.Semaphore(self.workers), loop
+        return self._semaphore
+
+
 class IsolatedDecoder:
     """Prepares images for a backend: as they came when they fit, else re-encoded in a child."""
 
     def __init__(self, limits: DecodeLimits | None = None) -> None:
         self.limits = limits or DecodeLimits()
-        self._slots: asyncio.Semaphore | None = None
-        self._slots_loop: asyncio.AbstractEventLoop | None = None
+        self._slots = LoopSemaphore(self.limits.workers)
 
     async def prepare(self, image: ImageBytes, accepted: ImageLimits, *, timeout_s: float) -> PreparedImage:
         """``image`` in a form ``accepted`` takes; a :class:`VisionError` (input, or timeout when
-        ``timeout_s`` ran out while it decoded) otherwise."""
-        as_is = await asyncio.to_thread(sent_as_is, image, accepted)
-        if as_is is not None:
-            return as_is
+        ``timeout_s`` ran out while it was checked or decoded) otherwise."""
+        if len(image.data) <= IN_SERVER_CHECK_BYTES:
+            as_is = await asyncio.to_thread(sent_as_is, image, accepted)
+            if as_is is not None:
+                return as_is
         started = time.monotonic()
-        async with self._slots_here():
+        async with self._slots.here():
             left = timeout_s - (time.monotonic() - started)
             cancelled = threading.Event()
             try:
                 return await asyncio.to_thread(
-                    reencode_isolated, image, accepted, self.limits, left, cancelled
+                    prepare_isolated, image, accepted, self.limits, left, cancelled
                 )
             finally:
                 cancelled.set()  # the call was cancelled (or is done): kill the child if it runs
@@ -105,21 +134,15 @@ class IsolatedDecoder:
 
             forkserver.ensure_running()
 
-    def _slots_here(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._slots is None or self._slots_loop is not loop:
-            self._slots, self._slots_loop = asyncio.Semaphore(max(1, self.limits.workers)), loop
-        return self._slots
 
-
-def reencode_isolated(
+def prepare_isolated(
     image: ImageBytes,
     accepted: ImageLimits,
     limits: DecodeLimits,
     timeout_s: float,
     cancelled: threading.Event | None = None,
 ) -> PreparedImage:
-    """:func:`~vision_bridge.prepare.reencode` in a child process under ``limits``, killed after
+    """:func:`~vision_bridge.prepare.prepare_image` in a child process under ``limits``, killed after
     ``timeout_s`` or within 50 ms of ``cancelled`` being set; blocks (run it on a thread)."""
     if timeout_s <= 0:
         raise _out_of_time(image, timeout_s)
@@ -168,8 +191,13 @@ def reencode_isolated(
         return _read_answer(answer, image, limits)
     if cancelled is not None and cancelled.is_set():
         raise VisionError(ErrorCause.TIMEOUT, f"the call ended while {image.origin} was decoded")
-    if code is None or elapsed >= timeout_s or code in (-signal.SIGXCPU, -signal.SIGKILL):
+    if code is None or elapsed >= timeout_s or (code in _OUT_OF_TIME_EXITS and code != _KILLED):
         raise _out_of_time(image, timeout_s)
+    if code == _KILLED:  # with time left: not by this server, most likely the system's OOM killer
+        raise input_error(
+            f"{image.origin} could not be decoded: the decoder was killed, most likely for want of "
+            "memory on this machine; send it smaller"
+        )
     if code == -signal.SIGABRT or code == _EXIT_CODE_LIMIT:
         # SIGABRT: native code could not allocate under the memory cap.
         raise input_error(_over_memory(image, limits))
@@ -191,23 +219,27 @@ def _over_memory(image: ImageBytes, limits: DecodeLimits) -> str:
 
 
 def _read_answer(answer: bytes, image: ImageBytes, limits: DecodeLimits) -> PreparedImage:
-    kind, body = answer[:1], answer[1:]
+    kind, body = answer[:1], memoryview(answer)[1:]  # a view: the image's bytes are copied once
     if kind == _INPUT:
-        raise input_error(body.decode("utf-8", "replace"))
+        raise input_error(bytes(body).decode("utf-8", "replace"))
     if kind == _MEMORY:
         raise input_error(_over_memory(image, limits))
     if kind != _OK or len(body) < 4:
         raise input_error(f"{image.origin} could not be decoded")
     size = int.from_bytes(body[:4], "big")
     try:
-        mime, width, height, note = json.loads(body[4 : 4 + size])
+        mime, width, height, note, as_is = json.loads(bytes(body[4 : 4 + size]))
     except (ValueError, TypeError):
         raise input_error(f"{image.origin} could not be decoded") from None
     if not (
-        isinstance(mime, str) and isinstance(width, int) and isinstance(height, int) and isinstance(note, str)
+        isinstance(mime, str)
+        and isinstance(width, int)
+        and isinstance(height, int)
+        and isinstance(note, str)
+        and isinstance(as_is, bool)
     ):
         raise input_error(f"{image.origin} could not be decoded")
-    return PreparedImage(body[4 + size :], mime, width, height, note)
+    return PreparedImage(image.data if as_is else bytes(body[4 + size :]), mime, width, height, note)
 
 
 def _decode_child(
@@ -231,7 +263,7 @@ def _decode_child(
         os._exit(_EXIT_CODE_LIMIT)
     children.cap_address_space(memory_bytes)
     try:
-        prepared = reencode(image, accepted)
+        prepared = prepare_image(image, accepted)
     except DecodeMemoryError:
         conn.send_bytes(_MEMORY)
         return
@@ -244,9 +276,10 @@ def _decode_child(
     except Exception:
         conn.send_bytes(_FAILED)
         return
-    header = json.dumps([prepared.mime, prepared.width, prepared.height, prepared.note]).encode()
+    as_is = prepared.data is image.data  # the server has these bytes: say so, do not send them back
+    header = json.dumps([prepared.mime, prepared.width, prepared.height, prepared.note, as_is]).encode()
     try:
-        conn.send_bytes(_OK + len(header).to_bytes(4, "big") + header + prepared.data)
+        conn.send_bytes(_OK + len(header).to_bytes(4, "big") + header + (b"" if as_is else prepared.data))
     except MemoryError:
         conn.send_bytes(_MEMORY)
 

@@ -68,6 +68,11 @@ class PreparedImage:
         return f"data:{self.mime};base64,{self.base64()}"
 
 
+# Pillow warns past ~89 MP; the pixel cap is the bridge's own decision. Set once, here: a
+# catch_warnings() around each open is not thread-safe, and the warning reached stderr when two
+# images opened at once. By message, so that Pillow need not be imported to say it.
+warnings.filterwarnings("ignore", message=r"Image size \(\d+ pixels\) exceeds limit")
+
 # The formats Pillow may open. Left to guess, it opened any it knows by the bytes, whatever the
 # name or data URL said: an EPS ran Ghostscript on the file's PostScript, and JPEG 2000 and ICO
 # decoders came with costs of their own. TIFF is what a macOS clipboard gives.
@@ -83,10 +88,7 @@ def open_checked(image: ImageBytes, *, max_pixels: int = MAX_PIXELS) -> PILImage
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with warnings.catch_warnings():
-            # Pillow warns past ~89 MP; the cap below is the bridge's own decision.
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            opened = Image.open(io.BytesIO(image.data), formats=ACCEPTED_FORMATS)
+        opened = Image.open(io.BytesIO(image.data), formats=ACCEPTED_FORMATS)
     except Image.DecompressionBombError:
         raise input_error(f"{image.origin} has more than the limit of {max_pixels:,} pixels") from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
@@ -174,7 +176,12 @@ def sent_as_is(
     opened = open_checked(image, max_pixels=max_pixels)
     mime = Image.MIME.get(opened.format or "", "")
     width, height = opened.size
-    if limits.opaque_png or not mime or bool(getattr(opened, "is_animated", False)):
+    try:
+        # Counting frames reads past the first: a corrupt animated GIF raised IndexError here.
+        animated = bool(getattr(opened, "is_animated", False))
+    except Exception:
+        raise input_error(f"{image.origin} is corrupt or truncated and cannot be decoded") from None
+    if limits.opaque_png or not mime or animated:
         return None
     if limits.max_side is not None and max(width, height) > limits.max_side:
         return None
@@ -218,7 +225,7 @@ def reencode(image: ImageBytes, limits: ImageLimits, *, max_pixels: int = MAX_PI
     data = _encode(picture, out_fmt)
     steps = 0
     while limits.max_bytes is not None and len(data) > limits.max_bytes:
-        if out_fmt == "PNG":
+        if out_fmt == "PNG" and not limits.opaque_png:  # an OCR engine reads lossless pixels best
             out_fmt = "JPEG"
         else:
             scale *= 0.75

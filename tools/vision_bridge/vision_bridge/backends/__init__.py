@@ -21,7 +21,9 @@ def create_backend(settings: Settings) -> VisionBackend:
     if settings.backend == "tesseract":
         from vision_bridge.backends.tesseract import TesseractBackend
 
-        backend = TesseractBackend(command=settings.tesseract_cmd)
+        backend = TesseractBackend(
+            command=settings.tesseract_cmd, memory_bytes=settings.decode_memory_bytes + (1024 << 20)
+        )
         backend.check()
         return backend
     if settings.backend == "anthropic":

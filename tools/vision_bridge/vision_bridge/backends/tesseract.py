@@ -1,12 +1,15 @@
-"""Offline OCR with the system's Tesseract through ``pytesseract``: no API, no network, no model.
+"""Offline OCR with the system's Tesseract program: no API, no network, no model.
 
-Why pytesseract (over tesserocr): it drives the ``tesseract`` program the system's packages
-install (Debian's ``tesseract-ocr``, Homebrew's, the Windows installer), so the engine version and
-the language packs are the ones the user manages (``apt-get install tesseract-ocr-deu`` adds German
-with no Python change). It is pure Python with no compiled parts, so the server's base install
-stays light and works on every platform; tesserocr's wheels bundle their own libtesseract instead
+Why the program (over tesserocr): it is the one the system's packages install (Debian's
+``tesseract-ocr``, Homebrew's, the Windows installer), so the engine version and the language
+packs are the ones the user manages (``apt-get install tesseract-ocr-deu`` adds German with no
+Python change). Driving it needs no compiled parts, so the server's base install stays light and works on every platform; tesserocr's wheels bundle their own libtesseract instead
 of using the system's. The cost, one process per image, is small next to the OCR itself and is
-paid once per image thanks to the result cache.
+paid once per image thanks to the result cache. The process is run here (pytesseract only lists
+the installed languages) so that it can be bounded: a private temporary file as its input, an
+address-space cap, two at a time, killed at the call's deadline or when the call is cancelled,
+and with the server on Linux. A page of tiny text once ran for minutes at 1.27 GB, on after its
+call was cancelled and after the server's input closed.
 
 Only ``ocr_image`` is served. ``analyze_image`` and ``compare_images`` need a vision model and
 say so. Output formats: ``plain`` (Tesseract's text, layout spaces kept), ``markdown``
@@ -17,18 +20,24 @@ say so. Output formats: ``plain`` (Tesseract's text, layout spaces kept), ``mark
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from vision_bridge.backends.base import ProviderError, Task, VisionAnswer, VisionRequest
 from vision_bridge.cache import BackendIdentity
+from vision_bridge.config import DEFAULT_DECODE_MEMORY_MB
 from vision_bridge.errors import ConfigError, ErrorCause, input_error
+from vision_bridge.isolation import LoopSemaphore
 from vision_bridge.metering import count_request
 from vision_bridge.prepare import ImageLimits
 from vision_bridge.prompts import NO_TEXT, OcrFormat
@@ -44,6 +53,10 @@ ISO_TO_TESSERACT = {
     "ta": "tam", "th": "tha", "tr": "tur", "uk": "ukr", "vi": "vie",
     "zh": "chi_sim", "zh-cn": "chi_sim", "zh-hans": "chi_sim", "zh-tw": "chi_tra", "zh-hant": "chi_tra",
 }  # fmt: skip
+
+TESSERACT_MEMORY_BYTES = (DEFAULT_DECODE_MEMORY_MB + 1024) << 20
+"""Address space one Tesseract process may take: the decode cap plus room for the engine, its
+language data and its threads (a 942 KB page of tiny text ran for minutes at 1.27 GB)."""
 
 INSTALL_HINT = (
     "install it with your system's packages (Debian/Ubuntu: apt-get install tesseract-ocr; "
@@ -119,14 +132,63 @@ def render_ocr(fmt: OcrFormat, *, plain_text: str, paragraphs: list[dict[str, An
     return text.strip() or NO_TEXT
 
 
+def data_from_tsv(tsv: str) -> dict[str, list[str]]:
+    """Tesseract's ``tsv`` output as columns (``level``, ``block_num``, ..., ``text``)."""
+    rows = [row.split("\t") for row in tsv.strip("\n").split("\n") if row]
+    if len(rows) < 2:
+        return {}
+    header, body = rows[0], rows[1:]
+    columns: dict[str, list[str]] = {name: [] for name in header}
+    for row in body:
+        row = row + [""] * (len(header) - len(row))  # an empty last word has no cell
+        for name, cell in zip(header, row, strict=False):
+            columns[name].append(cell)
+    return columns
+
+
+def _write(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as file:
+        file.write(data)
+
+
+def _child_limits(memory_bytes: int) -> Callable[[], None] | None:
+    """What runs in the Tesseract process before it starts (POSIX): an address-space cap, and
+    on Linux death with the server (``PR_SET_PDEATHSIG``)."""
+    if os.name != "posix":
+        return None
+    import resource
+    import signal
+
+    prctl = None
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def limit() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        if prctl is not None:
+            prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+    return limit
+
+
 class TesseractBackend:
     tasks: frozenset[Task] = frozenset({"ocr"})
     # Every image reaches Tesseract decoded (in the service's decoding child), flattened over
     # white and re-encoded as PNG: Tesseract reads that file and never a user's bytes.
-    image_limits = ImageLimits(accepted_mimes=None, opaque_png=True)
+    # At most 64 MB of PNG (scaled down until it fits): a 722 KB palette image had become 248 MB.
+    image_limits = ImageLimits(accepted_mimes=None, opaque_png=True, max_bytes=64 << 20)
 
-    def __init__(self, *, command: str = "tesseract") -> None:
+    def __init__(
+        self, *, command: str = "tesseract", memory_bytes: int = TESSERACT_MEMORY_BYTES, workers: int = 2
+    ) -> None:
         self.command = command
+        self.memory_bytes = memory_bytes
+        self._slots = LoopSemaphore(workers)
         self.version = ""
         self._installed: frozenset[str] | None = None
         self.identity = BackendIdentity("tesseract", "tesseract")
@@ -165,51 +227,66 @@ class TesseractBackend:
     async def answer(self, request: VisionRequest, *, timeout_s: float) -> VisionAnswer:
         if request.task != "ocr":
             raise ProviderError(ErrorCause.UNSUPPORTED, "the Tesseract backend only reads text")
+        lang = tesseract_languages(request.languages, await asyncio.to_thread(self.installed_languages))
         texts = []
+        deadline = time.monotonic() + timeout_s
         for part in request.images:
             if part.inline is None:  # the service downloads URLs first for this backend
                 raise input_error("the Tesseract backend needs the image's bytes, not a URL")
             count_request()
-            texts.append(await asyncio.to_thread(self._ocr, part.inline.data, request, timeout_s))
+            texts.append(await self._ocr(part.inline.data, request, lang, deadline - time.monotonic()))
         return VisionAnswer("\n\n".join(texts), TokenUsage(), "ocr")
 
-    def _ocr(self, png: bytes, request: VisionRequest, timeout_s: float) -> str:
-        lang = tesseract_languages(request.languages, self.installed_languages())
-        # Tesseract reads the file itself: handed a Pillow image, pytesseract would decode and
-        # encode it again in this process.
-        with tempfile.TemporaryDirectory(prefix="vision-bridge-ocr-") as folder:
-            path = os.path.join(folder, "image.png")
-            with open(path, "wb") as file:
-                file.write(png)
-            return self._ocr_file(path, request, lang, timeout_s)
+    async def _ocr(self, png: bytes, request: VisionRequest, lang: str, timeout_s: float) -> str:
+        if request.ocr_format == "plain":
+            plain = await self._tesseract(png, ["-l", lang, "-c", "preserve_interword_spaces=1"], timeout_s)
+            return render_ocr("plain", plain_text=plain, paragraphs=[])
+        tsv = await self._tesseract(png, ["-l", lang, "tsv"], timeout_s)
+        return render_ocr(
+            request.ocr_format, plain_text="", paragraphs=paragraphs_from_data(data_from_tsv(tsv))
+        )
 
-    def _ocr_file(self, picture: str, request: VisionRequest, lang: str, timeout_s: float) -> str:
-        import pytesseract
-
-        pytesseract.pytesseract.tesseract_cmd = self.command
-        try:
-            if request.ocr_format == "plain":
-                plain = pytesseract.image_to_string(
-                    picture, lang=lang, config="-c preserve_interword_spaces=1", timeout=timeout_s
-                )
-                return render_ocr("plain", plain_text=plain, paragraphs=[])
-            data = pytesseract.image_to_data(
-                picture, lang=lang, output_type=pytesseract.Output.DICT, timeout=timeout_s
-            )
-        except pytesseract.TesseractNotFoundError:
-            raise ProviderError(ErrorCause.API, f"Tesseract is no longer available: {INSTALL_HINT}") from None
-        except pytesseract.TesseractError as exc:
-            message = (
-                " ".join(str(exc.message).split())[:500] if getattr(exc, "message", None) else "no detail"
-            )
-            raise ProviderError(ErrorCause.API, f"Tesseract failed: {message}") from None
-        except RuntimeError as exc:
-            if "timeout" in str(exc).lower():
-                raise ProviderError(
-                    ErrorCause.TIMEOUT, f"Tesseract took longer than {timeout_s:g} s"
-                ) from None
-            raise
-        return render_ocr(request.ocr_format, plain_text="", paragraphs=paragraphs_from_data(data))
+    async def _tesseract(self, png: bytes, arguments: list[str], timeout_s: float) -> str:
+        """Tesseract's standard output for the image ``png`` (written to a private temporary file):
+        at most ``workers`` at once, under the memory cap, killed at ``timeout_s`` or when the call
+        is cancelled, and with the server (Linux)."""
+        async with self._slots.here():
+            with tempfile.TemporaryDirectory(prefix="vision-bridge-ocr-") as folder:
+                path = os.path.join(folder, "image.png")
+                await asyncio.to_thread(_write, path, png)
+                try:
+                    process = await asyncio.create_subprocess_exec(
+                        self.command,
+                        path,
+                        "stdout",
+                        *arguments,
+                        stdin=asyncio.subprocess.DEVNULL,
+                        stdout=asyncio.subprocess.PIPE,
+                        stderr=asyncio.subprocess.PIPE,
+                        preexec_fn=_child_limits(self.memory_bytes),
+                    )
+                except OSError:
+                    raise ProviderError(
+                        ErrorCause.API, f"Tesseract is no longer available: {INSTALL_HINT}"
+                    ) from None
+                try:
+                    async with asyncio.timeout(max(timeout_s, 0.001)):
+                        out, err = await process.communicate()
+                except TimeoutError:
+                    raise ProviderError(
+                        ErrorCause.TIMEOUT, f"Tesseract took longer than {max(timeout_s, 0):.3g} s"
+                    ) from None
+                finally:
+                    if process.returncode is None:  # timed out or cancelled: it must not run on
+                        with contextlib.suppress(ProcessLookupError):
+                            process.kill()
+        code = process.returncode or 0
+        if code != 0:
+            detail = " ".join(err.decode("utf-8", "replace").split())[:500] or "no detail"
+            if code < 0:
+                detail = f"it was stopped by signal {-code} (out of memory?); {detail}"
+            raise ProviderError(ErrorCause.API, f"Tesseract failed: {detail}")
+        return out.decode("utf-8", "replace")
 
     async def aclose(self) -> None:
         return None
