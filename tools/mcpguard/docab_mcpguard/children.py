@@ -1,19 +1,102 @@
-"""Helper processes that cannot outlive their server: md-vision's SVG renders and folder workers,
-markfetch's extraction workers (each forked by a ``forkserver``).
+"""Helper processes that cannot outlive their server: md-vision's SVG renders, raster decodes and
+folder workers, markfetch's extraction workers, vision-bridge's decodes (each forked by a
+``forkserver``).
 
 A server killed, or ended by its client, must not leave a render or an extraction running: every
 helper calls :func:`die_with_parent` first, and caps its own memory with :func:`cap_address_space`.
+A one-shot helper is run by :func:`run_child`: its one answer, or how it ended, within a deadline
+and killed on cancellation.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 _PR_SET_NAME, _PR_SET_PDEATHSIG = 15, 1
 _PARENT_POLL_S = 0.5
+_CANCEL_POLL_S = 0.05
+
+
+def forkserver_context(preload: list[str]) -> Any:
+    """The multiprocessing context helpers are forked from: a forkserver that imports ``preload``
+    once (in effect if it is not running yet), so that each helper starts ready; where there is
+    no forkserver (Windows), spawn: a fresh interpreter per helper."""
+    import multiprocessing
+
+    try:
+        context = multiprocessing.get_context("forkserver")
+    except ValueError:
+        return multiprocessing.get_context("spawn")
+    context.set_forkserver_preload(preload)
+    return context
+
+
+class ChildNotStarted(Exception):
+    """The helper process could not be started (see ``__cause__``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildOutcome:
+    """How a one-shot helper ended: its answer (None if it sent none), its exit code (None if it
+    could not be reaped), the seconds waited, and whether the caller cancelled it."""
+
+    answer: bytes | None
+    exit_code: int | None
+    elapsed: float
+    cancelled: bool
+
+
+def run_child(
+    context: Any,
+    target: Callable[..., None],
+    args: tuple[Any, ...],
+    *,
+    name: str,
+    seconds: float,
+    cancelled: threading.Event | None = None,
+) -> ChildOutcome:
+    """Start ``target(sending_end, *args)`` in a process of ``context`` (a multiprocessing
+    context) and wait at most ``seconds`` for the one message it sends on that end; the process
+    is killed at the deadline, within 50 ms of ``cancelled`` being set, or once it has answered
+    and not exited. Blocks (run it on a thread). :class:`ChildNotStarted` if it cannot start."""
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(target=target, args=(sending, *args), name=name, daemon=True)
+    try:
+        child.start()
+    except Exception as exc:
+        receiving.close()
+        sending.close()
+        raise ChildNotStarted(name) from exc
+    sending.close()  # the child holds the only writer now: its death reads as end of file
+    started = time.monotonic()
+    answer: bytes | None = None
+    try:
+        ready = False
+        while not ready:
+            left = seconds - (time.monotonic() - started)
+            if left <= 0 or (cancelled is not None and cancelled.is_set()):
+                break
+            ready = receiving.poll(min(left, _CANCEL_POLL_S) if cancelled is not None else left)
+        if ready:
+            with contextlib.suppress(EOFError, OSError):
+                answer = receiving.recv_bytes()
+        elapsed = time.monotonic() - started
+    finally:
+        receiving.close()
+        if child.is_alive():
+            child.kill()
+        child.join(5)
+        code = child.exitcode
+        with contextlib.suppress(ValueError):
+            child.close()
+    return ChildOutcome(answer, code, elapsed, cancelled is not None and cancelled.is_set())
 
 
 def die_with_parent(process_name: bytes | None = None, watcher: str = "parent-watch") -> None:

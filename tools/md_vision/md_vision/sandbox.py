@@ -23,11 +23,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import multiprocessing
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -105,15 +103,7 @@ def _render(svg: str, width: int, height: int) -> bytes:
 
 
 def _context() -> Any:
-    try:
-        context = multiprocessing.get_context("forkserver")
-    except ValueError:  # no forkserver (Windows): a fresh interpreter per render
-        return multiprocessing.get_context("spawn")
-    context.set_forkserver_preload(PRELOAD)  # in effect if the forkserver is not running yet
-    return context
-
-
-_CANCEL_POLL_S = 0.05
+    return children.forkserver_context(PRELOAD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,38 +164,14 @@ def run_isolated(
     name: str,
 ) -> bytes:
     """The bytes ``work()`` answers in a child process forked by the forkserver under ``limits``."""
-    context = _context()
-    receiving, sending = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(sending, limits, work), name=name, daemon=True)
     try:
-        child.start()
-    except Exception as exc:
-        receiving.close()
-        sending.close()
+        outcome = children.run_child(
+            _context(), _child, (limits, work), name=name, seconds=limits.seconds, cancelled=cancelled
+        )
+    except children.ChildNotStarted as exc:
         raise ImageRejected(f"{words.worker} could not be started") from exc
-    sending.close()  # the child holds the only writer now: its death reads as end of file
-    started = time.monotonic()
-    try:
-        answer: bytes | None = None
-        ready = False
-        while not ready:
-            left = limits.seconds - (time.monotonic() - started)
-            if left <= 0 or (cancelled is not None and cancelled.is_set()):
-                break
-            ready = receiving.poll(min(left, _CANCEL_POLL_S) if cancelled is not None else left)
-        if ready:
-            with contextlib.suppress(EOFError, OSError):
-                answer = receiving.recv_bytes()
-        elapsed = time.monotonic() - started
-    finally:
-        receiving.close()
-        if child.is_alive():
-            child.kill()
-        child.join(5)
-        code = child.exitcode
-        with contextlib.suppress(ValueError):
-            child.close()
-    if answer is None and cancelled is not None and cancelled.is_set():
+    answer, code, elapsed = outcome.answer, outcome.exit_code, outcome.elapsed
+    if answer is None and outcome.cancelled:
         raise ImageRejected(words.cancelled)
     if answer is not None:
         if answer[:1] == _OK:

@@ -29,7 +29,6 @@ import contextlib
 import json
 import logging
 import math
-import multiprocessing
 import os
 import signal
 import threading
@@ -68,7 +67,6 @@ PRELOAD = [
 log = logging.getLogger("vision_bridge")
 _OK, _INPUT, _MEMORY, _FAILED = b"\x00", b"\x01", b"\x02", b"\x03"  # first byte of the answer
 _EXIT_CODE_LIMIT = 3  # the child's own exit when it cannot set its limits
-_CANCEL_POLL_S = 0.05
 # A child ended by its CPU limit or killed here (SIGXCPU does not exist on Windows).
 _KILLED = -getattr(signal, "SIGKILL", 9)
 _OUT_OF_TIME_EXITS = frozenset(
@@ -146,50 +144,26 @@ def prepare_isolated(
     ``timeout_s`` or within 50 ms of ``cancelled`` being set; blocks (run it on a thread)."""
     if timeout_s <= 0:
         raise _out_of_time(image, timeout_s)
-    context = _context()
-    receiving, sending = context.Pipe(duplex=False)
-    child = context.Process(
-        target=_decode_child,
-        args=(sending, image, accepted, limits.memory_bytes, timeout_s),
-        name="vision-bridge-decode",
-        daemon=True,
-    )
     try:
-        child.start()
-    except Exception as exc:
-        receiving.close()
-        sending.close()
+        outcome = children.run_child(
+            _context(),
+            _decode_child,
+            (image, accepted, limits.memory_bytes, timeout_s),
+            name="vision-bridge-decode",
+            seconds=timeout_s,
+            cancelled=cancelled,
+        )
+    except children.ChildNotStarted as exc:
         log.warning("the image decoder could not be started", exc_info=True)
         raise VisionError(
             ErrorCause.API,
             "the image decoder could not be started (a script that uses vision-bridge as a library "
             "needs the `if __name__ == '__main__':` guard); see the server log",
         ) from exc
-    sending.close()  # the child holds the only writer now: its death reads as end of file
-    started = time.monotonic()
-    answer: bytes | None = None
-    try:
-        ready = False
-        while not ready:
-            left = timeout_s - (time.monotonic() - started)
-            if left <= 0 or (cancelled is not None and cancelled.is_set()):
-                break
-            ready = receiving.poll(min(left, _CANCEL_POLL_S))
-        if ready:
-            with contextlib.suppress(EOFError, OSError):
-                answer = receiving.recv_bytes()
-        elapsed = time.monotonic() - started
-    finally:
-        receiving.close()
-        if child.is_alive():
-            child.kill()
-        child.join(5)
-        code = child.exitcode
-        with contextlib.suppress(ValueError):
-            child.close()
+    answer, code, elapsed = outcome.answer, outcome.exit_code, outcome.elapsed
     if answer is not None:
         return _read_answer(answer, image, limits)
-    if cancelled is not None and cancelled.is_set():
+    if outcome.cancelled:
         raise VisionError(ErrorCause.TIMEOUT, f"the call ended while {image.origin} was decoded")
     if code is None or elapsed >= timeout_s or (code in _OUT_OF_TIME_EXITS and code != _KILLED):
         raise _out_of_time(image, timeout_s)
@@ -285,9 +259,4 @@ def _decode_child(
 
 
 def _context() -> Any:
-    try:
-        context = multiprocessing.get_context("forkserver")
-    except ValueError:  # no forkserver (Windows): a fresh interpreter per decode
-        return multiprocessing.get_context("spawn")
-    context.set_forkserver_preload(PRELOAD)  # in effect if the forkserver is not running yet
-    return context
+    return children.forkserver_context(PRELOAD)
