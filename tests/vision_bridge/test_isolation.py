@@ -162,14 +162,14 @@ def test_a_malformed_answer_from_a_decoder_is_an_input_error() -> None:
 
 @pytest.mark.parametrize(
     ("value", "problem"),
-    [("lots", "VISION_DECODE_MEMORY_MB='lots' is not a whole number"), ("10", "must be at least 64")],
+    [("lots", "VISION_DECODE_MEMORY_MB='lots' is not a whole number"), ("63", "must be at least 64")],
 )
 def test_a_bad_decode_memory_setting_stops_the_start(tmp_path: Path, value: str, problem: str) -> None:
     endpoint = "http://127.0.0.1:9/v1"
     with pytest.raises(ConfigError, match=problem):
         settings_for(None, tmp_path, VISION_API_BASE_URL=endpoint, VISION_DECODE_MEMORY_MB=value)
-    settings = settings_for(None, tmp_path, VISION_API_BASE_URL=endpoint, VISION_DECODE_MEMORY_MB="512")
-    assert settings.decode_memory_bytes == 512 << 20
+    settings = settings_for(None, tmp_path, VISION_API_BASE_URL=endpoint, VISION_DECODE_MEMORY_MB="64")
+    assert settings.decode_memory_bytes == 64 << 20  # the smallest cap allowed
 
 
 @pytest.mark.skipif(not can_track(), reason="reads the server's peak memory from /proc (Linux)")
@@ -256,3 +256,15 @@ def test_every_damaged_animated_gif_is_an_image_or_an_input_error() -> None:
             sent_as_is(ImageBytes(bytes(data), "damaged.gif"), OPENAI_IMAGE_LIMITS)
         except VisionError as error:
             assert error.cause is ErrorCause.INPUT, error.message
+
+
+def test_the_in_server_check_ends_at_256_kb_exactly() -> None:
+    # With no time left a child fails at once, so the outcome says where the file was checked.
+    small = png_bytes((40, 30))
+    at_limit = small + b"\0" * (IN_SERVER_CHECK_BYTES - len(small))  # bytes after IEND are ignored
+    decoder = IsolatedDecoder()
+    prepared = asyncio.run(decoder.prepare(ImageBytes(at_limit, "a.png"), OPENAI_IMAGE_LIMITS, timeout_s=0))
+    assert prepared.data is at_limit
+    with pytest.raises(VisionError) as failure:
+        asyncio.run(decoder.prepare(ImageBytes(at_limit + b"\0", "b.png"), OPENAI_IMAGE_LIMITS, timeout_s=0))
+    assert failure.value.cause is ErrorCause.TIMEOUT

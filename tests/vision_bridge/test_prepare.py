@@ -169,3 +169,19 @@ def test_an_image_too_big_for_memory_is_an_input_error(monkeypatch: pytest.Monke
     with pytest.raises(VisionError, match="needs more memory to decode") as info:
         load_pixels(ImageBytes(png_bytes((50, 50)), "strip.png"))
     assert info.value.cause.value == "input"
+
+
+def test_an_opaque_png_over_its_byte_cap_is_scaled_down_and_stays_lossless() -> None:
+    # Tesseract's images are capped at 64 MB of PNG (a 722 KB palette PNG had become 248 MB);
+    # past the cap they shrink as PNG, never turning into JPEG. The edge: exactly at the cap fits.
+    from vision_bridge.prepare import reencode
+
+    image = ImageBytes(noise_png((300, 200)), "noise.png")
+    whole = reencode(image, ImageLimits(None, opaque_png=True))
+    at_cap = reencode(image, ImageLimits(None, opaque_png=True, max_bytes=len(whole.data)))
+    assert (at_cap.mime, at_cap.width, len(at_cap.data)) == ("image/png", 300, len(whole.data))
+    over = reencode(image, ImageLimits(None, opaque_png=True, max_bytes=len(whole.data) - 1))
+    assert over.mime == "image/png" and decoded(over.data).format == "PNG"
+    assert (over.width, over.height) == (225, 150)
+    assert len(over.data) < len(whole.data)
+    assert over.note == "downscaled from 300x200 to 225x150"
