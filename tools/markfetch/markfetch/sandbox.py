@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import multiprocessing
 import os
 import signal
 import sys
@@ -215,12 +214,7 @@ def _die_with_parent() -> None:
 
 
 def _context() -> Any:
-    try:
-        context = multiprocessing.get_context("forkserver")
-    except ValueError:  # no forkserver (Windows): a fresh interpreter per worker
-        return multiprocessing.get_context("spawn")
-    context.set_forkserver_preload(PRELOAD)  # in effect if the forkserver is not running yet
-    return context
+    return children.forkserver_context(PRELOAD)
 
 
 def start_forkserver() -> None:
