@@ -193,12 +193,26 @@ _LEADING_RULES = re.compile(r"\A(?:[ \t]*\n)*(?:---[ \t]*\n(?:[ \t]*\n)*)+")
 
 
 def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: PreparedPage, budget: int) -> str:
+    from markfetch.markdown import html_to_markdown
+
+    body = reader_body(tree, prepared)
+    if body is None:
+        return ""
+    return html_to_markdown(body, base_url=base_url, code_languages=prepared.code_languages, budget=budget)
+
+
+def reader_body(tree: html.HtmlElement, prepared: PreparedPage) -> etree._Element | None:
+    """The reader view's article as HTML, every cut made, before rendering; None when it finds none.
+
+    ``tree`` is the prepared page (:func:`markfetch.htmlprep.prepare`), left unchanged. Apart from
+    :func:`extract_article`, block-level analyses of the reader view read it (they take its blocks
+    with :func:`block_container` and :func:`markfetch.consensus.reading_blocks`).
+    """
     import trafilatura
     from trafilatura.settings import Document
 
     from markfetch import consensus
     from markfetch.furniture import drop_site_link_lines
-    from markfetch.markdown import html_to_markdown
     from markfetch.preserved import number_lists
     from markfetch.shingles import shingles
 
@@ -215,7 +229,7 @@ def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: Prepare
         with_metadata=False,
     )
     if not isinstance(document, Document) or document.body is None:  # a dict only with as_dict
-        return ""
+        return None
     body = to_html(document.body)
     drop_site_link_lines(block_container(body))
     body = prune_trailing_link_clusters(cut_final_coda(body))
@@ -224,7 +238,7 @@ def _reader_view(tree: html.HtmlElement, base_url: str | None, prepared: Prepare
     consensus.trim_unshared_tail(block_container(body), second_opinion)
     drop_edge_rules(body)
     number_lists(body, prepared.list_numbers)
-    return html_to_markdown(body, base_url=base_url, code_languages=prepared.code_languages, budget=budget)
+    return body
 
 
 # A trailing block is boilerplate ("You may also like", related links, tag lists) when it is
