@@ -92,10 +92,11 @@ def test_a_read_past_its_pixel_budget_shows_placeholders_that_are_not_remembered
 
     images, notes = outcome(read(settings, "doc.md", section="Gallery"))
     # One image within the budget, refused under the 64 MB decode cap of its child (libwebp cannot
-    # make its decoder); the other two past the budget.
+    # make its decoder: told as the cap, tests/md_vision/test_decode_memory_errors.py); the other
+    # two past the budget.
     assert images == 0 and len(notes) == 3
     assert sum("--max-read-pixels" in note for note in notes) == 2, notes
-    assert sum("could not be read" in note for note in notes) == 1, notes
+    assert sum("raise --decode-memory-mb" in note for note in notes) == 1, notes
 
 
 @pytest.mark.skipif(not can_track(), reason="reads the server's peak memory from /proc (Linux)")

@@ -9,3 +9,9 @@ from __future__ import annotations
 
 class ImageRejected(Exception):
     """The image cannot be shown; ``str()`` is the reason, one short clause."""
+
+
+class UndecodableImage(ImageRejected):
+    """A decoder failed on the image (its header or its data). In a decode child under a memory
+    cap this may be a failed allocation told as bad data (libwebp): see
+    :func:`md_vision.reading.failure_under_cap`."""

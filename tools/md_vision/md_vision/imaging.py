@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from docab_mcpguard import jpeg
-from md_vision.errors import ImageRejected
+from md_vision.errors import ImageRejected, UndecodableImage
 
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
@@ -55,6 +55,7 @@ warnings.simplefilter("ignore", Image.DecompressionBombWarning)
 SvgRenderer: TypeAlias = Callable[[str, int, int], bytes]  # (clean SVG, width, height) -> PNG
 # (data, max_side, max_pixels, byte_budget) -> prepare_image's answer, decoded elsewhere (a child)
 RasterDecoder: TypeAlias = Callable[[bytes, int, int, "int | None"], "PreparedImage"]
+CORRUPT = "the image data is corrupt or truncated and could not be decoded"
 IN_PROCESS_PIXELS = 4_000_000  # a decode of more pixels goes to the raster_decoder, if one is given
 
 
@@ -161,7 +162,7 @@ def _open(data: bytes, max_pixels: int) -> Image.Image:
     except MemoryError:  # WebP allocates its canvas on open: under a decode child's memory cap
         raise
     except Exception as exc:  # corrupt headers surface as many exception types
-        raise ImageRejected("the image header could not be read") from exc
+        raise UndecodableImage("the image header could not be read") from exc
     width, height = image.size
     if width <= 0 or height <= 0:
         raise ImageRejected("the image has no pixels")
@@ -178,7 +179,7 @@ def _decodes(image: Image.Image) -> bool:
     try:
         image.load()
     except Exception as exc:
-        raise ImageRejected("the image data is corrupt or truncated and could not be decoded") from exc
+        raise UndecodableImage(CORRUPT) from exc
     return True
 
 
@@ -245,7 +246,7 @@ def _prepare_raster(
         try:  # DCT scaling: fewer pixels to decode
             image.draft("RGB", (max(target), max(target)))
         except Exception as exc:
-            raise ImageRejected("the image data is corrupt or truncated and could not be decoded") from exc
+            raise UndecodableImage(CORRUPT) from exc
     if decode_budget is not None:
         decode_budget(image.size[0] * image.size[1])
     if decoder is not None and image.size[0] * image.size[1] > IN_PROCESS_PIXELS:
@@ -279,7 +280,7 @@ def _prepare_raster(
     except (ImageRejected, MemoryError):  # MemoryError: under a decode child's cap (md_vision.sandbox)
         raise
     except Exception as exc:
-        raise ImageRejected("the image data is corrupt or truncated and could not be decoded") from exc
+        raise UndecodableImage(CORRUPT) from exc
 
     target = _fit(image.size, max_side)
     lossless = source_format != "JPEG"

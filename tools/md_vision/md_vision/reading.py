@@ -7,16 +7,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import io
 import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from PIL import Image
+
+from docab_mcpguard import decodecost
 from md_vision.cache import SharedWork, SizedLRU
 from md_vision.datauri import MIN_ELIDED_CHARS, elide, placeholder, shown_chars
 from md_vision.document import Document, ImageRef
-from md_vision.errors import ImageRejected
-from md_vision.imaging import PreparedImage, RasterDecoder, SvgRenderer, prepare_image
+from md_vision.errors import ImageRejected, UndecodableImage
+from md_vision.imaging import RASTER_FORMATS, PreparedImage, RasterDecoder, SvgRenderer, prepare_image
 from md_vision.loading import Loader
 from md_vision.paging import (
     char_budget,
@@ -154,10 +158,51 @@ class PixelBudget:
             self._left -= pixels
 
 
-def _decode_here(data: bytes, max_side: int, max_pixels: int, byte_budget: int | None) -> bytes:
+def declared_size(data: bytes) -> tuple[int, int, int] | None:
+    """Width, height and bands the image's header declares, read without decoding (a WebP by hand:
+    Pillow's reader decodes it as it opens it); None when no header says."""
+    webp = decodecost.webp_size(data)
+    if webp is not None:
+        return (*webp, 4)
+    try:
+        with Image.open(io.BytesIO(data), formats=RASTER_FORMATS) as opened:
+            return (*opened.size, len(opened.getbands()))
+    except Exception:  # MemoryError included: only the header is asked for
+        return None
+
+
+def failure_under_cap(data: bytes, error: UndecodableImage, memory_bytes: int, max_pixels: int) -> Exception:
+    """What a decode that failed with ``error`` in a child capped at ``memory_bytes`` should raise.
+    Some decoders tell a failed allocation as bad data (libwebp cannot create its decoder): an
+    image whose header declares more than ``max_pixels`` is refused for them, one that declares
+    enough to fill the cap (:func:`docab_mcpguard.decodecost.short_of_memory`) raises MemoryError
+    (the sandbox names the cap), and any other keeps ``error``."""
+    declared = declared_size(data)
+    if declared is None:
+        return error
+    width, height, bands = declared
+    if width * height > max_pixels:
+        return ImageRejected(
+            f"{width}x{height} is {width * height:,} pixels, over the {max_pixels:,} pixel limit "
+            "(decompression-bomb guard)"
+        )
+    if decodecost.short_of_memory(memory_bytes, width, height, bands):
+        return MemoryError(f"{width}x{height} pixels do not decode within {memory_bytes:,} bytes")
+    return error
+
+
+def _decode_here(
+    data: bytes, max_side: int, max_pixels: int, byte_budget: int | None, memory_bytes: int
+) -> bytes:
     """The child's work (:func:`decode_in_child`): prepare the image, answer a JSON header line
-    and its bytes."""
-    prepared = prepare_image(data, max_side=max_side, max_pixels=max_pixels, byte_budget=byte_budget)
+    and its bytes. A decoder's failure is checked against the child's cap (``memory_bytes``)."""
+    try:
+        prepared = prepare_image(data, max_side=max_side, max_pixels=max_pixels, byte_budget=byte_budget)
+    except UndecodableImage as exc:
+        told = failure_under_cap(data, exc, memory_bytes, max_pixels)
+        if told is exc:
+            raise
+        raise told from exc
     fields = {name: getattr(prepared, name) for name in _HEADER_FIELDS}
     return json.dumps(fields).encode() + b"\n" + prepared.data
 
@@ -178,7 +223,7 @@ def decode_in_child(
 ) -> PreparedImage:
     """:func:`prepare_image` of a large raster image in a child process under ``limits`` (memory
     and time, :func:`md_vision.sandbox.decode_isolated`); raises :class:`ImageRejected`."""
-    work = functools.partial(_decode_here, data, max_side, max_pixels, byte_budget)
+    work = functools.partial(_decode_here, data, max_side, max_pixels, byte_budget, limits.memory_bytes)
     answer = decode_isolated(work, limits, cancelled=cancelled)
     header, _, encoded = answer.partition(b"\n")
     try:

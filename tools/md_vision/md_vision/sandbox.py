@@ -115,6 +115,7 @@ class _Words:
     worker: str
     failed: str
     cancelled: str
+    setting: str  # the flag that raises its memory cap
 
 
 _SVG = _Words(
@@ -122,12 +123,14 @@ _SVG = _Words(
     "the SVG renderer",
     "the SVG could not be rendered",
     "the call was cancelled while the SVG was rendered",
+    "--svg-memory-mb",
 )
 _DECODE = _Words(
     "decoding the image",
     "the image decoder",
     "the image data is corrupt or truncated and could not be decoded",
     "the call was cancelled while the image was decoded",
+    "--decode-memory-mb",
 )
 
 
@@ -191,4 +194,7 @@ def run_isolated(
 
 
 def _over_memory(limits: RenderLimits, words: _Words) -> str:
-    return f"{words.doing} needed more than the {limits.memory_bytes // 1_000_000:,} MB memory limit"
+    return (
+        f"{words.doing} needed more than the {limits.memory_bytes // 1_000_000:,} MB memory limit; "
+        f"raise {words.setting} to read it"
+    )

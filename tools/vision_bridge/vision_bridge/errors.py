@@ -35,6 +35,15 @@ class DecodeMemoryError(VisionError):
         super().__init__(ErrorCause.INPUT, message)
 
 
+class UndecodableImageError(VisionError):
+    """A decoder failed on an image (not a readable image, corrupt or truncated): an input error
+    that a decoding child under a memory cap checks again, since some decoders tell a failed
+    allocation so (:func:`vision_bridge.prepare.failure_under_cap`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCause.INPUT, message)
+
+
 def input_error(message: str) -> VisionError:
     return VisionError(ErrorCause.INPUT, message)
 

@@ -41,7 +41,7 @@ from docab_mcpguard import children
 from vision_bridge.config import DEFAULT_DECODE_MEMORY_MB
 from vision_bridge.errors import DecodeMemoryError, ErrorCause, VisionError, input_error
 from vision_bridge.inputs import ImageBytes
-from vision_bridge.prepare import ImageLimits, PreparedImage, prepare_image, sent_as_is
+from vision_bridge.prepare import ImageLimits, PreparedImage, failure_under_cap, prepare_image, sent_as_is
 
 IN_SERVER_CHECK_BYTES = 256 * 1024
 """Files up to this size are checked in the server (headers, checksums) and, when they fit, sent
@@ -238,11 +238,13 @@ def _decode_child(
     children.cap_address_space(memory_bytes)
     try:
         prepared = prepare_image(image, accepted)
-    except DecodeMemoryError:
-        conn.send_bytes(_MEMORY)
-        return
     except VisionError as error:
-        conn.send_bytes(_INPUT + error.message.encode("utf-8", "replace"))
+        # A decoder that ran out of memory may say the data is bad: the header's size decides.
+        told = failure_under_cap(image, error, memory_bytes)
+        if isinstance(told, DecodeMemoryError):
+            conn.send_bytes(_MEMORY)
+        else:
+            conn.send_bytes(_INPUT + told.message.encode("utf-8", "replace"))
         return
     except MemoryError:
         conn.send_bytes(_MEMORY)

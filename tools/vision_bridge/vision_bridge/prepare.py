@@ -21,8 +21,8 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from docab_mcpguard import jpeg
-from vision_bridge.errors import DecodeMemoryError, input_error
+from docab_mcpguard import decodecost, jpeg
+from vision_bridge.errors import DecodeMemoryError, UndecodableImageError, VisionError, input_error
 from vision_bridge.inputs import ImageBytes
 
 if TYPE_CHECKING:
@@ -79,8 +79,56 @@ warnings.filterwarnings("ignore", message=r"Image size \(\d+ pixels\) exceeds li
 ACCEPTED_FORMATS = ("PNG", "JPEG", "GIF", "WEBP", "BMP", "TIFF")
 
 
-def _unreadable(origin: str) -> Exception:
-    return input_error(f"{origin} is not a readable image (accepted: PNG, JPEG, GIF, WebP, BMP, TIFF)")
+def _unreadable(origin: str) -> VisionError:
+    return UndecodableImageError(
+        f"{origin} is not a readable image (accepted: PNG, JPEG, GIF, WebP, BMP, TIFF)"
+    )
+
+
+def _corrupt(origin: str) -> VisionError:
+    return UndecodableImageError(f"{origin} is corrupt or truncated and cannot be decoded")
+
+
+def _over_pixels(origin: str, width: int, height: int, max_pixels: int) -> VisionError:
+    return input_error(
+        f"{origin} is {width}x{height} = {width * height:,} pixels, over the limit of {max_pixels:,}"
+    )
+
+
+def declared_size(image: ImageBytes) -> tuple[int, int, int] | None:
+    """Width, height and bands the file's header declares, read without decoding (a WebP by hand:
+    Pillow's reader decodes it on open); None when no header says."""
+    from PIL import Image
+
+    webp = decodecost.webp_size(image.data)
+    if webp is not None:
+        return (*webp, 4)
+    try:
+        with Image.open(io.BytesIO(image.data), formats=ACCEPTED_FORMATS) as opened:
+            return (*opened.size, len(opened.getbands()))
+    except Exception:  # MemoryError included: the header is what is asked for, nothing more
+        return None
+
+
+def failure_under_cap(
+    image: ImageBytes, error: VisionError, memory_bytes: int, *, max_pixels: int = MAX_PIXELS
+) -> VisionError:
+    """What a decode that failed with ``error`` under a cap of ``memory_bytes`` should say. Some
+    decoders tell a failed allocation as bad data (libwebp "cannot create its decoder"): an image
+    whose header declares more pixels than the pixel cap is refused for them, one that declares
+    enough to fill the cap (:func:`docab_mcpguard.decodecost.short_of_memory`) is a
+    :class:`DecodeMemoryError`, and any other keeps ``error``."""
+    if not isinstance(error, UndecodableImageError):
+        return error
+    declared = declared_size(image)
+    if declared is None:
+        return error
+    width, height, bands = declared
+    if width * height > max_pixels:
+        return _over_pixels(image.origin, width, height, max_pixels)
+    if decodecost.short_of_memory(memory_bytes, width, height, bands):
+        return DecodeMemoryError(f"{image.origin} needs more memory to decode than this server has")
+    return error
 
 
 def open_checked(image: ImageBytes, *, max_pixels: int = MAX_PIXELS) -> PILImage:
@@ -102,9 +150,7 @@ def open_checked(image: ImageBytes, *, max_pixels: int = MAX_PIXELS) -> PILImage
         )
     width, height = opened.size
     if width * height > max_pixels:
-        raise input_error(
-            f"{image.origin} is {width}x{height} = {width * height:,} pixels, over the limit of {max_pixels:,}"
-        )
+        raise _over_pixels(image.origin, width, height, max_pixels)
     if width < 1 or height < 1:
         raise _unreadable(image.origin)
     return opened
@@ -125,7 +171,7 @@ def load_pixels(
         opened.load()
         oriented = ImageOps.exif_transpose(opened)
     except (OSError, ValueError, SyntaxError, EOFError):
-        raise input_error(f"{image.origin} is corrupt or truncated and cannot be decoded") from None
+        raise _corrupt(image.origin) from None
     except MemoryError:  # a strip of 100,000,000 x 1 pixels, within the pixel cap
         raise DecodeMemoryError(f"{image.origin} needs more memory to decode than this server has") from None
     if oriented.mode not in _SAFE_MODES:
@@ -180,7 +226,7 @@ def sent_as_is(
         # Counting frames reads past the first: a corrupt animated GIF raised IndexError here.
         animated = bool(getattr(opened, "is_animated", False))
     except Exception:
-        raise input_error(f"{image.origin} is corrupt or truncated and cannot be decoded") from None
+        raise _corrupt(image.origin) from None
     if limits.opaque_png or not mime or animated:
         return None
     if limits.max_side is not None and max(width, height) > limits.max_side:
@@ -192,7 +238,7 @@ def sent_as_is(
     try:
         opened.verify()  # checks PNG chunk CRCs and structure without decoding
     except Exception:
-        raise input_error(f"{image.origin} is corrupt or truncated and cannot be decoded") from None
+        raise _corrupt(image.origin) from None
     return PreparedImage(image.data, mime, width, height)
 
 
