@@ -99,10 +99,10 @@ def parse_page(text: str) -> tuple[html.HtmlElement | None, bool]:
     C0 control characters other than tab and line breaks go first, raw or as character
     references (a form feed becomes a line break): lxml parses them into the tree but refuses
     them in any text set later, so a form feed in a ``<pre>`` (common in C and Python sources)
-    ended the extraction with an error."""
-    # lxml refuses str input that still declares an encoding (XHTML pages).
-    text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text, count=1)
-    text = _without_controls(text)
+    ended the extraction with an error.
+
+    XML declarations that open the page go next (:func:`_without_xml_declarations`)."""
+    text = _without_xml_declarations(_without_controls(text))
     if not text.strip():
         return None, False
     try:
@@ -124,6 +124,25 @@ def _parse(text: str, *, huge: bool) -> tuple[html.HtmlElement, bool]:
     )
     tree = html.document_fromstring(text, parser=parser)
     return tree, any(error.type == etree.ErrorTypes.ERR_RESOURCE_LIMIT for error in parser.error_log)
+
+
+def _without_xml_declarations(text: str) -> str:
+    """``text`` without the XML declarations (``<?xml ... ?>``) and whitespace that open it.
+
+    lxml refuses to parse a str that starts with a declaration naming an encoding ("Unicode
+    strings with encoding declaration are not supported"), and the page then failed as empty:
+    XHTML pages start so, and some start with two (one from a template, one from the page; or
+    one hidden behind a control character, which goes first). A browser reads each as a bogus
+    comment up to the first ``>``, so one is removed up to there (to the page's end when it has
+    none), as often as one opens the page. Declarations further in are left to the parser, which
+    drops them as processing instructions; a page opening with none is not copied."""
+    opening = _LEADING_DECLARATIONS.match(text)
+    return text[opening.end() :] if opening else text
+
+
+# The whole run in one match: whitespace, a declaration up to its first ">", and again. lxml's own
+# test is as narrow (case-sensitive, any "<?xml..." naming an encoding: a stylesheet one too).
+_LEADING_DECLARATIONS = re.compile(r"(?:\s*<\?xml[^>]*(?:>|\Z))+")
 
 
 # C0 controls but tab, LF and CR: a form feed becomes a line break, the rest go.

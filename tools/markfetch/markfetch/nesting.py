@@ -11,11 +11,14 @@ that the page is still cut) and then flattened to :data:`MAX_DEPTH`, because the
 the markdown renderer read a tree by recursion:
 
 1. wrappers that carry nothing (a ``div``, ``span``, ``font``, ``center`` or ``section`` whose
-   only content is one element) are unwrapped, so an article inside a tower of ``<div>``s keeps
-   its paragraphs, lists and links;
+   only content is one element, and a layout table of one row of one cell, which becomes its
+   cell) are unwrapped, so an article inside a tower of ``<div>``s or of layout tables keeps its
+   paragraphs, lists and links;
 2. whatever still lies deeper than :data:`MAX_DEPTH` becomes the plain text of its ancestor at
    that depth, blocks kept apart by line breaks (formatting and links that deep are lost, the
-   words are not).
+   words are not). An ancestor that is part of a table's frame (a ``table``, ``tbody`` or ``tr``,
+   whose own text neither the reader view nor the renderer reads) passes the text up to the
+   nearest ancestor that holds text, the cell around it.
 
 A page that parses within the limit is never touched.
 """
@@ -32,12 +35,25 @@ from markfetch.markdown import BLOCKS
 MAX_DEPTH = 200
 HUGE_DEPTH = 2048  # libxml2's limit with the huge-tree option: a page nested deeper is cut there
 _TRANSPARENT = ("div", "span", "font", "center", "section")
+# A table's frame: the text of these is not read, only that of their cells (and captions).
+_TABLE_FRAME = frozenset({"table", "thead", "tbody", "tfoot", "tr", "colgroup"})
+_ROW_GROUPS = ("thead", "tbody", "tfoot")
+# What a layout table's frame may carry and still be unwrapped: presentation only. A class, id,
+# style or hidden on the table or its row is read by the preparation (hidden elements, furniture,
+# the main region), so such a table stays (its text is still kept, by step 2).
+_LAYOUT_ATTRIBUTES = frozenset(
+    {"width", "height", "border", "cellpadding", "cellspacing", "align", "valign", "bgcolor", "background"}
+)
 
 
 def flatten(root: etree._Element, max_depth: int = MAX_DEPTH) -> None:
     """Bring every element of ``root`` to at most ``max_depth`` levels below it (see the module)."""
     if _deepest(root) <= max_depth:
         return
+    for table in list(root.iter("table")):
+        cell = _only_cell(table)
+        if cell is not None and table.getparent() is not None:
+            _unwrap_table(table, cell)
     for wrapper in [element for element in root.iter(_TRANSPARENT) if _carries_nothing(element)]:
         _unwrap(wrapper)
     for element in _at_depth(root, max_depth):
@@ -56,17 +72,69 @@ def _deepest(root: etree._Element) -> int:
 
 
 def _at_depth(root: etree._Element, depth: int) -> list[etree._Element]:
-    found, level = [], -1
+    """The elements ``depth`` levels below ``root``, in document order; for one that is part of a
+    table's frame, its nearest ancestor that is not (whose text is read), once, and nothing
+    inside that ancestor besides (its text goes with it). One walk, linear in the page."""
+    found: list[etree._Element] = []
+    path: list[etree._Element] = []  # the walk's open elements, root first: path[level]
+    covered: int | None = None  # the level of the ancestor found last, while the walk is inside it
     walk = etree.iterwalk(root, events=("start", "end"))
     for event, element in walk:
-        if event == "end":
-            level -= 1
+        if event == "end":  # also comes for the elements whose subtree was skipped
+            if covered == len(path) - 1:
+                covered = None
+            path.pop()
             continue
-        level += 1
-        if level == depth:
-            found.append(element)
-            walk.skip_subtree()  # its end event still comes
+        path.append(element)
+        level = len(path) - 1
+        if covered is not None:
+            walk.skip_subtree()
+        elif level == depth:
+            while level > 0 and path[level].tag in _TABLE_FRAME:
+                level -= 1
+            found.append(path[level])
+            covered = level
+            walk.skip_subtree()
     return found
+
+
+def _only_cell(table: etree._Element) -> etree._Element | None:
+    """The cell of a table that is one row of one cell and nothing else (no caption, no text
+    outside the cell, only presentational attributes on the table and its row), else None: such a
+    table lays its content out, it tabulates nothing."""
+    frame = [table]
+    rows = _children(table)
+    if len(rows) == 1 and rows[0].tag in _ROW_GROUPS:
+        frame.append(rows[0])
+        rows = _children(rows[0])
+    if len(rows) != 1 or rows[0].tag != "tr":
+        return None
+    frame.append(rows[0])
+    cells = _children(rows[0])
+    if len(cells) != 1 or cells[0].tag not in ("td", "th"):
+        return None
+    if any((part.text or "").strip() or not _LAYOUT_ATTRIBUTES.issuperset(part.attrib) for part in frame):
+        return None
+    return cells[0]
+
+
+def _children(element: etree._Element) -> list[etree._Element]:
+    """The element children of ``element``, or [] when text or a comment stands between them."""
+    children = []
+    for child in element:
+        if not isinstance(child.tag, str) or (child.tail or "").strip():
+            return []
+        children.append(child)
+    return children
+
+
+def _unwrap_table(table: etree._Element, cell: etree._Element) -> None:
+    """Put ``cell``, as a ``div`` (its attributes kept), where ``table`` stood."""
+    parent = table.getparent()
+    assert parent is not None  # flatten checked it
+    cell.tag = "div"
+    cell.tail = table.tail
+    parent.replace(table, cell)
 
 
 def _carries_nothing(element: etree._Element) -> bool:
