@@ -29,6 +29,10 @@ from docab.models.config import ModelConfig, ModelConfigError
 from docab.models.extras import BEDROCK_SIGNING, VERTEX_CREDENTIALS, require
 from docab.models.headers import REFERENCE
 from docab.models.redirects import HOOKS as REDIRECT_HOOKS
+from docab.models.replies import cap_reply_body
+
+# The SDKs' clients (httpx2): a redirect followed only within the origin, a reply read up to a cap.
+SDK_HOOKS = {"response": [*REDIRECT_HOOKS["response"], cap_reply_body()]}
 
 LOCAL_SERVER_KEY = "not-needed"  # OpenAI-compatible local servers (Ollama, llama.cpp) want some key
 AZURE_ENDPOINT_ENV = "AZURE_OPENAI_ENDPOINT"
@@ -351,23 +355,24 @@ def gemini_client(config: ModelConfig, env: Mapping[str, str], *, role: str | No
 
 def sdk_http_client(sdk: Any, config: Any) -> Any:
     """The HTTP client to hand an official SDK: the SDK's own defaults, with a redirect followed
-    only within the endpoint's origin (:mod:`docab.models.redirects`).
+    only within the endpoint's origin (:mod:`docab.models.redirects`) and a reply read up to
+    :data:`docab.models.replies.MAX_REPLY_BYTES`, decoded in bounded steps.
 
     Both SDKs ship ``DefaultAioHttpClient`` (their extra ``aiohttp``), which they recommend for
     high concurrency; with it installed and ``http_backend`` "auto" or "aiohttp", it is used;
     otherwise their httpx2 client.
     """
     if config.http_backend == "httpx":
-        return sdk.DefaultAsyncHttpxClient(event_hooks=REDIRECT_HOOKS)
+        return sdk.DefaultAsyncHttpxClient(event_hooks=SDK_HOOKS)
     try:
-        return sdk.DefaultAioHttpClient(event_hooks=REDIRECT_HOOKS)
+        return sdk.DefaultAioHttpClient(event_hooks=SDK_HOOKS)
     except RuntimeError as exc:  # the SDK says: aiohttp extra not installed
         if config.http_backend == "aiohttp":
             raise ModelConfigError(
                 f'{config.name}: http_backend = "aiohttp" needs the SDK\'s aiohttp extra '
                 f"(pip install '{sdk.__name__}[aiohttp]')"
             ) from exc
-        return sdk.DefaultAsyncHttpxClient(event_hooks=REDIRECT_HOOKS)
+        return sdk.DefaultAsyncHttpxClient(event_hooks=SDK_HOOKS)
 
 
 def resolve_headers(headers: Mapping[str, str], env: Mapping[str, str], *, who: str) -> dict[str, str]:

@@ -21,7 +21,8 @@ from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 from docab.models.base import ModelError
-from docab.models.causes import Failure, provider_message, shorten, transport_cause
+from docab.models.causes import Failure, exception_chain, provider_message, shorten, transport_cause
+from docab.models.replies import ReplyTooLarge, UnreadableReply
 from docab.usage import Usage
 
 T = TypeVar("T")
@@ -139,6 +140,9 @@ def classify_sdk_error(
         return attempt_timeout_failure(exc)
     if isinstance(exc, json.JSONDecodeError):  # a 200 whose body is empty, cut or not JSON
         return Failure("malformed", "the reply cannot be read (it is not JSON)", retryable=True)
+    unreadable = next((c for c in exception_chain(exc) if isinstance(c, UnreadableReply)), None)
+    if unreadable is not None:  # over the size cap (as the next one would be) or a broken coding
+        return Failure("malformed", str(unreadable), retryable=not isinstance(unreadable, ReplyTooLarge))
     if isinstance(exc, sdk.APIConnectionError):  # APITimeoutError is one too
         cause = transport_cause(exc, timeout_s=timeout_s)
         if cause is not None:
