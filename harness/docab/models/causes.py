@@ -97,6 +97,16 @@ def _specific_cause(cause: BaseException) -> TransportCause | None:
         return TransportCause("reset", "the server closed the connection mid-request")
     if type(cause).__name__ == "ServerDisconnectedError":  # aiohttp: the peer hung up
         return TransportCause("reset", "the server closed the connection without answering")
+    if type(cause).__name__ == "ClientPayloadError":  # aiohttp: the body ended before its length
+        inner = cause.__cause__ or cause.__context__
+        detail = shorten(str(getattr(inner, "message", "") or inner or cause), 160)
+        return TransportCause("reset", f"the server cut the reply short: {detail}")
+    if type(cause).__name__ == "TooManyRedirects":  # httpx: a redirect loop
+        return TransportCause(
+            "redirect",
+            "the endpoint keeps redirecting (a redirect loop, more than 20 redirects): "
+            "set base_url to the API's own address",
+        )
     return None
 
 
