@@ -64,6 +64,7 @@ from docab.runner.breaker import BreakerSettings, CircuitBreaker
 from docab.runner.context import RunContext, Scorer, price_book, server_specs
 from docab.runner.dataset import Dataset, Sample, dataset_contents, load_dataset
 from docab.runner.failures import ErrorTally, counts_as_error, tally_errors
+from docab.runner.inflight import journaled
 from docab.runner.progress import ProgressSink, ProgressState, progress_for, totals_per_arm
 from docab.runner.schedule import WorkUnit, in_shard, newest_per_key, plan, spread_over_documents
 from docab.runner.spend import SpendGuard, SpendStop
@@ -140,6 +141,10 @@ class RunOutcome:
     # USD billed for samples that have no record (cut short by a kill, a Ctrl-C, the breaker or
     # the cap; run again by a resume): the spend journal's total less what the records cost.
     unrecorded_usd: float = 0.0
+    # Calls a kill interrupted in flight, in any session of the run (journaled as sent, never as
+    # returned: docab.log.spend_journal), and the most they can have cost; not in unrecorded_usd.
+    interrupted_calls: int = 0
+    interrupted_usd: float = 0.0
 
     def errors(self) -> ErrorTally:
         """The samples that ended in an error or timeout, and why (``docab.runner.failures``)."""
@@ -410,6 +415,11 @@ async def _launch_with_models(
     spend = spend_guard(request, config, price_book(config), store.records())  # raises before any call
     if spend is not None:
         say(f"spend cap: ${spend.cap:.2f} for the whole run; ${spend.spent:.4f} spent so far")
+    journal_path = request.folder / SPEND_JOURNAL
+    journaled_so_far = read_spend(journal_path) if journal_path.is_file() else None
+    if journaled_so_far is not None and journaled_so_far.interrupted:
+        counted = "; the spend cap counts each at its most" if spend is not None else ""
+        say(f"note: {journaled_so_far.interrupted_note()} (each call's input and max output tokens){counted}")
     if any(m.cache and m.provider != "baseline" for m in (config.model, config.extractor_model)):
         # Opened now, so an unusable folder stops the run before any sample (CacheError is a RunError).
         say(f"response cache: {shared_cache().directory}")
@@ -463,6 +473,7 @@ async def _launch_with_models(
             arms,
             len(samples),
             manifest,
+            say,
         )
     finally:
         lock.release()
@@ -485,6 +496,7 @@ async def _run_work(
     arms: list[str],
     questions: int,
     manifest: Manifest,
+    say: Say = print,
 ) -> RunOutcome:
     written, redo, kept, units, todo = work.written, work.redo, work.kept, work.units, work.todo
     attempts = Counter(r.key for r in written if r.key in redo)
@@ -500,7 +512,7 @@ async def _run_work(
     ctx = RunContext(
         run_id=request.run_id,
         config=config,
-        model=model,
+        model=journaled(model),  # each priced call is journaled before it is sent, too
         scorer=scorer,
         store=store,
         progress=progress or progress_for(request.run_id, quiet=request.quiet),
@@ -526,21 +538,25 @@ async def _run_work(
         store.write_manifest((store.read_manifest() or manifest).finished(utc_now()))
     every = store.records()
     records = newest_per_key(r for r in every if r.key in wanted)
-    billed = read_spend(journal.path)
-    unrecorded = max(0.0, billed.usd - records_total(every, prices).usd) if billed is not None else 0.0
+    billed = read_spend(journal.path) or SpendTotals()
+    unrecorded = max(0.0, billed.usd - records_total(every, prices).usd) if billed.journaled else 0.0
+    if billed.interrupted:
+        say(f"note: {billed.interrupted_note()} (spend.jsonl opened them and never closed them)")
+    outcome = RunOutcome(
+        request.folder,
+        records,
+        todo,
+        len(kept),
+        retried=len(redo),
+        unrecorded_usd=unrecorded,
+        interrupted_calls=billed.interrupted,
+        interrupted_usd=billed.interrupted_usd,
+    )
     stop = spend.stop() if spend is not None else None
     if spend is not None and stop is not None:
         stop = dataclasses.replace(stop, not_started=todo - spend.started)
-        return RunOutcome(
-            request.folder,
-            records,
-            spend.started,
-            len(kept),
-            retried=len(redo),
-            spend_stop=stop,
-            unrecorded_usd=unrecorded,
-        )
-    return RunOutcome(request.folder, records, todo, len(kept), retried=len(redo), unrecorded_usd=unrecorded)
+        return dataclasses.replace(outcome, ran=spend.started, spend_stop=stop)
+    return outcome
 
 
 def spend_guard(
@@ -823,7 +839,9 @@ def _build_extractor(
         prompt = load_prompt(prompt_file)  # once, so an unreadable file stops the run before it starts
     except DataError as exc:
         raise DatasetError(str(exc)) from None
-    return BenchmarkExtractor(CompletionAdapter(extractor_model), model=extractor_model, prompt=prompt)
+    # Its calls are journaled before they are sent (docab.runner.inflight); ``model`` is closed.
+    adapter = CompletionAdapter(journaled(extractor_model))
+    return BenchmarkExtractor(adapter, model=extractor_model, prompt=prompt)
 
 
 def _models_info(config: RunConfig, model: Model) -> ModelsInfo:

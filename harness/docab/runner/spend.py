@@ -19,6 +19,9 @@ billed again when a resume runs it. Samples in flight are not left to finish pas
 once what was spent reaches it, a sample's next model call is not made, the sample is left
 unrecorded (:class:`SpendCapReached`; a resume with a higher cap runs it) and the run stops. So a
 run spends at most the cap plus, per worker, the one call each had in flight when it was reached.
+A run killed (SIGKILL, a power loss) with calls in flight was billed for them too, and no reply
+said what they cost: each priced call is journaled before it is sent (:mod:`docab.runner.inflight`),
+and the next session counts a call opened and never closed at the most it could cost.
 (Samples vary: with the mean as the only brake, eight workers ran a $30 cap to $109 when the first
 sample was short and the rest long.)
 
@@ -32,7 +35,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from docab.log.spend_journal import SampleKey, SpendJournal, SpendTotals
@@ -179,7 +184,11 @@ class SpendGuard:
 
 
 def _usd_and_unknown(totals: SpendTotals) -> tuple[float, tuple[str, ...]]:
-    return totals.usd, totals.unpriced
+    return totals.upper_bound, totals.unpriced  # calls a kill interrupted count at their most
+
+
+_CALL: ContextVar[int | None] = ContextVar("journaled_call", default=None)
+"""The id of the journaled call this task is making (:meth:`SampleMeter.call`), if any."""
 
 
 @dataclass
@@ -194,11 +203,31 @@ class SampleMeter:
 
     charged: float = 0.0  # USD charged so far
     unknown: tuple[str, ...] = ()  # models charged at an unknown cost so far
+    _open: set[int] = field(default_factory=set)  # ids of journaled calls not yet closed
+
+    @contextmanager
+    def call(self, model: str, bound: float | None) -> Iterator[None]:
+        """One model call of ``model``, at most ``bound`` USD, journaled before it is sent and closed
+        as it returns (by :meth:`charge`, or at $0 when it billed nothing); see
+        :mod:`docab.runner.inflight`."""
+        if self.journal is None:
+            yield
+            return
+        call = self.journal.opened(self.sample, model, bound)
+        self._open.add(call)
+        scope = _CALL.set(call)
+        try:
+            yield
+        finally:
+            _CALL.reset(scope)
+            if call in self._open:  # failed before any billed reply, or cut short: billed nothing known
+                self._open.discard(call)
+                self.journal.append(self.sample, 0.0, (), (), call=call)
 
     def charge(self, usage: Sequence[Usage]) -> None:
         calls = [u for u in usage if u.total or not u.reported]
         if calls:
-            self._charge(self.prices.sample_cost(calls), calls)
+            self._charge(self.prices.sample_cost(calls), calls, _CALL.get())
 
     def settle(self, cost: SampleCost | None) -> None:
         """The sample is recorded at ``cost``: charge what its record counts that no model call
@@ -211,10 +240,15 @@ class SampleMeter:
         if rest > 1e-12 or unknown:
             self._charge(SampleCost({"tool-side": max(0.0, rest)}, unknown), ())
 
-    def _charge(self, cost: SampleCost, calls: Sequence[Usage]) -> None:
+    def _charge(self, cost: SampleCost, calls: Sequence[Usage], call: int | None = None) -> None:
         self.charged += cost.priced
         self.unknown = tuple(dict.fromkeys((*self.unknown, *cost.unpriced)))
+        if call is not None:
+            if call in self._open:
+                self._open.discard(call)
+            else:  # closed already: a second report of one call is a line of its own
+                call = None
         if self.journal is not None:
-            self.journal.append(self.sample, cost.priced, cost.unpriced, calls)
+            self.journal.append(self.sample, cost.priced, cost.unpriced, calls, call=call)
         if self.guard is not None:
             self.guard.charge(cost.priced, cost.unpriced)

@@ -30,6 +30,7 @@ from docab.models.meter import SpendCapReached
 from docab.runner.breaker import CircuitBreaker, RunStopped
 from docab.runner.context import RunContext, Worker
 from docab.runner.failures import ERRORED
+from docab.runner.inflight import unwrapped
 from docab.runner.sample import run_sample
 from docab.runner.schedule import WorkUnit
 from docab.runner.workspace import DocumentPool
@@ -54,7 +55,8 @@ async def run_units(ctx: RunContext, units: Sequence[WorkUnit], *, concurrency: 
     try:
         # SDK-backed models hold HTTP clients bound to this event loop: open and close them here.
         extractor_model: Any = getattr(ctx.extractor, "model", None)
-        for model in {id(m): m for m in (ctx.model, extractor_model) if m is not None}.values():
+        chosen = (unwrapped(ctx.model), unwrapped(extractor_model))  # not a JournaledModel: its model
+        for model in {id(m): m for m in chosen if m is not None}.values():
             if isinstance(model, contextlib.AbstractAsyncContextManager):
                 await models.enter_async_context(model)
         pool = DocumentPool(parent / "pool")  # beside the workspaces, never inside one
