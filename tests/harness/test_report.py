@@ -397,6 +397,8 @@ def test_summary_round_trips_through_json_and_the_model(tiny_run: Path) -> None:
         "warnings",
         "prices",
         "unrecorded_usd",
+        "interrupted_calls",
+        "interrupted_usd",
         "plan",
         "version_changes",
     }

@@ -34,7 +34,8 @@ Versions (``SUMMARY_VERSION``, the ``version`` field):
    Also (issue 23, optional, defaulting to zeros): an arm's ``extraction`` counts the answer
    extraction's unparsable replies and the prose answers taken through it.
    Later, optionally, ``plan``: a pilot projected to its full question set (``docab plan``);
-   ``unrecorded_usd``; and ``version_changes``: the sessions that ran with other package versions
+   ``unrecorded_usd``; ``interrupted_calls`` and ``interrupted_usd`` (calls a kill cut short in
+   flight, at the most they can have cost); and ``version_changes``: the sessions that ran with other package versions
    or another docab commit than the run's first session, and what differs (the manifest's own
    types, :class:`docab.log.manifest.SessionVersions`).
 
@@ -537,6 +538,12 @@ class Summary(SchemaModel):
     # USD billed for samples without a record (cut short, run again): the run's spend.jsonl less
     # what its records cost; 0 for runs without a journal. Not part of any arm's cost.
     unrecorded_usd: float = 0.0
+    # Calls in flight when a session was killed (SIGKILL, a power loss): journaled in spend.jsonl
+    # as sent, never as returned, so the provider may have billed them; ``interrupted_usd`` is the
+    # most they can have cost (each call's input and max output tokens at its price). Not part of
+    # ``unrecorded_usd`` nor of any arm's cost; 0 for runs without such calls (docab.log.spend_journal).
+    interrupted_calls: int = 0
+    interrupted_usd: float = 0.0
     plan: Plan | None = None  # a pilot's projection to its full question set (docab plan; optional)
     # the sessions (a merged run's parts' too) whose package versions or docab commit differ from the
     # run's first session's, with what differs; empty when none do or the manifest does not say

@@ -51,6 +51,7 @@ from docab.log.manifest import (
     load_manifest,
 )
 from docab.log.records import RunRecord
+from docab.log.spend_journal import SPEND_JOURNAL, SpendTotals, read_spend
 from docab.report import schema, stats
 from docab.report.arms import FLOOR_LABEL, arm_order, arm_summary, extraction_warnings, price_rows
 from docab.report.breakdowns import breakdown_note, breakdowns, reference_rows
@@ -74,6 +75,10 @@ class RunData:
     # USD billed for samples that have no record (cut short and run again): the folders' spend
     # journals less what their records cost (docab.log.spend_journal); 0 without journals.
     unrecorded_usd: float = 0.0
+    # Calls a kill interrupted in flight (journaled as sent, never as returned), in every folder's
+    # spend journal, and the most they can have cost (docab.log.spend_journal); not in unrecorded_usd.
+    interrupted_calls: int = 0
+    interrupted_usd: float = 0.0
     # sessions that ran with other versions than the run's first (Manifest.sessions_with_other_versions)
     version_changes: tuple[SessionVersions, ...] = ()
 
@@ -115,6 +120,7 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
     manifests: list[tuple[Path, Manifest]] = []
     duplicates = 0
     unrecorded = 0.0
+    interrupted = SpendTotals()
     for folder in sources:
         if not folder.is_dir():
             raise ReportError(f"{folder} is not a run folder (expected results/<run-id>/ with records.jsonl)")
@@ -134,7 +140,14 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
         check_one_run(manifests)
         found, problems = read_records(path)
         warnings += [f"{folder.name}/{p}" for p in problems]
-        unrecorded += unrecorded_spend(folder, found, manifests[-1][1] if manifests else None)
+        journal = read_spend(folder / SPEND_JOURNAL)
+        unrecorded += unrecorded_spend(folder, found, manifests[-1][1] if manifests else None, journal)
+        if journal is not None:
+            interrupted = dataclasses.replace(
+                interrupted,
+                interrupted=interrupted.interrupted + journal.interrupted,
+                interrupted_usd=interrupted.interrupted_usd + journal.interrupted_usd,
+            )
         if reruns_as_epochs:
             found = _as_further_epochs(found, records.values())
         for record in found:
@@ -159,23 +172,39 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
             "stopped run or the spend cap, and run again): not in the cost table, which counts records "
             "(every billed call is in spend.jsonl)"
         )
+    if interrupted.interrupted:
+        warnings.append(
+            f"{interrupted.interrupted_note()} (each at its most: its input and max output tokens at "
+            "its price; in flight when a run was killed, see spend.jsonl); not in the cost table"
+        )
     versions = (
         manifest.sessions_with_other_versions(*((str(f), m) for f, m in manifests[1:]))
         if manifest is not None
         else ()
     )
     return RunData(
-        sources, manifest or Manifest(), tuple(records.values()), tuple(warnings), unrecorded, versions
+        sources,
+        manifest or Manifest(),
+        tuple(records.values()),
+        tuple(warnings),
+        unrecorded,
+        interrupted.interrupted,
+        interrupted.interrupted_usd,
+        versions,
     )
 
 
-def unrecorded_spend(folder: Path, records: Sequence[RunRecord], manifest: Manifest | None) -> float:
-    """USD the folder's spend journal counts beyond what its records (every one, retries included)
-    cost; 0 when it has no journal."""
+def unrecorded_spend(
+    folder: Path,
+    records: Sequence[RunRecord],
+    manifest: Manifest | None,
+    journal: SpendTotals | None = None,
+) -> float:
+    """USD the folder's spend journal (``journal``, when read already) counts beyond what its
+    records (every one, retries included) cost; 0 when it has no journal."""
     from docab.log.costs import manifest_prices, record_cost
-    from docab.log.spend_journal import SPEND_JOURNAL, read_spend
 
-    journal = read_spend(folder / SPEND_JOURNAL)
+    journal = journal or read_spend(folder / SPEND_JOURNAL)
     if journal is None:
         return 0.0
     book = manifest_prices(manifest) if manifest is not None else None
@@ -334,6 +363,8 @@ def build_report(
         warnings=warnings,
         prices=price_rows(run.records, run.manifest),
         unrecorded_usd=run.unrecorded_usd,
+        interrupted_calls=run.interrupted_calls,
+        interrupted_usd=run.interrupted_usd,
         plan=plan,
         version_changes=list(run.version_changes),
     )
