@@ -44,6 +44,12 @@ SPEND_JOURNAL = "spend.jsonl"
 SampleKey = tuple[str, str, int]  # arm, qid, epoch
 
 
+def _sample_key(sample: Any) -> SampleKey | None:
+    """The key of a line's ``"sample"`` value ([arm, qid, epoch]); raises for a malformed one
+    (the caller turns that into "not a journal line")."""
+    return (str(sample[0]), str(sample[1]), int(sample[2])) if sample else None
+
+
 @dataclass(frozen=True)
 class SpendEntry:
     """One billed call of sample ``sample`` (or, with ``opening``, the balance the journal began with)."""
@@ -80,8 +86,7 @@ class SpendEntry:
             data = json.loads(line)
             usd = float(data["usd"])
             unpriced = tuple(str(m) for m in data.get("unpriced") or ())
-            sample = data.get("sample")
-            key = (str(sample[0]), str(sample[1]), int(sample[2])) if sample else None
+            key = _sample_key(data.get("sample"))
             call = data.get("call")
             call = None if call is None else int(call)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError):
@@ -113,8 +118,7 @@ class OpenedCall:
         """The call of a parsed ``opened`` line; None for a line that is not one."""
         try:
             call = int(data["opened"])
-            sample = data.get("sample")
-            key = (str(sample[0]), str(sample[1]), int(sample[2])) if sample else None
+            key = _sample_key(data.get("sample"))
             bound = data.get("bound")
             bound = None if bound is None else float(bound)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError):
