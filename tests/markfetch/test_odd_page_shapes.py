@@ -1,4 +1,4 @@
-"""Two page shapes that failed with a wrong message (red-team findings).
+"""Page shapes that failed with a wrong message, or passed a part for the whole (red-team findings).
 
 1. A page opening with more than one XML declaration (two back to back, one behind a control
    character, one without its ``?>``) failed as "the page is empty": only the first was removed,
@@ -6,6 +6,9 @@
 2. An article inside hundreds of nested layout tables (``<table><tr><td>`` per level) failed as
    "no readable text (it may be rendered by JavaScript)": flattening the over-deep page put the
    deep text into the ``<table>`` or ``<tr>`` at the cut depth, whose own text nothing reads.
+3. A page nested past what even the huge-tree parse reads (2,048 open elements) with text above
+   that depth came back as that text alone, silently: a reader took it for the whole page. The
+   document now ends with a note saying the page is cut (:data:`markfetch.nesting.CUT_NOTE`).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import pytest
 from lxml import html
 
 from markfetch.extract import ExtractionFailed, extract_article
-from markfetch.nesting import HUGE_DEPTH, flatten
+from markfetch.nesting import CUT_NOTE, HUGE_DEPTH, flatten
 from tests.markfetch.conftest import site_url
+from tests.markfetch.test_cli import markfetch
 from tests.markfetch.test_mcp import calls, in_process
 from tests.markfetch.test_nesting import depth_of
 from tests.support.http_server import LocalServer, Reply
@@ -148,6 +152,7 @@ def test_tables_nested_past_what_any_parse_reads_fail_saying_so(tower) -> None:
         assert f"more than {HUGE_DEPTH:,} deep" in str(failure) and "JavaScript" not in str(failure)
     else:
         assert "menu" in body
+        assert extract_article(page, "https://example.com/a").markdown.endswith(f"\n\n{CUT_NOTE}\n")
 
 
 def test_flatten_moves_text_below_a_tables_frame_into_its_cell() -> None:
@@ -197,6 +202,76 @@ def test_flattening_many_tables_costs_linear_time() -> None:
     flatten(tree)
     assert time.monotonic() - started < 10
     assert depth_of(tree) <= 200 and tree.text_content().count("y") == 50_000
+
+
+# -- text above the cut --------------------------------------------------------------------------
+
+
+def over_text(depth: int) -> str:
+    """The article at the top of the page, then more text ``depth`` ``<div>``s deep, then a closing line."""
+    return (
+        f"<html><head><title>Deep</title></head><body><article>{ARTICLE}"
+        + "<div>" * depth
+        + "<p>More text, nested far below the article, that the page also holds.</p>"
+        + "</div>" * depth
+        + "<p>A closing line after the tower.</p></article></body></html>"
+    )
+
+
+@pytest.mark.parametrize("max_elements", [50_000, 5], ids=["reader", "full-body"])
+def test_a_page_cut_by_its_nesting_returns_the_text_above_the_cut_and_says_so(max_elements: int) -> None:
+    """3,000 levels: the parse stops at HUGE_DEPTH, below the article. The article is returned and
+    the document ends with the note, so no one takes it for the whole page; the body (the page's
+    own text) holds no note."""
+    article = extract_article(over_text(3000), "https://example.com/a", max_elements=max_elements)
+    assert all(f"Paragraph {i} of" in article.body for i in range(12))
+    assert "nested far below" not in article.markdown and "closing line" not in article.markdown
+    assert article.markdown.endswith(
+        f"Paragraph 11 of an article that a reader view has every reason to keep.\n\n{CUT_NOTE}\n"
+    )
+    assert article.markdown.count("(markfetch:") == 1 and "markfetch:" not in article.body
+    assert CUT_NOTE == (
+        "(markfetch: the page nests its elements more than 2,048 deep, deeper than markfetch reads; "
+        "it is cut at that depth, and the rest of the page is missing)"
+    )
+
+
+@pytest.mark.parametrize("max_elements", [50_000, 5], ids=["reader", "full-body"])
+def test_a_page_nested_within_what_the_parse_reads_has_no_note(max_elements: int) -> None:
+    """1,500 levels: past libxml2's default 256, so parsed again and flattened, but read whole."""
+    article = extract_article(over_text(1500), "https://example.com/a", max_elements=max_elements)
+    assert all(f"Paragraph {i} of" in article.body for i in range(12))
+    if max_elements == 5:  # the region keeps every line; the reader view may judge the short ones
+        assert "nested far below" in article.body and "closing line after the tower" in article.body
+    assert "markfetch:" not in article.markdown
+
+
+@pytest.mark.parametrize(
+    "page",
+    [PAGE, in_tables(300), in_tables(HUGE_DEPTH // 3 - 10)],
+    ids=["normal", "300 tables", "672 tables"],
+)
+def test_a_page_that_is_not_cut_has_no_note(page: str) -> None:
+    article = extract_article(page, "https://example.com/a")
+    assert keeps_the_article(article.markdown) and "markfetch:" not in article.markdown
+    assert article.notes == ()
+
+
+def test_the_cli_and_the_server_both_tell_of_the_cut(server: LocalServer, settings, tmp_path: Path) -> None:
+    server.route("/cut", Reply(body=over_text(3000).encode(), content_type=HTML))
+    server.route("/whole", Reply(body=over_text(1500).encode(), content_type=HTML))
+    app, _ = in_process(settings, [tmp_path])
+    cut, whole = calls(app, {"url": site_url(server, "/cut")}, {"url": site_url(server, "/whole")})
+    assert cut.is_error is False and whole.is_error is False
+    assert cut.content[0].text.startswith("# Deep\n\nParagraph 0 of")
+    assert cut.content[0].text.endswith(f"\n\n{CUT_NOTE}\n")
+    assert "markfetch:" not in whole.content[0].text and "Paragraph 11 of" in whole.content[0].text
+
+    done = markfetch(server.url("/cut"), cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("# Deep\n\nParagraph 0 of") and done.stdout.endswith(f"\n\n{CUT_NOTE}\n")
+    done = markfetch(server.url("/whole"), cwd=tmp_path)
+    assert done.returncode == 0 and "Paragraph 11 of" in done.stdout and "markfetch:" not in done.stdout
 
 
 # -- through the MCP server ------------------------------------------------------------------------

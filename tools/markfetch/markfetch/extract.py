@@ -87,21 +87,27 @@ class Article:
 
     ``title``: the article's title (empty when it has none; see :func:`extract_article` for where it
     comes from), as markdown inline text. ``body``: the article as markdown, without the headline
-    block that the title replaces. ``method``: ``"reader"`` or ``"full-body"``.
+    block that the title replaces. ``method``: ``"reader"`` or ``"full-body"``. ``notes``: what
+    markfetch tells the reader about the text, not the page's (a page cut by its nesting:
+    :data:`markfetch.nesting.CUT_NOTE`), each a paragraph after the body.
     """
 
     title: str
     body: str
     method: str
+    notes: tuple[str, ...] = ()
 
     @property
     def markdown(self) -> str:
-        """The document markfetch returns: the title as ``#`` heading, then the body; no title is
-        added when the body starts with an H1 of its own or already holds the title as an H1 (after
-        a kicker, say)."""
-        if not self.title or _starts_with_h1(self.body) or _has_h1_reading(self.body, self.title):
-            return self.body
-        return f"# {self.title}\n\n{self.body}"
+        """The document markfetch returns: the title as ``#`` heading, then the body, then the notes;
+        no title is added when the body starts with an H1 of its own or already holds the title as an
+        H1 (after a kicker, say)."""
+        document = self.body
+        if self.title and not (_starts_with_h1(self.body) or _has_h1_reading(self.body, self.title)):
+            document = f"# {self.title}\n\n{self.body}"
+        if self.notes:
+            document = "\n\n".join((document.rstrip(), *self.notes)) + "\n"
+        return document
 
 
 def extract_article(
@@ -160,8 +166,7 @@ def _extract(page_html: str, url: str | None, *, max_elements: int, max_chars: i
     body = tidy_markdown(body.replace(RULE_MARK, ""))  # a mark the reader view ran into its text
     if not body.strip():
         raise ExtractionFailed(
-            f"the page nests its elements more than {nesting.HUGE_DEPTH:,} deep, deeper than markfetch "
-            "reads, and has no readable text above that depth"
+            f"{nesting.TOO_DEEP}, and has no readable text above that depth"
             if cut
             else "the page has no readable text (it may be rendered by JavaScript in the browser)"
         )
@@ -183,7 +188,8 @@ def _extract(page_html: str, url: str | None, *, max_elements: int, max_chars: i
             ),
         )
         body = tidy_markdown(f"{body.rstrip()}\n\n{rendered}\n")
-    return Article(title=title, body=body, method=method)
+    # Text above the cut is returned, but never as if it were the whole page.
+    return Article(title=title, body=body, method=method, notes=(nesting.CUT_NOTE,) if cut else ())
 
 
 _LEADING_RULES = re.compile(r"\A(?:[ \t]*\n)*(?:---[ \t]*\n(?:[ \t]*\n)*)+")

@@ -7,8 +7,9 @@ below the limit was lost, and a page whose whole article lay there failed as "no
 (it may be rendered by JavaScript)".
 
 Such a page is parsed again with libxml2's huge-tree option (open elements up to 2,048; beyond
-that the page is still cut) and then flattened to :data:`MAX_DEPTH`, because the reader view and
-the markdown renderer read a tree by recursion:
+that the page is still cut, and the document returned then ends with :data:`CUT_NOTE`, so that
+no one takes the text above the cut for the whole page) and then flattened to :data:`MAX_DEPTH`,
+because the reader view and the markdown renderer read a tree by recursion:
 
 1. wrappers that carry nothing (a ``div``, ``span``, ``font``, ``center`` or ``section`` whose
    only content is one element, and a layout table of one row of one cell, which becomes its
@@ -34,6 +35,10 @@ from markfetch.markdown import BLOCKS
 # and well within Python's recursion limit for the renderer (about two frames per level).
 MAX_DEPTH = 200
 HUGE_DEPTH = 2048  # libxml2's limit with the huge-tree option: a page nested deeper is cut there
+# What a page cut there is told: the error when nothing readable lies above the cut
+# (:func:`markfetch.extract.extract_article`), else this note after the document's text.
+TOO_DEEP = f"the page nests its elements more than {HUGE_DEPTH:,} deep, deeper than markfetch reads"
+CUT_NOTE = f"(markfetch: {TOO_DEEP}; it is cut at that depth, and the rest of the page is missing)"
 _TRANSPARENT = ("div", "span", "font", "center", "section")
 # A table's frame: the text of these is not read, only that of their cells (and captions).
 _TABLE_FRAME = frozenset({"table", "thead", "tbody", "tfoot", "tr", "colgroup"})
