@@ -76,7 +76,8 @@ DESCRIPTION = (
     "cloud-metadata addresses are refused. Non-HTML responses give [unsupported_content_type] "
     "unless raw is true; pages with no readable text give [extraction_failed]. The whole document "
     "or an error: a document over the size limit gives [too_large], never a truncated one; use "
-    "savePath to write a large document to a file instead of returning it."
+    "savePath to write a large document to a file instead of returning it. A page nested too deep "
+    "to parse whole ends with a note that the rest of it is missing."
 )
 
 
