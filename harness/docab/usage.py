@@ -34,6 +34,10 @@ TOOL_USAGE_META_KEY = "io.github.docab/usage"
 
 UNREPORTED_KEY = "docab_usage_unreported"  # in ``raw`` of a reply that carried no usage at all
 MAX_COUNT = 1_000_000_000  # tokens in one field of one call: far past any model's context
+PLAUSIBLE_COUNT = 10_000_000
+"""The most input (or output) tokens one call can plausibly use: five times the largest context
+window offered (2 million tokens). A reply that says more is billed as it says all the same (never
+under-counted), and the run warns (:func:`implausible`, ``docab.models.provider.UsageAlarm``)."""
 
 
 def _int(value: Any) -> int:
@@ -319,3 +323,31 @@ def totals_by_role(records: Iterable[Usage]) -> dict[str, UsageTotals]:
     for usage in records:
         totals[usage.role] = totals.get(usage.role, UsageTotals()).add(usage)
     return totals
+
+
+@dataclass(frozen=True)
+class Implausible:
+    """A call's token count past :data:`PLAUSIBLE_COUNT`: ``what`` (``input``, ``output``) and
+    ``count`` as recorded; ``held`` when a field of it was reported over :data:`MAX_COUNT` and is
+    recorded at that."""
+
+    what: str
+    count: int
+    held: bool = False
+
+    def describe(self) -> str:
+        """``1,000,000,000 input tokens (or more: docab records a field at most at 1,000,000,000)``."""
+        held = f" (or more: docab records a field at most at {MAX_COUNT:,})" if self.held else ""
+        return f"{self.count:,} {self.what} tokens{held}"
+
+
+def implausible(usage: Usage) -> Implausible | None:
+    """The larger of ``usage``'s input total and output when it is over :data:`PLAUSIBLE_COUNT`
+    (no model reads or writes that much in one call); None for a plausible call."""
+    inputs = (usage.input_uncached, usage.cache_read, usage.cache_write)
+    found = max(
+        Implausible("input", usage.input_total, held=max(inputs) >= MAX_COUNT),
+        Implausible("output", usage.output, held=usage.output >= MAX_COUNT),
+        key=lambda item: item.count,
+    )
+    return found if found.count > PLAUSIBLE_COUNT else None

@@ -129,7 +129,7 @@ def test_retry_after_http_date_is_honoured(llm_stub: LLMStub) -> None:
         ({"Retry-After": "Tue, 14 Nov 2023 22:13:40 GMT"}, 20.0),  # EPOCH + 20 s
         ({"Retry-After": "Tue, 14 Nov 2023 22:13:00 GMT"}, 0.0),  # in the past
         ({"Retry-After": "soon"}, None),
-        ({"Retry-After": "-3"}, 0.0),
+        ({"Retry-After": "-3"}, None),  # not a wait: missing, so the back-off applies
         ({}, None),
         (None, None),
     ],

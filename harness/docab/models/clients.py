@@ -31,7 +31,8 @@ from docab.models.headers import REFERENCE
 from docab.models.redirects import HOOKS as REDIRECT_HOOKS
 from docab.models.replies import cap_reply_body
 
-# The SDKs' clients (httpx2): a redirect followed only within the origin, a reply read up to a cap.
+# The SDKs' clients (httpx2; httpx for google-genai): a redirect followed only within the origin, a
+# reply read up to a cap.
 SDK_HOOKS = {"response": [*REDIRECT_HOOKS["response"], cap_reply_body()]}
 
 LOCAL_SERVER_KEY = "not-needed"  # OpenAI-compatible local servers (Ollama, llama.cpp) want some key
@@ -320,7 +321,9 @@ def gemini_client(config: ModelConfig, env: Mapping[str, str], *, role: str | No
     """``google.genai.Client`` for the Gemini API (never Vertex AI, whatever the environment says),
     with the key, ``base_url``, headers and timeout of the config; the SDK's retries stay off (its
     default without ``retry_options``) and its transport is always an httpx client of docab's, which
-    follows a redirect only within the endpoint's origin (``http_backend`` does not apply)."""
+    follows a redirect only within the endpoint's origin and reads a reply up to
+    :data:`docab.models.replies.MAX_REPLY_BYTES`, as the other routes' clients do
+    (``http_backend`` does not apply)."""
     from google import genai
     from google.genai import types
 
@@ -340,7 +343,7 @@ def gemini_client(config: ModelConfig, env: Mapping[str, str], *, role: str | No
     import httpx
 
     options["httpx_async_client"] = httpx.AsyncClient(
-        timeout=config.timeout, follow_redirects=True, event_hooks=REDIRECT_HOOKS
+        timeout=config.timeout, follow_redirects=True, event_hooks=SDK_HOOKS
     )
     client = _construct(
         config,

@@ -33,7 +33,7 @@ from docab.messages import Image, Message, Reasoning, Text, ToolCall, ToolSpec
 from docab.models.causes import Failure, credential_failure, provider_message, shorten, transport_cause
 from docab.models.config import ModelConfig
 from docab.models.provider import PREFLIGHT_TIMEOUT_S, ParsedReply, Probe, ProviderModel
-from docab.models.retry import MalformedReply, status_failure
+from docab.models.retry import MalformedReply, status_failure, unreadable_failure
 from docab.usage import Usage
 
 GEMINI_URL = "https://generativelanguage.googleapis.com"
@@ -279,8 +279,10 @@ def classify_gemini_error(
     exc: BaseException, *, now: float, timeout_s: float | None = None, credentials: str | None = None
 ) -> Failure:
     """A ``google.genai`` failure as a Failure: an HTTP error (``errors.APIError``, with the
-    status and the API's own message), or the transport's (aiohttp's or httpx's) exception, which
-    the SDK lets through unwrapped: refused, DNS, TLS, timeout, reset."""
+    status and the API's own message), a reply docab's client could not read (over
+    :data:`~docab.models.replies.MAX_REPLY_BYTES`: ``malformed``, not retried), or the transport's
+    (aiohttp's or httpx's) exception, which the SDK lets through unwrapped: refused, DNS, TLS,
+    timeout, reset."""
     from google.genai import errors
 
     if isinstance(exc, MalformedReply):
@@ -294,6 +296,9 @@ def classify_gemini_error(
         return Failure("api", f"API error: {detail}", retryable=False)
     if isinstance(exc, json.JSONDecodeError):
         return Failure("malformed", "the reply cannot be read (it is not JSON)", retryable=True)
+    unreadable = unreadable_failure(exc)  # over the size cap, or a broken content coding
+    if unreadable is not None:
+        return unreadable
     cause = transport_cause(exc, timeout_s=timeout_s)
     if cause is not None:
         kind = "timeout" if cause.kind == "timeout" else "connection"

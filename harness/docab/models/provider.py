@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import random
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from docab.models.retry import (
     provider_code,
 )
 from docab.models.text_only import strip_images
-from docab.usage import Usage
+from docab.usage import PLAUSIBLE_COUNT, Implausible, Usage, implausible
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,33 @@ class ParsedReply:
     reasoning: tuple[Reasoning, ...]
     stop_reason: str
 
+
+@dataclass
+class UsageAlarm:
+    """Says, once per run, that a model call reported more tokens than any call can use
+    (:func:`docab.usage.implausible`): a buggy or hostile endpoint billing nonsense. The call is
+    billed as reported all the same; the line names the model, its endpoint and the figure.
+    ``say`` is where the run's notes go (the launcher's; print by default)."""
+
+    say: Callable[[str], None]
+    first: Implausible | None = None  # the call warned of
+
+    def check(self, usage: Usage, caller: Caller) -> None:
+        """``usage``, one call's billing by ``caller``'s endpoint."""
+        found = implausible(usage)
+        if found is None or self.first is not None:
+            return
+        self.first = found
+        self.say(
+            f"warning: the {caller.role} model {caller.model} at {caller.url} reported "
+            f"{found.describe()} for one call, more than any model uses (docab's bound: "
+            f"{PLAUSIBLE_COUNT:,}); the call is billed as reported. Check the endpoint and what it "
+            "bills (said once per run)"
+        )
+
+
+USAGE_ALARM: ContextVar[UsageAlarm | None] = ContextVar("usage_alarm", default=None)
+"""The run's :class:`UsageAlarm` (set by the launcher around its workers); None: no warning."""
 
 RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"  # openai._constants and anthropic._constants
 REPLY_HEADERS: ContextVar[dict[str, str] | None] = ContextVar("reply_headers", default=None)
@@ -237,6 +265,14 @@ class ProviderModel:
             credentials=self.access.hint,
         )
 
+    def _bill(self, usage: Sequence[Usage]) -> None:
+        """What one call was billed: to the sample's meter, and past the run's usage alarm."""
+        meter_charge(usage)
+        alarm = USAGE_ALARM.get()
+        if alarm is not None:
+            for record in usage:
+                alarm.check(record, self.caller)
+
     async def probe(self, *, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> Probe:
         """One cheap request to the endpoint, before a run: the provider's model list (no tokens).
 
@@ -389,10 +425,10 @@ class ProviderModel:
                 context=self.caller,
             )
         except BaseException:  # failed, or cut short by the sample: its unusable replies were billed
-            meter_charge(trace.billed)
+            self._bill(trace.billed)
             raise
         usage = _sum_usage([*trace.billed, self.usage(raw)])
-        meter_charge((usage,))
+        self._bill((usage,))
         latency = max(0.0, self._clock.monotonic() - started - trace.queued_s)
         if cache is not None:
             await cache.aput(key, raw, model=self.name)
@@ -451,9 +487,20 @@ def _sum_usage(records: Sequence[Usage]) -> Usage:
     )
 
 
+def _json_text(text: str) -> Any:
+    """The JSON value of a body the SDK returned as text (see :func:`as_plain_json`); None when
+    it is not JSON (an HTML page, an error text, nothing)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
 def listed_models(response: Any) -> tuple[str, ...] | None:
     """The model ids of a model-list reply (``{"data": [{"id": ...}, ...]}``, OpenAI's and
-    Anthropic's shape); None for a reply of another shape."""
+    Anthropic's shape, whatever its ``Content-Type``); None for a reply of another shape."""
+    if isinstance(response, str):
+        response = _json_text(response)
     data = response.get("data") if isinstance(response, dict) else None
     if not isinstance(data, list):
         return None
@@ -463,7 +510,11 @@ def listed_models(response: Any) -> tuple[str, ...] | None:
 
 
 def as_plain_json(response: Any) -> dict[str, Any]:
-    """An SDK response as plain JSON data; a body the SDK could not read as JSON is malformed."""
+    """An SDK response as plain JSON data; a body that is not a JSON object is malformed.
+
+    The SDKs parse a body as JSON only when its ``Content-Type`` ends in ``json``: any other (a
+    gateway's ``text/plain``, or none) comes back as the body's text, which is read here, and
+    accepted when it is a JSON object."""
     if hasattr(response, "model_dump"):
         # warnings=False: a reply that breaks the SDK's types is still dumped as sent, and parse() judges it
         data = response.model_dump(mode="json", exclude_unset=True, warnings=False)
@@ -471,4 +522,8 @@ def as_plain_json(response: Any) -> dict[str, Any]:
             return data
     if isinstance(response, dict):
         return response
+    if isinstance(response, str):
+        data = _json_text(response)
+        if isinstance(data, dict):
+            return data
     raise MalformedReply(f"the reply body is not a JSON object ({type(response).__name__})")

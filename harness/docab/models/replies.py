@@ -3,7 +3,8 @@
 The SDKs read a reply whole before looking at it, and their HTTP client decodes each received chunk
 into all of its output at once: a 500 MB JSON reply held about 14 GB when parsed, a 2 GiB gzip bomb
 (2 MB on the wire) 4 GB, and a 200 MB answer string went on into the transcript. The hook below
-runs on every response of the HTTP client docab hands an SDK (:mod:`docab.models.clients`), before
+runs on every response of the HTTP client docab hands an SDK (:mod:`docab.models.clients`: the
+httpx2 clients of the OpenAI and Anthropic SDKs, and the httpx client of ``google-genai``), before
 the body is read: a declared ``Content-Length`` over the cap is refused at once, otherwise the
 body is decoded here (``docab_mcpguard.BodyDecoder``, about 64 KB at a time) and counted, and the
 read stops at :data:`MAX_REPLY_BYTES`. No model reply comes near it: 128k output tokens of JSON are
@@ -16,6 +17,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import httpx2
 
 from docab_mcpguard import BodyDecoder, UndecodableBody
@@ -41,8 +43,9 @@ def _too_large(limit: int, what: str) -> ReplyTooLarge:
     )
 
 
-class _CappedBody(httpx2.AsyncByteStream):
-    """The decoded body of ``inner``, ending with :class:`ReplyTooLarge` past ``limit`` bytes."""
+class _CappedBody(httpx2.AsyncByteStream, httpx.AsyncByteStream):
+    """The decoded body of ``inner``, ending with :class:`ReplyTooLarge` past ``limit`` bytes; a
+    stream of either library (each checks that a response's stream is its own kind)."""
 
     def __init__(self, inner: Any, decoder: BodyDecoder, *, limit: int) -> None:
         self._inner = inner
@@ -73,11 +76,11 @@ class _CappedBody(httpx2.AsyncByteStream):
 
 
 def cap_reply_body(limit: int = MAX_REPLY_BYTES) -> Any:
-    """An httpx2 response hook that reads a body at most ``limit`` bytes long (on the wire and
+    """An httpx2 (or httpx) response hook that reads a body at most ``limit`` bytes long (on the wire and
     decoded), decoding its Content-Encoding itself (the header is removed, so the client does not
     decode again)."""
 
-    async def hook(response: httpx2.Response) -> None:
+    async def hook(response: httpx2.Response | httpx.Response) -> None:
         encoding = response.headers.get("content-encoding", "")
         declared = response.headers.get("content-length", "")
         if declared.strip().isdigit() and int(declared) > limit:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -94,23 +95,29 @@ QUOTA_CODES = frozenset({"insufficient_quota"})  # OpenAI's "no credit": final u
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, now: float) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` (OpenAI), ``retry-after`` in seconds, or an HTTP date."""
+    """Seconds to wait from ``retry-after-ms`` (OpenAI), ``retry-after`` in seconds, or an HTTP date.
+
+    A number that is not finite and at least 0 (``-5``, ``NaN``, ``inf``, ``1e400``) says nothing:
+    it counts as missing (None: the retry loop's own back-off applies), where it was read as "no
+    wait" or as "for ever". A date in the past is 0 (retry now). However long a valid value is, the
+    callers hold it at the policy's ``retry_after_cap_s`` (:func:`call_with_retries`, the pacer)."""
     if not headers:
         return None
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
     millis = lowered.get("retry-after-ms")
     if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000.0)
-        except ValueError:
-            pass
+        seconds = _wait_seconds(millis, per_second=1000.0)
+        if seconds is not None:
+            return seconds
     value = lowered.get("retry-after")
     if value is None:
         return None
     try:
-        return max(0.0, float(value))
+        float(value)
     except ValueError:
         pass
+    else:  # a number: used only when it is a wait
+        return _wait_seconds(value, per_second=1.0)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -118,6 +125,15 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float) -> float | 
     if when is None:
         return None
     return max(0.0, when.timestamp() - now)
+
+
+def _wait_seconds(text: str, *, per_second: float) -> float | None:
+    """``text`` (a count of ``1 / per_second`` seconds) in seconds; None unless finite and >= 0."""
+    try:
+        seconds = float(text) / per_second
+    except ValueError:
+        return None
+    return max(0.0, seconds) if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def classify_sdk_error(
@@ -140,9 +156,9 @@ def classify_sdk_error(
         return attempt_timeout_failure(exc)
     if isinstance(exc, json.JSONDecodeError):  # a 200 whose body is empty, cut or not JSON
         return Failure("malformed", "the reply cannot be read (it is not JSON)", retryable=True)
-    unreadable = next((c for c in exception_chain(exc) if isinstance(c, UnreadableReply)), None)
-    if unreadable is not None:  # over the size cap (as the next one would be) or a broken coding
-        return Failure("malformed", str(unreadable), retryable=not isinstance(unreadable, ReplyTooLarge))
+    unreadable = unreadable_failure(exc)
+    if unreadable is not None:
+        return unreadable
     if isinstance(exc, sdk.APIConnectionError):  # APITimeoutError is one too
         cause = transport_cause(exc, timeout_s=timeout_s)
         if cause is not None:
@@ -171,6 +187,16 @@ def classify_sdk_error(
     if protocol is not None:
         return protocol
     raise exc  # a bug in our code, not a provider failure: let it surface
+
+
+def unreadable_failure(exc: BaseException) -> Failure | None:
+    """A reply body :mod:`docab.models.replies` could not read, wherever it is in ``exc``'s chain:
+    ``malformed``, not retried when it is over the size cap (the next one would be too), retried
+    when its coding is broken; None for any other exception."""
+    unreadable = next((c for c in exception_chain(exc) if isinstance(c, UnreadableReply)), None)
+    if unreadable is None:
+        return None
+    return Failure("malformed", str(unreadable), retryable=not isinstance(unreadable, ReplyTooLarge))
 
 
 def _protocol_failure(exc: BaseException) -> Failure | None:

@@ -58,6 +58,7 @@ from docab.models.base import Model, ModelError
 from docab.models.cache import shared_cache
 from docab.models.completion_adapter import CompletionAdapter
 from docab.models.preflight import check_endpoints, describe
+from docab.models.provider import USAGE_ALARM, UsageAlarm
 from docab.models.registry import build_model
 from docab.pricing import PriceBook
 from docab.runner.breaker import BreakerSettings, CircuitBreaker
@@ -70,6 +71,7 @@ from docab.runner.schedule import WorkUnit, in_shard, newest_per_key, plan, spre
 from docab.runner.spend import SpendGuard, SpendStop
 from docab.runner.workers import run_units
 from docab.tokens import CHARS_PER_TOKEN
+from docab.usage import Implausible
 from docab_benchmark.mmlongbench.errors import DataError
 from docab_benchmark.mmlongbench.extraction import load_prompt
 
@@ -145,6 +147,9 @@ class RunOutcome:
     # returned: docab.log.spend_journal), and the most they can have cost; not in unrecorded_usd.
     interrupted_calls: int = 0
     interrupted_usd: float = 0.0
+    # The first call this session whose usage was past any model's (docab.usage.implausible),
+    # billed as reported and warned of as it returned; None when every call's was plausible.
+    implausible_usage: Implausible | None = None
 
     def errors(self) -> ErrorTally:
         """The samples that ended in an error or timeout, and why (``docab.runner.failures``)."""
@@ -526,6 +531,8 @@ async def _run_work(
         breaker=breaker_for(config),
     )
     ctx.progress.start(ProgressState.for_run(totals_per_arm(arms, questions, epochs), kept))
+    alarm = UsageAlarm(say)  # a call billed more tokens than any model uses: said once, as it returns
+    alarm_scope = USAGE_ALARM.set(alarm)  # before the workers start: their tasks inherit it
     try:
         await run_units(ctx, units, concurrency=concurrency)
     except StoreError as exc:
@@ -533,6 +540,7 @@ async def _run_work(
             f"{exc}\n(the samples written so far are kept; run again with the same config and folder to resume)"
         ) from None
     finally:
+        USAGE_ALARM.reset(alarm_scope)
         journal.close()
         ctx.progress.stop()
         store.write_manifest((store.read_manifest() or manifest).finished(utc_now()))
@@ -551,6 +559,7 @@ async def _run_work(
         unrecorded_usd=unrecorded,
         interrupted_calls=billed.interrupted,
         interrupted_usd=billed.interrupted_usd,
+        implausible_usage=alarm.first,
     )
     stop = spend.stop() if spend is not None else None
     if spend is not None and stop is not None:
