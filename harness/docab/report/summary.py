@@ -57,6 +57,7 @@ from docab.report.arms import FLOOR_LABEL, arm_order, arm_summary, extraction_wa
 from docab.report.breakdowns import breakdown_note, breakdowns, reference_rows
 from docab.report.comparisons import CALIBRATED_FROM_DOCUMENTS, compare_arms
 from docab.report.outcomes import QuestionOutcome, question_outcomes
+from docab.usage import PLAUSIBLE_COUNT, implausible
 
 
 class ReportError(Exception):
@@ -166,6 +167,7 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
             warnings.append(f"a partial run (docab merge --allow-partial): {coverage.describe()}")
     if not records:
         raise ReportError(f"no run records in {', '.join(str(s) for s in sources)}")
+    warnings += implausible_usage_warnings(records.values())
     if unrecorded >= 0.00005:
         warnings.append(
             f"${unrecorded:.4f} was billed for samples that have no record (cut short by a kill, a Ctrl-C, a "
@@ -192,6 +194,21 @@ def load_run(*run_dirs: Path | str, reruns_as_epochs: bool = False) -> RunData:
         interrupted.interrupted_usd,
         versions,
     )
+
+
+def implausible_usage_warnings(records: Iterable[RunRecord]) -> list[str]:
+    """One warning when any model call reported more tokens than a model can use in one call
+    (:func:`docab.usage.implausible`): such calls are in the cost table as billed, which is then
+    likely wrong (an endpoint's bug), and the run said so only on its console."""
+    found = [(record, flagged) for record in records for u in record.usage if (flagged := implausible(u))]
+    if not found:
+        return []
+    record, largest = max(found, key=lambda pair: pair[1].count)
+    return [
+        f"{len(found)} model call(s) reported more tokens than any model uses in one call (over "
+        f"{PLAUSIBLE_COUNT:,}; the largest: {largest.describe()}, in {record.arm}/{record.qid}): they are "
+        "in the cost table as billed; check the endpoint's usage reports before trusting the cost"
+    ]
 
 
 def unrecorded_spend(
