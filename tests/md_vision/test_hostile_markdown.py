@@ -122,3 +122,32 @@ def test_large_parses_do_not_hold_up_a_trivial_read(tmp_path: Path) -> None:
     # The large documents share one lane, one after the other; the small read passes both (it
     # used to wait for a thread: two large parses held both).
     assert finished[0] == "small.md", finished
+
+
+def test_a_megabyte_heading_or_frontmatter_cannot_fill_an_index_page_past_max_tokens(tmp_path: Path) -> None:
+    # A page always shows at least one heading row: a hostile file's one 2 MB heading was shown
+    # whole whatever max_tokens said (9.8 MB at max_tokens=500), and so was a 2 MB frontmatter.
+    (tmp_path / "heading.md").write_text("# " + "x" * 2_000_000 + "\n\nbody\n\n## small\n\ntext\n")
+    (tmp_path / "front.md").write_text("---\ntitle: " + "y" * 2_000_000 + "\n---\n# T\n\nbody\n")
+
+    async def scenario(client: Client) -> Any:
+        return (
+            await client.call_tool("index_md", {"uri": "heading.md", "max_tokens": 500}),
+            await client.call_tool("index_md", {"uri": "front.md", "max_tokens": 500}),
+            await client.call_tool("index_md", {"uri": "."}),
+            await client.call_tool("read_md_with_images", {"uri": "heading.md", "line_range": [5, 7]}),
+        )
+
+    heading, front, folder, read = _run(_params("--allow-path", str(tmp_path)), scenario)
+    for result in (heading, front, folder):
+        assert not result.is_error
+        shown = sum(len(part.text) for part in result.content if part.type == "text")
+        assert shown < 20_000, shown
+        assert len(str(result.structured_content)) < 20_000
+    assert (
+        "… (heading of 2,000,002 characters, cut; read it by line_range)\t1\t0\t" in heading.content[0].text
+    )
+    assert "\n## small\t5\t0\t" in heading.content[0].text  # the rows after it are all there
+    assert "(frontmatter of 2,000,008 characters, cut; read it by line_range)" in front.content[0].text
+    assert "\n# T\t4\t0\t" in front.content[0].text
+    assert not read.is_error and "## small" in read.content[-1].text

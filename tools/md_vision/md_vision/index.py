@@ -39,13 +39,37 @@ class FileProblem:
     reason: str
 
 
+# A heading longer than this is shown cut, with its length: a hostile file's one 10 MB heading
+# would otherwise fill an index page whatever its max_tokens (a page always shows one row). The
+# section is still read whole by its line_range (from line_start).
+MAX_HEADING_CHARS = 300
+
+
+def shown_heading(label: str, limit: int = MAX_HEADING_CHARS) -> str:
+    """``label`` as the index shows it: whole, or its first ``limit`` characters and its length."""
+    if len(label) <= limit:
+        return label
+    return f"{label[:limit]}… (heading of {len(label):,} characters, cut; read it by line_range)"
+
+
+# The frontmatter is shown up to this many characters, for the same reason.
+MAX_FRONTMATTER_CHARS = 4000
+
+
+def shown_frontmatter(text: str, limit: int = MAX_FRONTMATTER_CHARS) -> str:
+    """The frontmatter as the index shows it: whole, or its first ``limit`` characters and its length."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n# … (frontmatter of {len(text):,} characters, cut; read it by line_range)"
+
+
 def index_document(document: Document, path: str | None = None) -> FileIndex:
     rows = []
     for number, heading in enumerate(document.headings):
         first, last = heading.line, document.section_end(number)
         rows.append(
             IndexRow(
-                heading=heading.label,
+                heading=shown_heading(heading.label),
                 line_start=first,
                 image_count=len(document.images_between(first, last)),
                 char_count=document.char_count_of(first, last),
@@ -53,7 +77,7 @@ def index_document(document: Document, path: str | None = None) -> FileIndex:
         )
     return FileIndex(
         path=path,
-        frontmatter=document.frontmatter.text if document.frontmatter else None,
+        frontmatter=shown_frontmatter(document.frontmatter.text) if document.frontmatter else None,
         line_count=document.line_count,
         char_count=document.char_count,
         rows=tuple(rows),
