@@ -332,6 +332,25 @@ def test_a_redirect_to_another_host_is_not_followed_with_the_key_and_images(
     assert "not followed" in outcome.text
 
 
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_a_provider_redirecting_to_itself_is_stopped_after_five_hops_and_not_retried(
+    llm_stub: LLMStub, tmp_path: Path, picture: Path, fmt: str
+) -> None:
+    """httpx2's own limit (20 hops) raised an error the SDKs wrapped as a connection failure and
+    retried: one tool call sent the key and the image 60-90 times, then blamed the network."""
+    path = "/v1/chat/completions" if fmt == "openai" else "/v1/messages"
+    loop = f"http://127.0.0.1:{llm_stub.server.port}{path}"
+    llm_stub.push(fmt, *[Reply.redirect(loop, status=307) for _ in range(100)])  # type: ignore[arg-type]
+
+    async def scenario(service):
+        return await service.analyze(str(picture))
+
+    outcome = with_service(settings_for(llm_stub, tmp_path, fmt), scenario)
+    assert outcome.is_error and outcome.details["error_cause"] == "api"
+    assert "redirected more than 5 times" in outcome.text and "connection failed" not in outcome.text
+    assert len(llm_stub.requests_for(fmt)) == 6  # the request and its five hops; no retry
+
+
 def test_a_redirect_within_the_providers_origin_is_followed(
     llm_stub: LLMStub, tmp_path: Path, picture: Path
 ) -> None:

@@ -133,6 +133,10 @@ class _CappedStream(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+MAX_PROVIDER_REDIRECTS = 5  # hops of one request; an API answers in place, or moves once or twice
+_HOPS = "vision_bridge.redirect_hops"
+
+
 class CappedTransport(httpx2.AsyncBaseTransport):
     def __init__(
         self,
@@ -162,6 +166,20 @@ class CappedTransport(httpx2.AsyncBaseTransport):
         meter = count_request()
         request.headers["Accept-Encoding"] = "identity"
         response = await self._inner.handle_async_request(request)
+        if response.has_redirect_location:
+            # httpx2 hands each hop the first request's extensions dict: the hops of one request.
+            hops = int(request.extensions.get(_HOPS, 0)) + 1
+            request.extensions[_HOPS] = hops
+            if hops > MAX_PROVIDER_REDIRECTS:
+                # httpx2's own limit (20) raises an error the SDKs wrap and retry: a provider
+                # redirecting to itself got the key and the images 60-90 times for one call.
+                await response.aclose()
+                raise self._refusal(
+                    UnreadableResponse(
+                        f"the provider redirected more than {MAX_PROVIDER_REDIRECTS} times (a redirect "
+                        "loop?); not followed further: check VISION_API_BASE_URL"
+                    )
+                )
         is_error = response.status_code >= 400
         cap = self.limits.max_error_body if is_error else self.limits.max_body
         declared = _declared_length(response)
