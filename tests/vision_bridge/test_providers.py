@@ -373,13 +373,6 @@ def test_a_redirect_within_the_providers_origin_is_followed(
             "text, not JSON",
         ),
         (Reply(body='{"choices": [', content_type="application/json"), "a body that is not JSON"),
-        # nested past the JSON parser's recursion: was "unexpected internal failure (RecursionError)"
-        (Reply(body='{"a":' * 200_000 + "1" + "}" * 200_000, content_type="application/json"), "not JSON"),
-        # a number past Python's 4,300-digit limit: a ValueError, read as not JSON (kept so)
-        (
-            Reply(body='{"usage": {"prompt_tokens": 1' + "0" * 5000 + "}}", content_type="application/json"),
-            "not JSON",
-        ),
         (Reply(body='{"usage": "lots", "content": 3}', content_type="application/json"), "JSON that is not"),
     ],
 )

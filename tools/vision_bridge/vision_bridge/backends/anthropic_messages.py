@@ -138,8 +138,7 @@ class AnthropicMessagesBackend:
             if error is None:
                 raise
             raise error from None
-        # A 2xx body the SDK could not parse as JSON: cut short, not JSON, or nested past the parser.
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:  # a 2xx body the SDK could not parse as JSON (cut short, not JSON)
             raise not_a_completion("the Anthropic-format provider", exc) from None
         return read_answer(
             "the Anthropic-format provider", read_message, message, max_tokens=self.identity.max_tokens

@@ -164,8 +164,7 @@ class OpenAIChatBackend:
                     self._token_param = "max_completion_tokens"
                     continue
                 raise error from None
-            # A 2xx body the SDK could not parse as JSON: cut short, not JSON, or nested past the parser.
-            except (ValueError, RecursionError) as exc:
+            except ValueError as exc:  # a 2xx body the SDK could not parse as JSON (cut short, not JSON)
                 raise not_a_completion("the OpenAI-format provider", exc) from None
             return read_answer(
                 "the OpenAI-format provider", read_completion, completion, max_tokens=self.identity.max_tokens
